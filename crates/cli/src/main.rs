@@ -1,0 +1,48 @@
+//! `rpcrdma`: the command line of the RPC-over-RDMA stack.
+//!
+//! Each subcommand lives in its own module under `cmd/`; this file only
+//! parses arguments, sets up logging and dispatches.
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// RPC-over-RDMA (RFC 8166, RFC 8167, RFC 8797, Version Two) in Rust.
+#[derive(Debug, Parser)]
+#[command(name = "rpcrdma", version, about, long_about = None)]
+struct Cli {
+    /// Log filter (tracing `EnvFilter` syntax), e.g. `debug` or
+    /// `rpcrdma_engine=trace`. Defaults to `warn`, or `RUST_LOG` if set.
+    #[arg(long, global = true)]
+    log: Option<String>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {}
+
+fn init_logging(filter: Option<&str>) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match filter {
+        Some(f) => EnvFilter::new(f),
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log.as_deref());
+    match cmd::run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("rpcrdma: error: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

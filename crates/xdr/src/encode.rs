@@ -1,0 +1,192 @@
+//! Appending XDR items to a caller-owned buffer.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::payload::DdpItem;
+use crate::{pad_len, Encode};
+
+const ZEROES: [u8; 4] = [0; 4];
+
+/// Appends XDR items to a [`BytesMut`] owned by the caller.
+///
+/// Encoding cannot fail: the buffer grows as needed. Lengths of opaque data
+/// and arrays must fit in a `u32`; passing more is API misuse and panics.
+///
+/// ```
+/// use bytes::BytesMut;
+/// use rpcrdma_xdr::Encoder;
+///
+/// let mut buf = BytesMut::new();
+/// let mut enc = Encoder::new(&mut buf);
+/// let slot = enc.reserve_u32();
+/// enc.put_string("abc");
+/// let n = enc.len() as u32;
+/// enc.patch_u32(slot, n);
+/// assert_eq!(&buf[..], &[0, 0, 0, 12, 0, 0, 0, 3, b'a', b'b', b'c', 0]);
+/// ```
+#[derive(Debug)]
+pub struct Encoder<'b> {
+    buf: &'b mut BytesMut,
+    /// Where DDP-eligible items go when the caller builds a [`crate::Payload`].
+    ddp: Option<&'b mut Vec<DdpItem>>,
+}
+
+/// A placeholder left by [`Encoder::reserve_u32`], filled in by
+/// [`Encoder::patch_u32`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "a reserved word must be patched"]
+pub struct Slot(usize);
+
+impl<'b> Encoder<'b> {
+    /// An encoder appending to `buf` (existing content is kept).
+    pub fn new(buf: &'b mut BytesMut) -> Self {
+        Self { buf, ddp: None }
+    }
+
+    pub(crate) fn with_ddp(buf: &'b mut BytesMut, ddp: &'b mut Vec<DdpItem>) -> Self {
+        Self {
+            buf,
+            ddp: Some(ddp),
+        }
+    }
+
+    /// Whether DDP-eligible items are recorded out of line
+    /// ([`Encoder::put_opaque_ddp`]) rather than encoded inline.
+    pub fn records_ddp(&self) -> bool {
+        self.ddp.is_some()
+    }
+
+    /// Number of bytes in the underlying buffer.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Whether the underlying buffer is empty.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// The underlying buffer.
+    pub fn buffer(&mut self) -> &mut BytesMut {
+        self.buf
+    }
+
+    /// Appends an unsigned 32-bit integer.
+    #[inline]
+    pub fn put_u32(&mut self, v: u32) {
+        self.buf.put_u32(v);
+    }
+
+    /// Appends a signed 32-bit integer.
+    #[inline]
+    pub fn put_i32(&mut self, v: i32) {
+        self.buf.put_i32(v);
+    }
+
+    /// Appends an unsigned 64-bit hyper integer.
+    #[inline]
+    pub fn put_u64(&mut self, v: u64) {
+        self.buf.put_u64(v);
+    }
+
+    /// Appends a signed 64-bit hyper integer.
+    #[inline]
+    pub fn put_i64(&mut self, v: i64) {
+        self.buf.put_i64(v);
+    }
+
+    /// Appends an XDR boolean (also the optional-data discriminator).
+    #[inline]
+    pub fn put_bool(&mut self, v: bool) {
+        self.buf.put_u32(u32::from(v));
+    }
+
+    /// Appends fixed-length opaque data and its padding (no length word).
+    pub fn put_fixed_opaque(&mut self, data: &[u8]) {
+        self.buf.reserve(data.len() + 3);
+        self.buf.put_slice(data);
+        self.put_pad(data.len());
+    }
+
+    /// Appends variable-length opaque data: length word, bytes, padding.
+    ///
+    /// # Panics
+    /// If `data` is longer than `u32::MAX` bytes.
+    pub fn put_opaque(&mut self, data: &[u8]) {
+        self.put_u32(len_u32(data.len()));
+        self.put_fixed_opaque(data);
+    }
+
+    /// Appends a DDP-eligible variable-length opaque item (RFC 8166 §4.4).
+    ///
+    /// The length word always goes inline. When this encoder builds a
+    /// [`crate::Payload`] (see [`crate::PayloadEncoder`]) the data itself is
+    /// recorded as a [`DdpItem`] without copying, so a transport can move it
+    /// by RDMA or write it vectored; otherwise it is encoded inline exactly
+    /// like [`Encoder::put_opaque`].
+    ///
+    /// # Panics
+    /// If `data` is longer than `u32::MAX` bytes.
+    pub fn put_opaque_ddp(&mut self, data: Bytes) {
+        self.put_u32(len_u32(data.len()));
+        match &mut self.ddp {
+            Some(items) if !data.is_empty() => items.push(DdpItem {
+                inline_offset: Some(self.buf.len()),
+                data,
+            }),
+            _ => self.put_fixed_opaque(&data),
+        }
+    }
+
+    /// Appends an XDR string (same encoding as variable-length opaque).
+    pub fn put_string(&mut self, s: &str) {
+        self.put_opaque(s.as_bytes());
+    }
+
+    /// Appends the zero padding that follows `data_len` bytes of opaque data.
+    #[inline]
+    pub fn put_pad(&mut self, data_len: usize) {
+        self.buf.put_slice(&ZEROES[..pad_len(data_len)]);
+    }
+
+    /// Appends any [`Encode`] value.
+    #[inline]
+    pub fn put<T: Encode + ?Sized>(&mut self, v: &T) {
+        v.encode(self);
+    }
+
+    /// Appends a variable-length array: count word, then each element.
+    ///
+    /// # Panics
+    /// If there are more than `u32::MAX` elements.
+    pub fn put_array<T: Encode>(&mut self, items: &[T]) {
+        self.put_u32(len_u32(items.len()));
+        for item in items {
+            item.encode(self);
+        }
+    }
+
+    /// Appends XDR optional-data (`*T`): a discriminator, then the value if present.
+    pub fn put_optional<T: Encode>(&mut self, v: Option<&T>) {
+        self.put_bool(v.is_some());
+        if let Some(v) = v {
+            v.encode(self);
+        }
+    }
+
+    /// Appends a zero word to be overwritten later with [`Encoder::patch_u32`].
+    pub fn reserve_u32(&mut self) -> Slot {
+        let at = self.buf.len();
+        self.put_u32(0);
+        Slot(at)
+    }
+
+    /// Overwrites a word reserved with [`Encoder::reserve_u32`].
+    pub fn patch_u32(&mut self, slot: Slot, v: u32) {
+        self.buf[slot.0..slot.0 + 4].copy_from_slice(&v.to_be_bytes());
+    }
+}
+
+pub(crate) fn len_u32(len: usize) -> u32 {
+    u32::try_from(len).expect("XDR length exceeds u32::MAX (API misuse)")
+}

@@ -1,0 +1,26 @@
+//! Sans-IO iWARP: MPA (RFC 5044 with RFC 6581), DDP (RFC 5041) and RDMAP
+//! (RFC 5040).
+//!
+//! This crate is the protocol core of the software iWARP provider
+//! (`rpcrdma-softiwarp`). It has two layers:
+//!
+//! * **Wire codecs**, usable on their own (by captures, decoders, tests):
+//!   [`mpa`] (connection set-up Request/Reply/Reject frames and the RFC 6581
+//!   IRD/ORD word), [`fpdu`] (MPA framing, padding, CRC32c), [`ddp`] (tagged
+//!   and untagged DDP headers with the RDMAP control octet) and [`rdmap`]
+//!   (opcodes, RDMA Read Request header, Terminate message and the table of
+//!   Terminate error codes). Parsers keep every field, including unknown
+//!   values, so decoded frames re-encode to the same bytes; they check every
+//!   length against what is left and never panic on hostile input.
+//!
+//! # Determinism contract
+//!
+//! No sockets, no clocks, no threads, no async runtime, no global state:
+//! bytes and events go in, bytes and events come out. Time, when needed,
+//! is an argument.
+#![forbid(unsafe_code)]
+
+pub mod ddp;
+pub mod fpdu;
+pub mod mpa;
+pub mod rdmap;

@@ -1,0 +1,514 @@
+//! The async RPC client.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder, XdrError};
+use tokio::sync::Semaphore;
+use tokio::time::{timeout_at, Instant};
+use tracing::Instrument;
+
+use crate::auth::Credential;
+use crate::codec::{Marshal, Unmarshal};
+use crate::conn::{lock, ConnOps, Connection, ServeLimits, XidAlloc};
+use crate::error::{MessageError, RpcError, TransportError};
+use crate::msg::{
+    decode_header, AcceptedStatus, CallHeader, Header, OpaqueAuth, RejectedReply, ReplyBody,
+};
+use crate::service::{BoxFuture, Services};
+use crate::transport::{CallHints, Connector};
+
+/// Client settings. Defaults are documented on each field.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ClientConfig {
+    /// Time a call may take in total, across reconnects (default 30 s).
+    pub timeout: Duration,
+    /// Calls outstanding at once; more wait for a slot (default 128).
+    /// The transport may allow fewer (RDMA credits).
+    pub max_in_flight: usize,
+    /// How many times a call is sent again on a new connection after the
+    /// connection it was sent on is lost (default 2). A failed connection
+    /// attempt counts as one try.
+    pub max_retransmits: u32,
+    /// Pause before reconnecting after a connection is lost (default 100 ms).
+    pub reconnect_delay: Duration,
+    /// Credential sent with every call (default `AUTH_NONE`).
+    pub credential: Credential,
+    /// Programs this client serves to the peer on its connections
+    /// (reverse direction; default none: such calls get `PROG_UNAVAIL`).
+    pub services: Arc<Services>,
+    /// Concurrency limit for those reverse-direction calls.
+    pub serve_limits: ServeLimits,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(30),
+            max_in_flight: 128,
+            max_retransmits: 2,
+            reconnect_delay: Duration::from_millis(100),
+            credential: Credential::None,
+            services: Arc::new(Services::new()),
+            serve_limits: ServeLimits {
+                per_connection: 16,
+                global: None,
+            },
+        }
+    }
+}
+
+/// Where a client's connections come from.
+trait ConnSource: Send + Sync + 'static {
+    fn get(&self) -> BoxFuture<'_, Result<Arc<dyn ConnOps>, TransportError>>;
+    fn current(&self) -> Option<Arc<dyn ConnOps>>;
+    fn shutdown(&self);
+    fn can_reconnect(&self) -> bool;
+}
+
+/// A single existing connection (reverse direction, server side).
+struct Fixed(Arc<dyn ConnOps>);
+
+impl ConnSource for Fixed {
+    fn get(&self) -> BoxFuture<'_, Result<Arc<dyn ConnOps>, TransportError>> {
+        let c = self.0.clone();
+        Box::pin(async move {
+            if c.is_alive() {
+                Ok(c)
+            } else {
+                Err(TransportError::Closed)
+            }
+        })
+    }
+    fn current(&self) -> Option<Arc<dyn ConnOps>> {
+        Some(self.0.clone())
+    }
+    fn shutdown(&self) {}
+    fn can_reconnect(&self) -> bool {
+        false
+    }
+}
+
+/// Connections made on demand by a [`Connector`].
+struct Reconnecting<C: Connector> {
+    connector: C,
+    current: tokio::sync::Mutex<Option<Arc<dyn ConnOps>>>,
+    /// Mirror of `current` readable without awaiting.
+    snapshot: Mutex<Option<Arc<dyn ConnOps>>>,
+    services: Arc<Services>,
+    limits: ServeLimits,
+}
+
+impl<C: Connector> ConnSource for Reconnecting<C> {
+    fn get(&self) -> BoxFuture<'_, Result<Arc<dyn ConnOps>, TransportError>> {
+        Box::pin(async move {
+            let mut cur = self.current.lock().await;
+            if let Some(c) = cur.as_ref() {
+                if c.is_alive() {
+                    return Ok(c.clone());
+                }
+            }
+            let transport = self.connector.connect().await?;
+            let conn = Connection::open(transport, self.services.clone(), self.limits.clone());
+            tracing::debug!(conn = conn.id(), peer = conn.peer(), "connected");
+            *cur = Some(conn.ops.clone());
+            *lock(&self.snapshot) = Some(conn.ops.clone());
+            Ok(conn.ops)
+        })
+    }
+    fn current(&self) -> Option<Arc<dyn ConnOps>> {
+        lock(&self.snapshot).clone()
+    }
+    fn shutdown(&self) {
+        if let Some(c) = lock(&self.snapshot).take() {
+            c.shutdown();
+        }
+    }
+    fn can_reconnect(&self) -> bool {
+        true
+    }
+}
+
+struct ClientInner {
+    source: Box<dyn ConnSource>,
+    xids: XidSource,
+    in_flight: Semaphore,
+    config: ClientConfig,
+}
+
+enum XidSource {
+    Own(Mutex<XidAlloc>),
+    Connection(Arc<dyn ConnOps>),
+}
+
+impl XidSource {
+    fn with<R>(&self, f: impl FnOnce(&mut XidAlloc) -> R) -> R {
+        match self {
+            Self::Own(m) => f(&mut lock(m)),
+            Self::Connection(c) => f(&mut lock(c.xids())),
+        }
+    }
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        self.source.shutdown();
+    }
+}
+
+/// An async ONC RPC client (cheap to clone; clones share connections,
+/// XIDs and the in-flight limit).
+///
+/// Every call ends in exactly one result. XIDs are unique among the
+/// client's outstanding calls and start at a random value. If the
+/// connection is lost, outstanding calls are sent again on a new
+/// connection with the same XID, up to
+/// [`ClientConfig::max_retransmits`] times. Dropping a call's future
+/// cancels it: its reply, if one comes, is discarded, and the transport's
+/// `release` runs in the background.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<ClientInner>,
+    cred: OpaqueAuth,
+    timeout: Duration,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("timeout", &self.timeout)
+            .field("cred", &self.cred.flavor)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Releases a call's resources if the call's future is dropped early.
+struct CallGuard {
+    conn: Option<Arc<dyn ConnOps>>,
+    xid: u32,
+}
+
+impl CallGuard {
+    /// Stops waiting on the connection and awaits the transport's release.
+    async fn finish(&mut self) {
+        if let Some(c) = self.conn.as_ref() {
+            c.unregister(self.xid);
+            c.release(self.xid).await;
+        }
+        self.conn = None;
+    }
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if let Some(c) = self.conn.take() {
+            c.unregister(self.xid);
+            let xid = self.xid;
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move { c.release(xid).await });
+            }
+        }
+    }
+}
+
+/// Frees an XID when its call ends, however it ends.
+struct XidGuard {
+    inner: Arc<ClientInner>,
+    xid: u32,
+}
+
+impl Drop for XidGuard {
+    fn drop(&mut self) {
+        self.inner.xids.with(|x| x.free(self.xid));
+    }
+}
+
+impl Client {
+    /// A client that connects with `connector` when first used and
+    /// reconnects after a connection is lost.
+    pub fn new<C: Connector>(connector: C, config: ClientConfig) -> Self {
+        let source = Reconnecting {
+            connector,
+            current: tokio::sync::Mutex::new(None),
+            snapshot: Mutex::new(None),
+            services: config.services.clone(),
+            limits: config.serve_limits.clone(),
+        };
+        Self::build(
+            Box::new(source),
+            XidSource::Own(Mutex::new(XidAlloc::new())),
+            config,
+        )
+    }
+
+    /// Like [`Client::new`], but connects now so that an unreachable server
+    /// is reported here.
+    pub async fn connect<C: Connector>(
+        connector: C,
+        config: ClientConfig,
+    ) -> Result<Self, RpcError> {
+        let c = Self::new(connector, config);
+        c.inner.source.get().await.map_err(RpcError::Connect)?;
+        Ok(c)
+    }
+
+    pub(crate) fn on_connection(conn: Arc<dyn ConnOps>, config: ClientConfig) -> Self {
+        Self::build(
+            Box::new(Fixed(conn.clone())),
+            XidSource::Connection(conn),
+            config,
+        )
+    }
+
+    fn build(source: Box<dyn ConnSource>, xids: XidSource, config: ClientConfig) -> Self {
+        let cred = config.credential.to_opaque_auth();
+        let timeout = config.timeout;
+        Self {
+            inner: Arc::new(ClientInner {
+                source,
+                xids,
+                in_flight: Semaphore::new(config.max_in_flight.max(1)),
+                config,
+            }),
+            cred,
+            timeout,
+        }
+    }
+
+    /// This client with another credential (shares everything else).
+    #[must_use]
+    pub fn with_credential(&self, cred: &Credential) -> Self {
+        Self {
+            cred: cred.to_opaque_auth(),
+            ..self.clone()
+        }
+    }
+
+    /// This client with another per-call timeout (shares everything else).
+    #[must_use]
+    pub fn with_timeout(&self, timeout: Duration) -> Self {
+        Self {
+            timeout,
+            ..self.clone()
+        }
+    }
+
+    /// The connection in use, if one is open.
+    pub fn connection(&self) -> Option<Connection> {
+        self.inner.source.current().map(|ops| Connection { ops })
+    }
+
+    /// Calls procedure `proc_` of program `prog` version `vers` and decodes
+    /// its results.
+    ///
+    /// `args` is encoded before this returns (so it need not outlive the
+    /// call); DDP-eligible items it marks travel out of line. `hints` come
+    /// from the program's Upper Layer Binding ([`CallHints::new`] if it has
+    /// none). The future resolves once, after the transport has released
+    /// the call.
+    pub fn call<'a, A, R>(
+        &'a self,
+        prog: u32,
+        vers: u32,
+        proc_: u32,
+        args: &A,
+        hints: &'a CallHints,
+    ) -> impl Future<Output = Result<R, RpcError>> + Send + 'a
+    where
+        A: Marshal + ?Sized,
+        R: Unmarshal + 'a,
+    {
+        let xid = self.inner.xids.with(|x| x.alloc());
+        let xid_guard = XidGuard {
+            inner: self.inner.clone(),
+            xid,
+        };
+        let header = CallHeader {
+            xid,
+            prog,
+            vers,
+            proc_,
+            cred: self.cred.clone(),
+            verf: OpaqueAuth::none(),
+        };
+        let mut pe = PayloadEncoder::with_capacity(header.encoded_len() + 64);
+        let mut enc = pe.encoder();
+        header.encode(&mut enc);
+        args.marshal(&mut enc);
+        let message = pe.finish();
+        let span = tracing::debug_span!(
+            "rpc_call",
+            xid = format_args!("{xid:#010x}"),
+            prog,
+            vers,
+            proc_
+        );
+        async move {
+            let reply = self.exchange(xid, message, hints).await;
+            drop(xid_guard);
+            decode_reply(&reply?, prog, vers, proc_)
+        }
+        .instrument(span)
+    }
+
+    /// Calls procedure 0 (NULL) of a program version.
+    pub async fn null(&self, prog: u32, vers: u32) -> Result<(), RpcError> {
+        self.call(prog, vers, 0, &(), &CallHints::new()).await
+    }
+
+    async fn exchange(
+        &self,
+        xid: u32,
+        message: Payload,
+        hints: &CallHints,
+    ) -> Result<Payload, RpcError> {
+        let inner = &self.inner;
+        let deadline = Instant::now() + self.timeout;
+        let timed_out = || RpcError::Timeout {
+            xid,
+            after: self.timeout,
+        };
+        let _permit = timeout_at(deadline, inner.in_flight.acquire())
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(|_| RpcError::Shutdown)?;
+        let mut sends = 0u32;
+        let mut tries = 0u32;
+        let reconnects = inner.source.can_reconnect();
+        loop {
+            if tries > 0 {
+                if tries > inner.config.max_retransmits || !reconnects {
+                    return Err(RpcError::ConnectionLost {
+                        xid,
+                        attempts: sends,
+                    });
+                }
+                if timeout_at(deadline, tokio::time::sleep(inner.config.reconnect_delay))
+                    .await
+                    .is_err()
+                {
+                    return Err(timed_out());
+                }
+            }
+            tries += 1;
+            let conn = match timeout_at(deadline, inner.source.get()).await {
+                Err(_) => return Err(timed_out()),
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "no connection");
+                    if sends == 0 && (tries > inner.config.max_retransmits || !reconnects) {
+                        return Err(RpcError::Connect(e));
+                    }
+                    continue;
+                }
+                Ok(Ok(c)) => c,
+            };
+            let Some(rx) = conn.register(xid) else {
+                continue;
+            };
+            let mut guard = CallGuard {
+                conn: Some(conn.clone()),
+                xid,
+            };
+            sends += 1;
+            if sends > 1 {
+                tracing::debug!(conn = conn.id(), "retransmitting on a new connection");
+            }
+            match timeout_at(deadline, conn.send_call(xid, message.clone(), hints)).await {
+                Err(_) => {
+                    guard.finish().await;
+                    return Err(timed_out());
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "send failed; dropping the connection");
+                    conn.abort();
+                    guard.finish().await;
+                    continue;
+                }
+                Ok(Ok(())) => {}
+            }
+            let outcome = timeout_at(deadline, rx).await;
+            guard.finish().await;
+            match outcome {
+                Err(_) => return Err(timed_out()),
+                Ok(Ok(Ok(reply))) => return Ok(reply),
+                Ok(Ok(Err(source))) => return Err(RpcError::Transport { xid, source }),
+                Ok(Err(_lost)) => {
+                    tracing::debug!(conn = conn.id(), "connection lost before the reply");
+                }
+            }
+        }
+    }
+}
+
+/// Decodes a reply message into results or the matching error.
+pub fn decode_reply<R: Unmarshal>(
+    message: &Payload,
+    prog: u32,
+    vers: u32,
+    proc_: u32,
+) -> Result<R, RpcError> {
+    let mut dec = Decoder::with_ddp(message);
+    let header = match decode_header(&mut dec).map_err(RpcError::BadReply)? {
+        Header::Reply(r) => r,
+        Header::Call(c) => {
+            return Err(RpcError::BadReply(MessageError::BadMsgType {
+                xid: c.xid,
+                value: 0,
+            }))
+        }
+    };
+    match header.body {
+        ReplyBody::Accepted { status, .. } => match status {
+            AcceptedStatus::Success => {
+                let r = R::unmarshal(&mut dec).map_err(RpcError::Results)?;
+                check_end(&dec, message).map_err(RpcError::Results)?;
+                Ok(r)
+            }
+            AcceptedStatus::ProgUnavail => Err(RpcError::ProgUnavail { prog }),
+            AcceptedStatus::ProgMismatch { low, high } => Err(RpcError::ProgMismatch {
+                prog,
+                vers,
+                low,
+                high,
+            }),
+            AcceptedStatus::ProcUnavail => Err(RpcError::ProcUnavail { prog, vers, proc_ }),
+            AcceptedStatus::GarbageArgs => Err(RpcError::GarbageArgs),
+            AcceptedStatus::SystemErr => Err(RpcError::SystemErr),
+            AcceptedStatus::Other(s) => Err(RpcError::UnknownAcceptStat(s)),
+        },
+        ReplyBody::Denied(RejectedReply::RpcMismatch { low, high }) => {
+            Err(RpcError::RpcMismatch { low, high })
+        }
+        ReplyBody::Denied(RejectedReply::AuthError(stat)) => Err(RpcError::Auth(stat)),
+    }
+}
+
+/// Like [`Decoder::expect_end`], except that Write chunks the responder
+/// returned unused (empty, after the last one it filled; RFC 8166
+/// §4.4.6.2) need not be consumed.
+fn check_end(dec: &Decoder<'_>, message: &Payload) -> Result<(), XdrError> {
+    match dec.expect_end() {
+        Err(XdrError::DdpUnconsumed { count }) => {
+            let unused = message
+                .items()
+                .iter()
+                .rev()
+                .take_while(|i| i.inline_offset.is_none() && i.data.is_empty())
+                .count();
+            if count > unused {
+                return Err(XdrError::DdpUnconsumed { count });
+            }
+            if !dec.is_empty() {
+                return Err(XdrError::TrailingBytes {
+                    offset: dec.position(),
+                    count: dec.rest().len(),
+                });
+            }
+            Ok(())
+        }
+        other => other,
+    }
+}

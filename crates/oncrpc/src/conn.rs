@@ -1,0 +1,408 @@
+//! One transport connection, used in both directions.
+//!
+//! [`Connection::open`] starts a reader task over any [`Transport`]. The
+//! task routes replies to the calls waiting for them and runs received
+//! calls against the connection's [`Services`], with bounded concurrency.
+//! The same connection therefore serves a server (forward calls in) and a
+//! client (calls out) at once: a server gets a client for the connection
+//! with [`Connection::client`], and a client serves the programs in its
+//! [`crate::ClientConfig::services`] on each of its connections.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rpcrdma_xdr::Payload;
+use tokio::sync::{oneshot, watch, Semaphore};
+use tracing::Instrument;
+
+use crate::client::{Client, ClientConfig};
+use crate::error::TransportError;
+use crate::service::{BoxFuture, Dispatch, Services};
+use crate::transport::{CallHints, Received, Transport};
+use crate::util::Tracker;
+
+/// Limits on the calls a connection runs at once.
+#[derive(Debug, Clone)]
+pub struct ServeLimits {
+    /// Calls from the peer run concurrently on this connection (default
+    /// 64). When reached, the connection stops reading until one finishes.
+    pub per_connection: usize,
+    /// A semaphore shared by several connections (a server's global
+    /// limit), if any.
+    pub global: Option<Arc<Semaphore>>,
+}
+
+impl Default for ServeLimits {
+    fn default() -> Self {
+        Self {
+            per_connection: 64,
+            global: None,
+        }
+    }
+}
+
+pub(crate) type Outcome = Result<Payload, TransportError>;
+
+/// XIDs in use by outstanding calls; allocation starts at a random value.
+pub(crate) struct XidAlloc {
+    next: u32,
+    used: HashSet<u32>,
+}
+
+impl XidAlloc {
+    pub(crate) fn new() -> Self {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0),
+        );
+        Self {
+            next: h.finish() as u32,
+            used: HashSet::new(),
+        }
+    }
+
+    /// A fresh xid, unique among those not yet freed.
+    pub(crate) fn alloc(&mut self) -> u32 {
+        loop {
+            let x = self.next;
+            self.next = self.next.wrapping_add(1);
+            if self.used.insert(x) {
+                return x;
+            }
+        }
+    }
+
+    pub(crate) fn free(&mut self, xid: u32) {
+        self.used.remove(&xid);
+    }
+}
+
+/// The operations the client needs from a connection, with the transport
+/// type erased.
+pub(crate) trait ConnOps: Send + Sync + 'static {
+    fn id(&self) -> u64;
+    fn peer(&self) -> &str;
+    /// Starts waiting for the reply to `xid`; `None` if the connection is
+    /// dead (or `xid` is already waited for).
+    fn register(&self, xid: u32) -> Option<oneshot::Receiver<Outcome>>;
+    fn unregister(&self, xid: u32);
+    fn send_call<'a>(
+        &'a self,
+        xid: u32,
+        message: Payload,
+        hints: &'a CallHints,
+    ) -> BoxFuture<'a, Result<(), TransportError>>;
+    fn release(&self, xid: u32) -> BoxFuture<'_, ()>;
+    fn is_alive(&self) -> bool;
+    /// Fails every waiting call and closes the transport now.
+    fn abort(&self);
+    /// Stops reading; finishes calls in progress, then closes.
+    fn shutdown(&self);
+    fn closed(&self) -> BoxFuture<'_, ()>;
+    fn xids(&self) -> &Mutex<XidAlloc>;
+}
+
+struct State {
+    alive: bool,
+    pending: HashMap<u32, oneshot::Sender<Outcome>>,
+}
+
+struct Conn<T: Transport> {
+    id: u64,
+    peer: String,
+    transport: T,
+    state: Mutex<State>,
+    stop: watch::Sender<u8>,
+    done: watch::Sender<bool>,
+    xids: Mutex<XidAlloc>,
+}
+
+const STOP_NONE: u8 = 0;
+const STOP_GRACEFUL: u8 = 1;
+const STOP_ABORT: u8 = 2;
+
+static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
+
+impl<T: Transport> Conn<T> {
+    fn fail_pending(&self) {
+        let drained: Vec<_> = {
+            let mut st = lock(&self.state);
+            st.alive = false;
+            st.pending.drain().collect()
+        };
+        if !drained.is_empty() {
+            tracing::debug!(
+                calls = drained.len(),
+                "connection lost with calls outstanding"
+            );
+        }
+        drop(drained);
+    }
+
+    fn complete(&self, xid: u32, outcome: Outcome) {
+        let tx = lock(&self.state).pending.remove(&xid);
+        match tx {
+            Some(tx) => {
+                let _ = tx.send(outcome);
+            }
+            None => tracing::debug!(
+                xid = format_args!("{xid:#010x}"),
+                "dropping a reply for an xid with no outstanding call"
+            ),
+        }
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<T: Transport> ConnOps for Conn<T> {
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn peer(&self) -> &str {
+        &self.peer
+    }
+    fn register(&self, xid: u32) -> Option<oneshot::Receiver<Outcome>> {
+        let mut st = lock(&self.state);
+        if !st.alive || st.pending.contains_key(&xid) {
+            return None;
+        }
+        let (tx, rx) = oneshot::channel();
+        st.pending.insert(xid, tx);
+        Some(rx)
+    }
+    fn unregister(&self, xid: u32) {
+        lock(&self.state).pending.remove(&xid);
+    }
+    fn send_call<'a>(
+        &'a self,
+        xid: u32,
+        message: Payload,
+        hints: &'a CallHints,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        Box::pin(self.transport.send_call(xid, message, hints))
+    }
+    fn release(&self, xid: u32) -> BoxFuture<'_, ()> {
+        Box::pin(self.transport.release(xid))
+    }
+    fn is_alive(&self) -> bool {
+        lock(&self.state).alive
+    }
+    fn abort(&self) {
+        self.fail_pending();
+        self.stop.send_replace(STOP_ABORT);
+    }
+    fn shutdown(&self) {
+        self.stop.send_if_modified(|s| {
+            if *s == STOP_NONE {
+                *s = STOP_GRACEFUL;
+                true
+            } else {
+                false
+            }
+        });
+    }
+    fn closed(&self) -> BoxFuture<'_, ()> {
+        let mut rx = self.done.subscribe();
+        Box::pin(async move {
+            let _ = rx.wait_for(|d| *d).await;
+        })
+    }
+    fn xids(&self) -> &Mutex<XidAlloc> {
+        &self.xids
+    }
+}
+
+/// A handle to one open connection (cheap to clone).
+#[derive(Clone)]
+pub struct Connection {
+    pub(crate) ops: Arc<dyn ConnOps>,
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("id", &self.ops.id())
+            .field("peer", &self.ops.peer())
+            .finish()
+    }
+}
+
+impl Connection {
+    /// Starts serving `transport`: a reader task routes replies to our
+    /// calls and runs the peer's calls against `services` within `limits`.
+    ///
+    /// Must be called inside a tokio runtime.
+    pub fn open<T: Transport>(transport: T, services: Arc<Services>, limits: ServeLimits) -> Self {
+        let id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
+        let peer = transport.peer();
+        let (stop, stop_rx) = watch::channel(STOP_NONE);
+        let (done, _) = watch::channel(false);
+        let conn = Arc::new(Conn {
+            id,
+            peer: peer.clone(),
+            transport,
+            state: Mutex::new(State {
+                alive: true,
+                pending: HashMap::new(),
+            }),
+            stop,
+            done,
+            xids: Mutex::new(XidAlloc::new()),
+        });
+        let handle = Connection { ops: conn.clone() };
+        let span = tracing::info_span!("rpc_conn", id, peer = %peer);
+        tokio::spawn(run(conn, handle.clone(), services, limits, stop_rx).instrument(span));
+        handle
+    }
+
+    /// A client that calls the peer over this connection (no reconnect:
+    /// calls fail with [`crate::RpcError::ConnectionLost`] if it closes).
+    /// Its XIDs are unique among all clients of this connection.
+    pub fn client(&self, config: ClientConfig) -> Client {
+        Client::on_connection(self.ops.clone(), config)
+    }
+
+    /// A description of the peer.
+    pub fn peer(&self) -> &str {
+        self.ops.peer()
+    }
+
+    /// A process-unique id for logs.
+    pub fn id(&self) -> u64 {
+        self.ops.id()
+    }
+
+    /// Whether the connection still accepts calls.
+    pub fn is_alive(&self) -> bool {
+        self.ops.is_alive()
+    }
+
+    /// Graceful close: stop reading, let calls in progress send their
+    /// replies, then close the transport. Waits until done.
+    pub async fn close(&self) {
+        self.ops.shutdown();
+        self.ops.closed().await;
+    }
+
+    /// Drops the connection at once: outstanding calls see it lost (and
+    /// retransmit if their client can reconnect); calls in progress can no
+    /// longer reply. Does not wait.
+    pub fn abort(&self) {
+        self.ops.abort();
+    }
+
+    /// Waits until the connection is closed.
+    pub async fn closed(&self) {
+        self.ops.closed().await;
+    }
+}
+
+async fn run<T: Transport>(
+    conn: Arc<Conn<T>>,
+    handle: Connection,
+    services: Arc<Services>,
+    limits: ServeLimits,
+    mut stop: watch::Receiver<u8>,
+) {
+    tracing::debug!("connection open");
+    let tracker = Tracker::new();
+    let local = Arc::new(Semaphore::new(limits.per_connection.max(1)));
+    let mut aborted = false;
+    loop {
+        let received = tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s != STOP_NONE) => break,
+            r = conn.transport.recv() => r,
+        };
+        let (message, context) = match received {
+            Err(e) => {
+                tracing::debug!(error = %e, "connection ended");
+                aborted = true;
+                break;
+            }
+            Ok(Received::Reply { xid, message }) => {
+                conn.complete(xid, Ok(message));
+                continue;
+            }
+            Ok(Received::CallFailed { xid, error }) => {
+                conn.complete(xid, Err(error));
+                continue;
+            }
+            Ok(Received::Call { message, context }) => (message, context),
+        };
+        // Bound the calls in progress before reading more.
+        let permits = tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s != STOP_NONE) => break,
+            p = acquire(&local, limits.global.as_ref()) => p,
+        };
+        let token = tracker.token();
+        match services.dispatch(&message, &handle) {
+            Dispatch::Drop(e) => {
+                tracing::debug!(error = %e, "dropping an undecodable call");
+            }
+            Dispatch::Reply(reply) => {
+                let conn = conn.clone();
+                tokio::spawn(
+                    async move {
+                        if let Err(e) = conn.transport.send_reply(context, reply).await {
+                            tracing::debug!(error = %e, "cannot send error reply");
+                        }
+                        drop((permits, token));
+                    }
+                    .in_current_span(),
+                );
+            }
+            Dispatch::Run { xid, future } => {
+                let conn = conn.clone();
+                let span = tracing::debug_span!("rpc_serve", xid = format_args!("{xid:#010x}"));
+                tokio::spawn(
+                    async move {
+                        let reply = future.await;
+                        if let Err(e) = conn.transport.send_reply(context, reply).await {
+                            tracing::debug!(error = %e, "cannot send reply");
+                        }
+                        drop((permits, token));
+                    }
+                    .instrument(span),
+                );
+            }
+        }
+    }
+    conn.fail_pending();
+    // An abort (or a broken transport) closes at once so the peer notices;
+    // a graceful stop lets calls in progress send their replies first.
+    if aborted || *stop.borrow() == STOP_ABORT {
+        conn.transport.close().await;
+    } else if tracker.count() > 0 {
+        tracing::debug!(in_flight = tracker.count(), "finishing calls in progress");
+    }
+    tracker.wait().await;
+    conn.transport.close().await;
+    conn.done.send_replace(true);
+    tracing::debug!("connection closed");
+}
+
+async fn acquire(
+    local: &Arc<Semaphore>,
+    global: Option<&Arc<Semaphore>>,
+) -> (
+    Option<tokio::sync::OwnedSemaphorePermit>,
+    Option<tokio::sync::OwnedSemaphorePermit>,
+) {
+    let a = local.clone().acquire_owned().await.ok();
+    let b = match global {
+        Some(g) => g.clone().acquire_owned().await.ok(),
+        None => None,
+    };
+    (a, b)
+}

@@ -1,0 +1,246 @@
+//! Error types, split by cause.
+
+use std::time::Duration;
+
+use rpcrdma_xdr::XdrError;
+
+use crate::msg::{AcceptStat, AuthFlavor, AuthStat};
+
+/// A message header that could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MessageError {
+    /// The header is truncated or malformed XDR.
+    #[error("malformed RPC header: {0}")]
+    Xdr(#[from] XdrError),
+    /// `msg_type` is neither CALL nor REPLY.
+    #[error("RPC message {xid:#010x} has msg_type {value}, neither CALL (0) nor REPLY (1)")]
+    BadMsgType {
+        /// Transaction id.
+        xid: u32,
+        /// The value read.
+        value: u32,
+    },
+    /// A call for an RPC version other than 2 (answered with `RPC_MISMATCH`).
+    #[error("RPC call {xid:#010x} uses RPC version {rpcvers}; only version 2 exists")]
+    RpcVersion {
+        /// Transaction id.
+        xid: u32,
+        /// The version read.
+        rpcvers: u32,
+    },
+    /// A credential body over 400 bytes (answered with `AUTH_BADCRED`).
+    #[error("RPC call {xid:#010x} has a {len}-byte credential; the limit is 400")]
+    CredTooLong {
+        /// Transaction id.
+        xid: u32,
+        /// Length read.
+        len: u32,
+    },
+    /// A verifier body over 400 bytes (a call is answered with `AUTH_BADVERF`).
+    #[error("RPC message {xid:#010x} has a {len}-byte verifier; the limit is 400")]
+    VerfTooLong {
+        /// Transaction id.
+        xid: u32,
+        /// Length read.
+        len: u32,
+    },
+    /// A reply whose `reply_stat` is neither MSG_ACCEPTED nor MSG_DENIED.
+    #[error("RPC reply {xid:#010x} has reply_stat {value}")]
+    BadReplyStat {
+        /// Transaction id.
+        xid: u32,
+        /// The value read.
+        value: u32,
+    },
+    /// A denied reply whose `reject_stat` is unknown.
+    #[error("RPC reply {xid:#010x} has reject_stat {value}")]
+    BadRejectStat {
+        /// Transaction id.
+        xid: u32,
+        /// The value read.
+        value: u32,
+    },
+}
+
+/// An `AUTH_SYS` (or `AUTH_NONE`) credential that breaks the rules.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthSysError {
+    /// Machine name longer than 255 bytes.
+    #[error("AUTH_SYS machine name of {len} bytes exceeds the limit of 255")]
+    MachineNameTooLong {
+        /// Its length.
+        len: usize,
+    },
+    /// More than 16 supplementary groups.
+    #[error("AUTH_SYS credential with {count} groups exceeds the limit of 16")]
+    TooManyGids {
+        /// How many were given.
+        count: usize,
+    },
+    /// Not an `AUTH_SYS` credential.
+    #[error("credential flavor is {flavor}, not AUTH_SYS")]
+    WrongFlavor {
+        /// The flavor found.
+        flavor: AuthFlavor,
+    },
+    /// The body does not decode as `authsys_parms`.
+    #[error("malformed AUTH_SYS credential: {0}")]
+    Malformed(XdrError),
+    /// An `AUTH_NONE` credential with a non-empty body.
+    #[error("AUTH_NONE credential carries a {len}-byte body; it must be empty")]
+    NoneWithBody {
+        /// Body length.
+        len: usize,
+    },
+}
+
+/// A record-marking violation (RFC 5531 §11) by the peer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// The record would exceed the configured maximum; the connection must
+    /// be closed because the rest of the stream cannot be resynchronised.
+    #[error("RPC record of at least {len} bytes exceeds the limit of {max} bytes (raise the maximum record size if the peer is legitimate)")]
+    TooLarge {
+        /// Record length so far, including the offending fragment.
+        len: u64,
+        /// The configured limit.
+        max: usize,
+    },
+    /// The stream ended inside a record.
+    #[error("connection closed in the middle of an RPC record ({buffered} bytes buffered)")]
+    Truncated {
+        /// Bytes of the unfinished record.
+        buffered: usize,
+    },
+}
+
+/// A transport failure: the connection, not the RPC, went wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// An I/O error on the connection.
+    #[error("transport I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// The peer closed the connection.
+    #[error("the peer closed the connection")]
+    Closed,
+    /// The peer broke record marking.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// A message we were asked to send is larger than the transport allows.
+    #[error("RPC message of {len} bytes exceeds the transport's limit of {max} bytes")]
+    MessageTooLarge {
+        /// Message size.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Connecting failed.
+    #[error("cannot connect to {addr}: {source}")]
+    Connect {
+        /// Where we tried to connect.
+        addr: String,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// A transport-specific failure (e.g. an RPC-over-RDMA `RDMA_ERROR`
+    /// for one call, or a verbs error).
+    #[error("{0}")]
+    Backend(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Why an RPC call did not produce results.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RpcError {
+    /// No reply arrived in time. The call's resources were released.
+    #[error("RPC call {xid:#010x} timed out after {after:?} (raise the client timeout or check the server)")]
+    Timeout {
+        /// Transaction id.
+        xid: u32,
+        /// The timeout that expired.
+        after: Duration,
+    },
+    /// The connection was lost and retransmission on new connections was
+    /// exhausted (or is not possible for this client).
+    #[error("RPC call {xid:#010x} failed: connection lost {attempts} time(s); giving up")]
+    ConnectionLost {
+        /// Transaction id.
+        xid: u32,
+        /// Connections the call was sent on.
+        attempts: u32,
+    },
+    /// No connection could be made.
+    #[error("cannot reach the RPC server: {0}")]
+    Connect(#[source] TransportError),
+    /// The transport failed this call (for example an RPC-over-RDMA
+    /// `RDMA_ERROR`).
+    #[error("RPC call {xid:#010x}: {source}")]
+    Transport {
+        /// Transaction id.
+        xid: u32,
+        /// The transport's error.
+        #[source]
+        source: TransportError,
+    },
+    /// The client was shut down.
+    #[error("the RPC client was shut down")]
+    Shutdown,
+    /// `PROG_UNAVAIL`: the server does not offer the program.
+    #[error("program {prog} is not available on the server (PROG_UNAVAIL)")]
+    ProgUnavail {
+        /// Program.
+        prog: u32,
+    },
+    /// `PROG_MISMATCH`: the server offers other versions.
+    #[error("program {prog} version {vers} is not supported; the server offers versions {low}..={high} (PROG_MISMATCH)")]
+    ProgMismatch {
+        /// Program.
+        prog: u32,
+        /// Version asked for.
+        vers: u32,
+        /// Lowest version offered.
+        low: u32,
+        /// Highest version offered.
+        high: u32,
+    },
+    /// `PROC_UNAVAIL`.
+    #[error("procedure {proc_} of program {prog} version {vers} is not available (PROC_UNAVAIL)")]
+    ProcUnavail {
+        /// Program.
+        prog: u32,
+        /// Version.
+        vers: u32,
+        /// Procedure.
+        proc_: u32,
+    },
+    /// `GARBAGE_ARGS`: the server could not decode the arguments.
+    #[error("the server could not decode the arguments (GARBAGE_ARGS)")]
+    GarbageArgs,
+    /// `SYSTEM_ERR`.
+    #[error("the server failed to run the procedure (SYSTEM_ERR)")]
+    SystemErr,
+    /// An `accept_stat` RFC 5531 does not define.
+    #[error("the server answered with unknown accept_stat {0}")]
+    UnknownAcceptStat(AcceptStat),
+    /// `RPC_MISMATCH`.
+    #[error("the server supports RPC versions {low}..={high}, not 2 (RPC_MISMATCH)")]
+    RpcMismatch {
+        /// Lowest version supported.
+        low: u32,
+        /// Highest version supported.
+        high: u32,
+    },
+    /// `AUTH_ERROR` with its `auth_stat`.
+    #[error("the server rejected the credentials: {0} (AUTH_ERROR)")]
+    Auth(AuthStat),
+    /// The reply header could not be decoded.
+    #[error("malformed RPC reply: {0}")]
+    BadReply(#[source] MessageError),
+    /// The results could not be decoded (or violated DDP placement).
+    #[error("cannot decode the RPC results: {0}")]
+    Results(#[source] XdrError),
+}

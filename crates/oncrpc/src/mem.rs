@@ -1,0 +1,488 @@
+//! An in-memory transport pair that behaves like the RPC-over-RDMA
+//! hand-off, for tests.
+//!
+//! It moves what RPC-over-RDMA moves out of band, out of band:
+//!
+//! * a call's DDP-eligible arguments travel beside the inline stream as
+//!   Read chunks (position + data) and are rebuilt with
+//!   [`Payload::from_read_chunks`];
+//! * the requester provisions one Write chunk per
+//!   [`CallHints::ddp_results`] entry and a Reply chunk when
+//!   [`CallHints::max_reply_size`] exceeds the inline threshold; the
+//!   responder fills the Write chunks in order (an item larger than its
+//!   chunk fails the call, as `RDMA_ERROR` would), returns unused ones
+//!   empty, and must fit the rest of the reply inline or in the Reply chunk;
+//!   the requester rebuilds the reply with [`Payload::from_write_chunks`];
+//! * [`CallHints::no_reduce`] sends everything inline (or as a Long
+//!   message) in both directions.
+//!
+//! So a program whose Upper Layer Binding is wrong — a missing Write chunk
+//! hint, a maximum reply size too small, a chunk where the binding allows
+//! none — fails here as it would over RDMA. It also records
+//! [`Transport::release`] calls and can drop the connection on demand
+//! (fault injection).
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::{Bytes, BytesMut};
+use rpcrdma_xdr::{pad_len, Payload};
+use tokio::sync::{mpsc, Notify};
+
+use crate::conn::lock;
+use crate::error::TransportError;
+use crate::msg::{peek_kind, MsgType};
+use crate::transport::{CallHints, Connector, Received, Transport};
+
+/// Settings of an in-memory pair.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct MemConfig {
+    /// Inline threshold in bytes, both directions (default 1024, the
+    /// RPC-over-RDMA Version One default).
+    pub inline_threshold: usize,
+    /// Messages queued per direction before senders wait (default 256).
+    pub queue: usize,
+}
+
+impl Default for MemConfig {
+    fn default() -> Self {
+        Self {
+            inline_threshold: 1024,
+            queue: 256,
+        }
+    }
+}
+
+/// What crossed the "wire", by message form.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemStats {
+    /// Messages sent whole inline.
+    pub inline: usize,
+    /// Calls that carried Read chunks.
+    pub read_chunks: usize,
+    /// Replies that filled at least one Write chunk.
+    pub write_chunks: usize,
+    /// Replies sent through a Reply chunk.
+    pub reply_chunks: usize,
+    /// Calls sent as Long messages (the whole call pulled by the peer).
+    pub long_calls: usize,
+    /// Calls failed by the responder side (chunk too small, no room).
+    pub errors: usize,
+}
+
+#[derive(Debug)]
+enum Wire {
+    Call {
+        xid: u32,
+        inline: Bytes,
+        read_chunks: Vec<(u32, Bytes)>,
+        write_chunks: Vec<u32>,
+        reply_chunk: Option<u32>,
+    },
+    Reply {
+        xid: u32,
+        inline: Bytes,
+        write_chunks: Vec<Bytes>,
+    },
+    Error {
+        xid: u32,
+        reason: &'static str,
+    },
+    Close,
+}
+
+/// The responder's record of a received call (its chunks).
+#[derive(Debug)]
+pub struct MemCallContext {
+    xid: u32,
+    write_chunks: Vec<u32>,
+    reply_chunk: Option<u32>,
+}
+
+struct Side {
+    stats: Mutex<MemStats>,
+    released: Mutex<Vec<u32>>,
+    closed: AtomicBool,
+    notify: Notify,
+}
+
+/// One end of an in-memory connection.
+pub struct MemTransport {
+    tx: mpsc::Sender<Wire>,
+    rx: tokio::sync::Mutex<mpsc::Receiver<Wire>>,
+    me: Arc<Side>,
+    peer_side: Arc<Side>,
+    config: MemConfig,
+    name: String,
+}
+
+impl std::fmt::Debug for MemTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemTransport")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+static PAIRS: AtomicUsize = AtomicUsize::new(0);
+
+/// A connected pair: (requester side, responder side). Either side may
+/// send calls; both roles work on both ends.
+pub fn pair(config: MemConfig) -> (MemTransport, MemTransport) {
+    let n = PAIRS.fetch_add(1, Ordering::Relaxed);
+    let (atx, arx) = mpsc::channel(config.queue.max(1));
+    let (btx, brx) = mpsc::channel(config.queue.max(1));
+    let side = || {
+        Arc::new(Side {
+            stats: Mutex::new(MemStats::default()),
+            released: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+            notify: Notify::new(),
+        })
+    };
+    let (sa, sb) = (side(), side());
+    let a = MemTransport {
+        tx: atx,
+        rx: tokio::sync::Mutex::new(brx),
+        me: sa.clone(),
+        peer_side: sb.clone(),
+        config: config.clone(),
+        name: format!("mem {n}a"),
+    };
+    let b = MemTransport {
+        tx: btx,
+        rx: tokio::sync::Mutex::new(arx),
+        me: sb,
+        peer_side: sa,
+        config,
+        name: format!("mem {n}b"),
+    };
+    (a, b)
+}
+
+impl MemTransport {
+    /// What this side has sent so far.
+    pub fn stats(&self) -> MemStats {
+        *lock(&self.me.stats)
+    }
+
+    /// A handle that can read this side's statistics and releases and
+    /// break the connection after the transport was handed to a client or
+    /// server.
+    pub fn probe(&self) -> MemProbe {
+        MemProbe {
+            me: self.me.clone(),
+            peer: self.peer_side.clone(),
+        }
+    }
+
+    fn bump(&self, f: impl FnOnce(&mut MemStats)) {
+        f(&mut lock(&self.me.stats));
+    }
+
+    async fn put(&self, w: Wire) -> Result<(), TransportError> {
+        if self.me.closed.load(Ordering::Acquire) || self.peer_side.closed.load(Ordering::Acquire) {
+            return Err(TransportError::Closed);
+        }
+        self.tx.send(w).await.map_err(|_| TransportError::Closed)
+    }
+}
+
+/// Observes and breaks a [`MemTransport`] from outside.
+#[derive(Clone)]
+pub struct MemProbe {
+    me: Arc<Side>,
+    peer: Arc<Side>,
+}
+
+impl std::fmt::Debug for MemProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemProbe").finish_non_exhaustive()
+    }
+}
+
+impl MemProbe {
+    /// XIDs passed to [`Transport::release`] on this side, in order.
+    pub fn released(&self) -> Vec<u32> {
+        lock(&self.me.released).clone()
+    }
+
+    /// What this side has sent so far.
+    pub fn stats(&self) -> MemStats {
+        *lock(&self.me.stats)
+    }
+
+    /// Drops the connection: both sides' `recv` fail at once.
+    pub fn break_connection(&self) {
+        for s in [&self.me, &self.peer] {
+            s.closed.store(true, Ordering::Release);
+            s.notify.notify_waiters();
+        }
+    }
+}
+
+/// Copies `payload` into one inline stream, except the positioned items
+/// for which `keep_out(index, len)` holds: their data is left out (the
+/// length word stays) and returned with its offset in the new stream.
+fn reduce(
+    payload: &Payload,
+    keep_out: impl Fn(usize, usize) -> bool,
+) -> (Bytes, Vec<(usize, Bytes)>) {
+    let inline = payload.inline();
+    let mut out = BytesMut::with_capacity(payload.stream_len());
+    let mut moved = Vec::new();
+    let mut at = 0usize;
+    for (i, (_, item)) in payload.item_positions().enumerate() {
+        let off = item.inline_offset.unwrap_or(at).clamp(at, inline.len());
+        out.extend_from_slice(&inline[at..off]);
+        at = off;
+        if keep_out(i, item.data.len()) {
+            moved.push((out.len(), item.data.clone()));
+        } else {
+            out.extend_from_slice(&item.data);
+            out.extend_from_slice(&[0u8; 4][..pad_len(item.data.len())]);
+        }
+    }
+    out.extend_from_slice(&inline[at..]);
+    (out.freeze(), moved)
+}
+
+impl Transport for MemTransport {
+    type CallContext = MemCallContext;
+
+    async fn send_call(
+        &self,
+        xid: u32,
+        message: Payload,
+        hints: &CallHints,
+    ) -> Result<(), TransportError> {
+        let threshold = self.config.inline_threshold;
+        let no_reduce = hints.is_no_reduce();
+        let (inline, moved) = reduce(&message, |_, _| !no_reduce);
+        // Read chunk positions count in the full stream.
+        let mut placed = 0usize;
+        let mut read_chunks = Vec::with_capacity(moved.len());
+        for (off, data) in moved {
+            read_chunks.push(((off + placed) as u32, data.clone()));
+            placed += rpcrdma_xdr::round_up(data.len());
+        }
+        if inline.len() > threshold {
+            // A Long call: the peer pulls the whole (reduced) message.
+            self.bump(|s| s.long_calls += 1);
+        } else if read_chunks.is_empty() {
+            self.bump(|s| s.inline += 1);
+        } else {
+            self.bump(|s| s.read_chunks += 1);
+        }
+        let write_chunks = if no_reduce {
+            Vec::new()
+        } else {
+            hints.ddp_results().to_vec()
+        };
+        let reply_chunk = hints.max_reply_size().filter(|m| *m as usize > threshold);
+        self.put(Wire::Call {
+            xid,
+            inline,
+            read_chunks,
+            write_chunks,
+            reply_chunk,
+        })
+        .await
+    }
+
+    async fn send_reply(
+        &self,
+        context: MemCallContext,
+        message: Payload,
+    ) -> Result<(), TransportError> {
+        let n = context.write_chunks.len();
+        let too_big = message
+            .item_positions()
+            .enumerate()
+            .any(|(i, (_, item))| i < n && item.data.len() > context.write_chunks[i] as usize);
+        if too_big {
+            self.bump(|s| s.errors += 1);
+            return self
+                .put(Wire::Error {
+                    xid: context.xid,
+                    reason: "a DDP-eligible result is larger than its Write chunk",
+                })
+                .await;
+        }
+        let (inline, moved) = reduce(&message, |i, _| i < n);
+        let mut write_chunks = vec![Bytes::new(); n];
+        for (i, (_, data)) in moved.into_iter().enumerate() {
+            write_chunks[i] = data;
+        }
+        if inline.len() > self.config.inline_threshold {
+            match context.reply_chunk {
+                Some(max) if inline.len() <= max as usize => {
+                    self.bump(|s| s.reply_chunks += 1);
+                }
+                _ => {
+                    self.bump(|s| s.errors += 1);
+                    return self
+                        .put(Wire::Error {
+                            xid: context.xid,
+                            reason: "the reply exceeds the inline threshold and no large enough Reply chunk was provided",
+                        })
+                        .await;
+                }
+            }
+        } else if write_chunks.iter().any(|c| !c.is_empty()) {
+            self.bump(|s| s.write_chunks += 1);
+        } else {
+            self.bump(|s| s.inline += 1);
+        }
+        self.put(Wire::Reply {
+            xid: context.xid,
+            inline,
+            write_chunks,
+        })
+        .await
+    }
+
+    async fn recv(&self) -> Result<Received<MemCallContext>, TransportError> {
+        let mut rx = self.rx.lock().await;
+        loop {
+            let notified = self.me.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.me.closed.load(Ordering::Acquire) {
+                return Err(TransportError::Closed);
+            }
+            let w = tokio::select! {
+                w = rx.recv() => w,
+                _ = notified => return Err(TransportError::Closed),
+            };
+            match w {
+                None | Some(Wire::Close) => {
+                    self.me.closed.store(true, Ordering::Release);
+                    return Err(TransportError::Closed);
+                }
+                Some(Wire::Call {
+                    xid,
+                    inline,
+                    read_chunks,
+                    write_chunks,
+                    reply_chunk,
+                }) => {
+                    if peek_kind(&inline).map(|k| k.1) != Some(MsgType::CALL) {
+                        continue;
+                    }
+                    let message = match Payload::from_read_chunks(inline, read_chunks) {
+                        Ok(m) => m,
+                        Err(e) => {
+                            tracing::debug!(error = %e, "bad Read chunk positions");
+                            continue;
+                        }
+                    };
+                    return Ok(Received::Call {
+                        message,
+                        context: MemCallContext {
+                            xid,
+                            write_chunks,
+                            reply_chunk,
+                        },
+                    });
+                }
+                Some(Wire::Reply {
+                    xid,
+                    inline,
+                    write_chunks,
+                }) => {
+                    return Ok(Received::Reply {
+                        xid,
+                        message: Payload::from_write_chunks(inline, write_chunks),
+                    });
+                }
+                Some(Wire::Error { xid, reason }) => {
+                    return Ok(Received::CallFailed {
+                        xid,
+                        error: TransportError::Backend(reason.into()),
+                    });
+                }
+            }
+        }
+    }
+
+    async fn release(&self, xid: u32) {
+        lock(&self.me.released).push(xid);
+    }
+
+    async fn close(&self) {
+        if !self.me.closed.swap(true, Ordering::AcqRel) {
+            let _ = self.tx.try_send(Wire::Close);
+            self.peer_side.closed.store(true, Ordering::Release);
+            self.peer_side.notify.notify_waiters();
+        }
+        self.me.notify.notify_waiters();
+    }
+
+    fn peer(&self) -> String {
+        self.name.clone()
+    }
+}
+
+/// Makes in-memory connections to a [`MemListener`].
+#[derive(Clone)]
+pub struct MemConnector {
+    config: MemConfig,
+    tx: mpsc::UnboundedSender<MemTransport>,
+    probes: Arc<Mutex<Vec<MemProbe>>>,
+}
+
+impl std::fmt::Debug for MemConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemConnector").finish_non_exhaustive()
+    }
+}
+
+impl MemConnector {
+    /// Probes of the client side of every connection made so far.
+    pub fn probes(&self) -> Vec<MemProbe> {
+        lock(&self.probes).clone()
+    }
+}
+
+/// Accepts connections made by a [`MemConnector`].
+#[derive(Debug)]
+pub struct MemListener {
+    rx: mpsc::UnboundedReceiver<MemTransport>,
+}
+
+impl MemListener {
+    /// The server side of the next connection; `None` once every
+    /// connector is gone.
+    pub async fn accept(&mut self) -> Option<MemTransport> {
+        self.rx.recv().await
+    }
+}
+
+/// A connector/listener pair for in-memory connections.
+pub fn listener(config: MemConfig) -> (MemConnector, MemListener) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (
+        MemConnector {
+            config,
+            tx,
+            probes: Arc::new(Mutex::new(Vec::new())),
+        },
+        MemListener { rx },
+    )
+}
+
+impl Connector for MemConnector {
+    type Transport = MemTransport;
+
+    async fn connect(&self) -> Result<MemTransport, TransportError> {
+        let (client, server) = pair(self.config.clone());
+        self.tx.send(server).map_err(|_| TransportError::Connect {
+            addr: "mem".to_owned(),
+            source: std::io::ErrorKind::ConnectionRefused.into(),
+        })?;
+        lock(&self.probes).push(client.probe());
+        Ok(client)
+    }
+}

@@ -1,0 +1,193 @@
+//! The RPC server: programs, limits, listeners and graceful shutdown.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::sync::{watch, Semaphore};
+use tracing::Instrument;
+
+use crate::conn::{lock, Connection, ServeLimits};
+use crate::service::Services;
+use crate::tcp::{TcpConfig, TcpTransport};
+use crate::transport::Transport;
+
+/// Server limits. Defaults are documented on each field.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// Calls running at once on one connection (default 64). When
+    /// reached, the connection is not read until one finishes.
+    pub max_in_flight_per_connection: usize,
+    /// Calls running at once on the whole server (default 1024).
+    pub max_in_flight: usize,
+    /// Connections accepted at once by a TCP listener (default 1024);
+    /// further connections wait in the kernel's backlog.
+    pub max_connections: usize,
+    /// TCP record and fragment settings (maximum record size: 32 MiB).
+    pub tcp: TcpConfig,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            max_in_flight_per_connection: 64,
+            max_in_flight: 1024,
+            max_connections: 1024,
+            tcp: TcpConfig::default(),
+        }
+    }
+}
+
+struct Inner {
+    services: Arc<Services>,
+    config: ServerConfig,
+    global: Arc<Semaphore>,
+    connections: Mutex<Vec<Connection>>,
+    stop: watch::Sender<bool>,
+    listeners: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+/// Serves [`Services`] on any number of connections and listeners.
+///
+/// ```no_run
+/// # async fn f() -> std::io::Result<()> {
+/// use rpcrdma_oncrpc::{Server, ServerConfig, Services};
+/// let mut services = Services::new();
+/// services.program(0x2000_0001, 1).null();
+/// let server = Server::new(services, ServerConfig::default());
+/// let addr = server.serve_tcp("127.0.0.1:0").await?;
+/// println!("listening on {addr}");
+/// // ...
+/// server.shutdown().await; // finishes calls in progress
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("services", &self.inner.services)
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// A server for `services`.
+    pub fn new(services: Services, config: ServerConfig) -> Self {
+        let (stop, _) = watch::channel(false);
+        Self {
+            inner: Arc::new(Inner {
+                services: Arc::new(services),
+                global: Arc::new(Semaphore::new(config.max_in_flight.max(1))),
+                config,
+                connections: Mutex::new(Vec::new()),
+                stop,
+                listeners: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The programs served.
+    pub fn services(&self) -> &Arc<Services> {
+        &self.inner.services
+    }
+
+    /// Serves one connection (any transport). The returned handle can make
+    /// calls back to the peer ([`Connection::client`]).
+    pub fn serve<T: Transport>(&self, transport: T) -> Connection {
+        let conn = Connection::open(
+            transport,
+            self.inner.services.clone(),
+            ServeLimits {
+                per_connection: self.inner.config.max_in_flight_per_connection,
+                global: Some(self.inner.global.clone()),
+            },
+        );
+        let mut conns = lock(&self.inner.connections);
+        conns.retain(Connection::is_alive);
+        conns.push(conn.clone());
+        drop(conns);
+        if *self.inner.stop.borrow() {
+            conn.ops.shutdown();
+        }
+        conn
+    }
+
+    /// Listens for TCP connections on `addr` and serves each; returns the
+    /// bound address (useful with port 0).
+    pub async fn serve_tcp(&self, addr: impl ToSocketAddrs) -> std::io::Result<SocketAddr> {
+        let listener = TcpListener::bind(addr).await?;
+        self.serve_tcp_listener(listener)
+    }
+
+    /// Serves connections accepted from an already bound listener.
+    pub fn serve_tcp_listener(&self, listener: TcpListener) -> std::io::Result<SocketAddr> {
+        let local = listener.local_addr()?;
+        let server = self.clone();
+        let mut stop = self.inner.stop.subscribe();
+        let slots = Arc::new(Semaphore::new(self.inner.config.max_connections.max(1)));
+        let span = tracing::info_span!("rpc_listen", addr = %local);
+        let task = tokio::spawn(
+            async move {
+                loop {
+                    let slot = tokio::select! {
+                        _ = stop.wait_for(|s| *s) => break,
+                        s = slots.clone().acquire_owned() => s,
+                    };
+                    let Ok(slot) = slot else { break };
+                    let accepted = tokio::select! {
+                        _ = stop.wait_for(|s| *s) => break,
+                        a = listener.accept() => a,
+                    };
+                    let (stream, peer) = match accepted {
+                        Ok(a) => a,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "accept failed");
+                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    let transport = match TcpTransport::new(stream, &server.inner.config.tcp) {
+                        Ok(t) => t,
+                        Err(e) => {
+                            tracing::warn!(%peer, error = %e, "cannot set up connection");
+                            continue;
+                        }
+                    };
+                    let conn = server.serve(transport);
+                    tokio::spawn(async move {
+                        conn.closed().await;
+                        drop(slot);
+                    });
+                }
+                tracing::debug!("listener stopped");
+            }
+            .instrument(span),
+        );
+        lock(&self.inner.listeners).push(task);
+        Ok(local)
+    }
+
+    /// Graceful shutdown: stops accepting connections, stops reading new
+    /// calls, lets every call in progress send its reply, then closes all
+    /// connections. Returns when done.
+    pub async fn shutdown(&self) {
+        self.inner.stop.send_replace(true);
+        let listeners: Vec<_> = std::mem::take(&mut *lock(&self.inner.listeners));
+        for l in listeners {
+            let _ = l.await;
+        }
+        let conns: Vec<_> = std::mem::take(&mut *lock(&self.inner.connections));
+        for c in &conns {
+            c.ops.shutdown();
+        }
+        for c in conns {
+            c.closed().await;
+        }
+    }
+}

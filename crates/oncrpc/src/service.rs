@@ -1,0 +1,413 @@
+//! Programs a peer serves: registration and dispatch.
+//!
+//! [`Services`] maps (program, version, procedure) to async handlers. The
+//! dispatch step ([`Services::dispatch`]) is synchronous and pure: it
+//! decodes the call header, applies the authentication rules and decodes
+//! the arguments, then either answers at once with the framework's error
+//! reply (`RPC_MISMATCH`, `AUTH_ERROR`, `PROG_UNAVAIL`, `PROG_MISMATCH`,
+//! `PROC_UNAVAIL`, `GARBAGE_ARGS`) or hands back the handler's future.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder, XdrError};
+
+use crate::auth::Credential;
+use crate::codec::{Marshal, Unmarshal};
+use crate::conn::Connection;
+use crate::error::MessageError;
+use crate::msg::{
+    decode_header, AcceptedStatus, AuthFlavor, AuthStat, Header, OpaqueAuth, RejectedReply,
+    ReplyHeader, RPC_VERSION,
+};
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a handler may answer instead of results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProcError {
+    /// Reply `GARBAGE_ARGS` (the arguments are unusable).
+    #[error("GARBAGE_ARGS")]
+    GarbageArgs,
+    /// Reply `SYSTEM_ERR`.
+    #[error("SYSTEM_ERR")]
+    SystemErr,
+    /// Reply `PROC_UNAVAIL`.
+    #[error("PROC_UNAVAIL")]
+    ProcUnavail,
+    /// Deny the call with `AUTH_ERROR` and this `auth_stat`.
+    #[error("AUTH_ERROR {0}")]
+    Auth(AuthStat),
+}
+
+/// What a handler learns about the call besides its arguments.
+#[derive(Clone)]
+pub struct CallInfo {
+    /// Transaction id (the peer's; unique among its outstanding calls).
+    pub xid: u32,
+    /// Program.
+    pub prog: u32,
+    /// Version.
+    pub vers: u32,
+    /// Procedure.
+    pub proc_: u32,
+    /// The credential, interpreted.
+    pub cred: Credential,
+    /// The verifier.
+    pub verf: OpaqueAuth,
+    /// The connection the call arrived on: [`Connection::client`] makes
+    /// calls back to the peer over it (RFC 8167 reverse direction, NFSv4.1
+    /// backchannel).
+    pub connection: Connection,
+}
+
+impl fmt::Debug for CallInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallInfo")
+            .field("xid", &format_args!("{:#010x}", self.xid))
+            .field("prog", &self.prog)
+            .field("vers", &self.vers)
+            .field("proc_", &self.proc_)
+            .field("cred", &self.cred)
+            .finish_non_exhaustive()
+    }
+}
+
+type Handler =
+    dyn Fn(CallInfo, &mut Decoder<'_>) -> Result<BoxFuture<'static, Reply>, XdrError> + Send + Sync;
+
+/// A handler's outcome, encoded: results or an error status.
+type Reply = Result<Box<dyn Marshal + Send>, ProcError>;
+
+/// Authentication flavors a [`Services`] accepts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthPolicy {
+    accepted: Vec<AuthFlavor>,
+}
+
+impl Default for AuthPolicy {
+    /// `AUTH_NONE` and `AUTH_SYS`.
+    fn default() -> Self {
+        Self {
+            accepted: vec![AuthFlavor::AUTH_NONE, AuthFlavor::AUTH_SYS],
+        }
+    }
+}
+
+impl AuthPolicy {
+    /// Accepts exactly these flavors. A call with another flavor is denied
+    /// with `AUTH_TOOWEAK` if it is `AUTH_NONE` or `AUTH_SYS` and with
+    /// `AUTH_BADCRED` otherwise. Flavors other than `AUTH_NONE`/`AUTH_SYS`
+    /// are passed to handlers unverified as [`Credential::Other`].
+    pub fn accept(flavors: impl IntoIterator<Item = AuthFlavor>) -> Self {
+        Self {
+            accepted: flavors.into_iter().collect(),
+        }
+    }
+
+    /// Whether `flavor` is accepted.
+    pub fn accepts(&self, flavor: AuthFlavor) -> bool {
+        self.accepted.contains(&flavor)
+    }
+}
+
+/// The procedures of one registered (program, version).
+#[derive(Default)]
+pub struct Version {
+    procs: BTreeMap<u32, Arc<Handler>>,
+}
+
+impl fmt::Debug for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.procs.keys()).finish()
+    }
+}
+
+impl Version {
+    /// Registers procedure `num` with an async handler that receives the
+    /// call's [`CallInfo`] and its decoded arguments and returns results or
+    /// a [`ProcError`].
+    ///
+    /// The framework decodes the arguments with `A::unmarshal` from a
+    /// DDP-aware decoder and then requires that every inline byte and every
+    /// directly placed item was consumed; any failure — including a chunk in
+    /// a place the binding does not allow (RFC 8166 §8.1.1) — is answered
+    /// with `GARBAGE_ARGS` without running the handler. A handler that
+    /// panics is answered with `SYSTEM_ERR`.
+    pub fn proc<A, R, F, Fut>(&mut self, num: u32, handler: F) -> &mut Self
+    where
+        A: Unmarshal + Send + 'static,
+        R: Marshal + Send + 'static,
+        F: Fn(CallInfo, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ProcError>> + Send + 'static,
+    {
+        let h = move |info: CallInfo, dec: &mut Decoder<'_>| {
+            let args = A::unmarshal(dec)?;
+            dec.expect_end()?;
+            let fut = handler(info, args);
+            Ok(Box::pin(async move {
+                fut.await
+                    .map(|r| -> Box<dyn Marshal + Send> { Box::new(r) })
+            }) as BoxFuture<'static, Reply>)
+        };
+        self.procs.insert(num, Arc::new(h));
+        self
+    }
+
+    /// Registers procedure 0 as the conventional NULL procedure (no
+    /// arguments, no results).
+    pub fn null(&mut self) -> &mut Self {
+        self.proc(0, |_, ()| async { Ok(()) })
+    }
+}
+
+/// The programs served on a connection.
+///
+/// ```
+/// use rpcrdma_oncrpc::{ProcError, Services};
+///
+/// let mut services = Services::new();
+/// services
+///     .program(0x2000_0001, 1)
+///     .null()
+///     .proc(1, |_info, x: u32| async move { Ok::<_, ProcError>(x + 1) });
+/// assert!(services.is_registered(0x2000_0001, 1));
+/// ```
+#[derive(Debug, Default)]
+pub struct Services {
+    programs: BTreeMap<u32, BTreeMap<u32, Version>>,
+    auth: AuthPolicy,
+}
+
+/// The result of [`Services::dispatch`].
+pub enum Dispatch {
+    /// Nothing can be answered (the header is undecodable, or it is not a
+    /// call); the reason is for logs.
+    Drop(MessageError),
+    /// The framework's answer, to send as is.
+    Reply(Payload),
+    /// Run the handler; the future yields the encoded reply.
+    Run {
+        /// Transaction id.
+        xid: u32,
+        /// The handler, wrapped to encode its reply and catch panics.
+        future: BoxFuture<'static, Payload>,
+    },
+}
+
+impl fmt::Debug for Dispatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Drop(e) => f.debug_tuple("Drop").field(e).finish(),
+            Self::Reply(p) => f.debug_tuple("Reply").field(p).finish(),
+            Self::Run { xid, .. } => f.debug_struct("Run").field("xid", xid).finish(),
+        }
+    }
+}
+
+impl Services {
+    /// No programs; `AUTH_NONE` and `AUTH_SYS` accepted.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the authentication policy.
+    pub fn set_auth_policy(&mut self, policy: AuthPolicy) -> &mut Self {
+        self.auth = policy;
+        self
+    }
+
+    /// Registers (or extends) a program version; add procedures to the
+    /// returned [`Version`].
+    pub fn program(&mut self, prog: u32, vers: u32) -> &mut Version {
+        self.programs
+            .entry(prog)
+            .or_default()
+            .entry(vers)
+            .or_default()
+    }
+
+    /// Whether (prog, vers) is registered.
+    pub fn is_registered(&self, prog: u32, vers: u32) -> bool {
+        self.programs
+            .get(&prog)
+            .is_some_and(|v| v.contains_key(&vers))
+    }
+
+    /// Every registered (program, version), for rpcbind registration.
+    pub fn registrations(&self) -> Vec<(u32, u32)> {
+        self.programs
+            .iter()
+            .flat_map(|(p, vs)| vs.keys().map(move |v| (*p, *v)))
+            .collect()
+    }
+
+    /// Decides what to do with a received call message.
+    pub fn dispatch(&self, message: &Payload, connection: &Connection) -> Dispatch {
+        let mut dec = Decoder::with_ddp(message);
+        let call = match decode_header(&mut dec) {
+            Ok(Header::Call(c)) => c,
+            Ok(Header::Reply(r)) => {
+                return Dispatch::Drop(MessageError::BadMsgType {
+                    xid: r.xid,
+                    value: 1,
+                })
+            }
+            Err(MessageError::RpcVersion { xid, .. }) => {
+                return reply_now(ReplyHeader::denied(
+                    xid,
+                    RejectedReply::RpcMismatch {
+                        low: RPC_VERSION,
+                        high: RPC_VERSION,
+                    },
+                ))
+            }
+            Err(MessageError::CredTooLong { xid, .. }) => {
+                return deny_auth(xid, AuthStat::AUTH_BADCRED)
+            }
+            Err(MessageError::VerfTooLong { xid, .. }) => {
+                return deny_auth(xid, AuthStat::AUTH_BADVERF)
+            }
+            Err(e) => return Dispatch::Drop(e),
+        };
+        let xid = call.xid;
+
+        // Authentication (RFC 5531 §8-9).
+        if !self.auth.accepts(call.cred.flavor) {
+            let known = matches!(
+                call.cred.flavor,
+                AuthFlavor::AUTH_NONE | AuthFlavor::AUTH_SYS
+            );
+            let stat = if known {
+                AuthStat::AUTH_TOOWEAK
+            } else {
+                AuthStat::AUTH_BADCRED
+            };
+            return deny_auth(xid, stat);
+        }
+        let Ok(cred) = Credential::from_opaque_auth(&call.cred) else {
+            return deny_auth(xid, AuthStat::AUTH_BADCRED);
+        };
+        if matches!(cred, Credential::None | Credential::Sys(_))
+            && (call.verf.flavor != AuthFlavor::AUTH_NONE || !call.verf.body.is_empty())
+        {
+            return deny_auth(xid, AuthStat::AUTH_BADVERF);
+        }
+
+        let Some(versions) = self.programs.get(&call.prog) else {
+            return accepted(xid, AcceptedStatus::ProgUnavail);
+        };
+        let Some(version) = versions.get(&call.vers) else {
+            let low = versions.keys().next().copied().unwrap_or(0);
+            let high = versions.keys().next_back().copied().unwrap_or(0);
+            return accepted(xid, AcceptedStatus::ProgMismatch { low, high });
+        };
+        let Some(handler) = version.procs.get(&call.proc_) else {
+            return accepted(xid, AcceptedStatus::ProcUnavail);
+        };
+        let info = CallInfo {
+            xid,
+            prog: call.prog,
+            vers: call.vers,
+            proc_: call.proc_,
+            cred,
+            verf: call.verf,
+            connection: connection.clone(),
+        };
+        // A handler that is not an `async fn` may run code here; keep a
+        // panic from taking the connection's reader down.
+        let decoded = std::panic::catch_unwind(AssertUnwindSafe(|| handler(info, &mut dec)));
+        let fut = match decoded {
+            Ok(Ok(f)) => f,
+            Err(_) => {
+                tracing::error!(
+                    xid = format_args!("{xid:#010x}"),
+                    "RPC handler panicked; answering SYSTEM_ERR"
+                );
+                return accepted(xid, AcceptedStatus::SystemErr);
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(xid = format_args!("{xid:#010x}"), error = %e, "GARBAGE_ARGS");
+                return accepted(xid, AcceptedStatus::GarbageArgs);
+            }
+        };
+        Dispatch::Run {
+            xid,
+            future: Box::pin(async move {
+                match CatchUnwind(fut).await {
+                    Ok(Ok(results)) => encode_success(xid, &*results),
+                    Ok(Err(ProcError::Auth(stat))) => {
+                        encode_reply(&ReplyHeader::denied(xid, RejectedReply::AuthError(stat)))
+                    }
+                    Ok(Err(e)) => encode_reply(&ReplyHeader::accepted(
+                        xid,
+                        match e {
+                            ProcError::GarbageArgs => AcceptedStatus::GarbageArgs,
+                            ProcError::ProcUnavail => AcceptedStatus::ProcUnavail,
+                            _ => AcceptedStatus::SystemErr,
+                        },
+                    )),
+                    Err(()) => {
+                        tracing::error!(
+                            xid = format_args!("{xid:#010x}"),
+                            "RPC handler panicked; answering SYSTEM_ERR"
+                        );
+                        encode_reply(&ReplyHeader::accepted(xid, AcceptedStatus::SystemErr))
+                    }
+                }
+            }),
+        }
+    }
+}
+
+fn reply_now(h: ReplyHeader) -> Dispatch {
+    Dispatch::Reply(encode_reply(&h))
+}
+
+fn accepted(xid: u32, status: AcceptedStatus) -> Dispatch {
+    reply_now(ReplyHeader::accepted(xid, status))
+}
+
+fn deny_auth(xid: u32, stat: AuthStat) -> Dispatch {
+    reply_now(ReplyHeader::denied(xid, RejectedReply::AuthError(stat)))
+}
+
+/// Encodes a reply that has no results.
+pub fn encode_reply(h: &ReplyHeader) -> Payload {
+    let mut pe = PayloadEncoder::with_capacity(h.encoded_len());
+    h.encode(&mut pe.encoder());
+    pe.finish()
+}
+
+/// Encodes a successful reply: header, then the results with their
+/// DDP-eligible items out of line.
+pub fn encode_success(xid: u32, results: &dyn Marshal) -> Payload {
+    let h = ReplyHeader::success(xid);
+    let mut pe = PayloadEncoder::with_capacity(h.encoded_len() + 64);
+    let mut enc = pe.encoder();
+    h.encode(&mut enc);
+    results.marshal(&mut enc);
+    pe.finish()
+}
+
+/// Polls a future, turning a panic into `Err(())`.
+struct CatchUnwind<F>(F);
+
+impl<F: Future + Unpin> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, ()>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = &mut self.0;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(_) => Poll::Ready(Err(())),
+        }
+    }
+}

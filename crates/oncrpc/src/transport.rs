@@ -1,0 +1,200 @@
+//! The transport interface: what TCP and RPC-over-RDMA implement.
+//!
+//! A [`Transport`] is one connection carrying whole RPC messages (header
+//! plus arguments or results, as a [`Payload`]) in **both directions**: a
+//! peer may send calls and replies on it at the same time (RFC 8167; NFSv4.1
+//! backchannels over TCP work the same way). The RPC layer above
+//! ([`crate::Connection`]) runs one reader loop per transport that routes
+//! received replies to waiting calls and received calls to the registered
+//! programs.
+//!
+//! The interface carries what the RDMA transport needs and TCP ignores:
+//!
+//! * [`CallHints`] on every outgoing call: the maximum size of each
+//!   DDP-eligible result item (Write chunks), the maximum reply size (Reply
+//!   chunk) and a switch that turns reduction off. DDP-eligible *arguments*
+//!   are already marked in the call's [`Payload`].
+//! * [`Transport::CallContext`]: per-call state a transport hands up with
+//!   each received call and takes back with the reply (the call's Write
+//!   list and Reply chunk, for RDMA).
+//! * [`Transport::release`]: awaited by the client when it is done with a
+//!   call — reply delivered, timeout, cancellation, or before
+//!   retransmitting on a new connection — *before* the caller sees the
+//!   outcome (RFC 8166 §5.4.1: memory registrations are invalidated there).
+//! * Credits and any flow control: `send_call` may wait for them.
+
+use std::future::Future;
+
+use rpcrdma_xdr::Payload;
+
+use crate::error::TransportError;
+use crate::msg::MAX_ACCEPTED_REPLY_HEADER;
+
+/// Per-call hints from a program's Upper Layer Binding (RFC 8166 §6).
+///
+/// TCP ignores them; building them costs nothing when there are no
+/// DDP-eligible results (an empty `Vec` does not allocate).
+///
+/// ```
+/// use rpcrdma_oncrpc::CallHints;
+/// // A READ of up to 65536 bytes whose results are at most 16 bytes of
+/// // fixed fields plus the data.
+/// let hints = CallHints::new().ddp_result(65536).max_results(16 + 65536);
+/// assert_eq!(hints.ddp_results(), &[65536]);
+/// assert!(hints.max_reply_size().unwrap() > 65536);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallHints {
+    ddp_results: Vec<u32>,
+    max_results: Option<u32>,
+    no_reduce: bool,
+}
+
+impl CallHints {
+    /// No hints: no DDP-eligible results, unknown reply size, reduction on.
+    pub const fn new() -> Self {
+        Self {
+            ddp_results: Vec::new(),
+            max_results: None,
+            no_reduce: false,
+        }
+    }
+
+    /// Adds a DDP-eligible result item of at most `max_len` bytes; items
+    /// are listed in the order they appear in the results (one Write chunk
+    /// each, RFC 8166 §4.4.6).
+    #[must_use]
+    pub fn ddp_result(mut self, max_len: u32) -> Self {
+        self.ddp_results.push(max_len);
+        self
+    }
+
+    /// Sets the maximum size of the procedure's results (the XDR after an
+    /// accepted reply header), counting DDP-eligible items in full.
+    #[must_use]
+    pub fn max_results(mut self, bytes: u32) -> Self {
+        self.max_results = Some(bytes);
+        self
+    }
+
+    /// Turns reduction off for this call: nothing is moved out of line in
+    /// either direction (required for RPCSEC_GSS integrity and privacy,
+    /// RFC 8166 §10.2.2.3).
+    #[must_use]
+    pub fn no_reduce(mut self) -> Self {
+        self.no_reduce = true;
+        self
+    }
+
+    /// Maximum sizes of the DDP-eligible result items, in XDR order.
+    pub fn ddp_results(&self) -> &[u32] {
+        &self.ddp_results
+    }
+
+    /// Maximum size of the results, if the binding knows it.
+    pub fn results_limit(&self) -> Option<u32> {
+        self.max_results
+    }
+
+    /// Whether reduction is off for this call.
+    pub fn is_no_reduce(&self) -> bool {
+        self.no_reduce
+    }
+
+    /// Upper bound on the whole RPC reply message (header with the largest
+    /// verifier plus results), unreduced; `None` if unknown. An RDMA
+    /// requester provisions a Reply chunk when this can exceed its receive
+    /// inline threshold (RFC 8166 §5.3.3).
+    pub fn max_reply_size(&self) -> Option<u32> {
+        self.max_results
+            .map(|r| r.saturating_add(MAX_ACCEPTED_REPLY_HEADER as u32))
+    }
+}
+
+/// A message received by a transport.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Received<C> {
+    /// A call from the peer. Answer it with [`Transport::send_reply`],
+    /// passing `context` back.
+    Call {
+        /// The whole call message (header and arguments).
+        message: Payload,
+        /// The transport's per-call state.
+        context: C,
+    },
+    /// A reply to one of our calls.
+    Reply {
+        /// Its xid (the transport read it to match chunks).
+        xid: u32,
+        /// The whole reply message (header and results).
+        message: Payload,
+    },
+    /// The transport failed one of our calls without a reply (for example
+    /// an RPC-over-RDMA `RDMA_ERROR` naming this xid).
+    CallFailed {
+        /// The call's xid.
+        xid: u32,
+        /// Why.
+        error: TransportError,
+    },
+}
+
+/// One connection that carries RPC messages both ways.
+///
+/// Methods take `&self`: the RPC layer calls `recv` from a single reader
+/// task while other tasks send calls and replies concurrently.
+///
+/// Contract:
+/// * `recv` returns `Err` only when the connection is unusable; the RPC
+///   layer then fails or retransmits every outstanding call and stops
+///   using the transport.
+/// * Each message is a complete RPC message; its DDP-eligible items are
+///   moved however the transport likes, but a received [`Payload`] must
+///   decode with [`rpcrdma_xdr::Decoder::with_ddp`] exactly as the sent
+///   one would.
+pub trait Transport: Send + Sync + 'static {
+    /// State a transport keeps for a received call until its reply is sent.
+    type CallContext: Send + 'static;
+
+    /// Sends a call. May wait for credits or other flow control.
+    fn send_call(
+        &self,
+        xid: u32,
+        message: Payload,
+        hints: &CallHints,
+    ) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    /// Sends the reply to a call received with `context`.
+    fn send_reply(
+        &self,
+        context: Self::CallContext,
+        message: Payload,
+    ) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    /// Waits for the next message.
+    fn recv(
+        &self,
+    ) -> impl Future<Output = Result<Received<Self::CallContext>, TransportError>> + Send;
+
+    /// Tells the transport the client is finished with call `xid` (reply
+    /// handed over, timed out, cancelled, or about to be retransmitted
+    /// elsewhere). The client awaits this before the caller sees the
+    /// outcome. Must be harmless for an unknown xid.
+    fn release(&self, xid: u32) -> impl Future<Output = ()> + Send;
+
+    /// Closes the connection; `recv` then fails.
+    fn close(&self) -> impl Future<Output = ()> + Send;
+
+    /// A short description of the peer for logs (e.g. `tcp 127.0.0.1:2049`).
+    fn peer(&self) -> String;
+}
+
+/// Makes new connections for a client, so it can reconnect.
+pub trait Connector: Send + Sync + 'static {
+    /// The transport it makes.
+    type Transport: Transport;
+
+    /// Makes one connection.
+    fn connect(&self) -> impl Future<Output = Result<Self::Transport, TransportError>> + Send;
+}

@@ -1,0 +1,21 @@
+//! **Test support only — not part of the RPC-over-RDMA stack.**
+//!
+//! Small, dependency-light helpers that tests of the `rpcrdma` crates use to
+//! read real captures and to write synthetic ones:
+//!
+//! * [`pcap`]: read classic pcap and pcapng files; write classic pcap.
+//! * [`tcp`]: Ethernet/IPv4/TCP parsing, TCP byte-stream reassembly, and a
+//!   synthetic two-stream TCP conversation writer (handshake, data, FIN).
+//! * [`mpa`]: the minimal MPA (RFC 5044/6581) and DDP/RDMAP (RFC 5041/5040)
+//!   framing needed to pull RDMA Send payloads out of a capture and to put
+//!   our messages into one.
+//!
+//! None of this validates hostile input the way a production codec must;
+//! it returns `None`/errors on what it does not understand and is meant for
+//! trusted test fixtures. The real MPA/DDP/RDMAP implementation lives in
+//! `crates/iwarp`.
+#![forbid(unsafe_code)]
+
+pub mod mpa;
+pub mod pcap;
+pub mod tcp;

@@ -1,0 +1,477 @@
+//! The receive path: one function, [`decode`], turns a received message
+//! into a typed [`Message`] or a [`Rejection`] that says what to do.
+
+use bytes::{Bytes, BytesMut};
+use rpcrdma_xdr::{Decoder, Encode, Encoder};
+
+use crate::error::ConfigError;
+use crate::v2::{Direction, OptionRegistry};
+use crate::{
+    v1, v2, Action, ChunkLists, ErrCode, ErrorBody, ErrorMessageDefect, ErrorReply, HeaderError,
+    Limits, Proc, V1Body, V1Header, V2Body, V2Header,
+};
+
+/// The inclusive range of RPC-over-RDMA versions a receiver supports; it is
+/// what an `ERR_VERS` reply advertises (`rdma_vers_low`, `rdma_vers_high`).
+///
+/// ```
+/// use rpcrdma_wire::VersionRange;
+/// assert_eq!(VersionRange::default(), VersionRange::V1_AND_V2);
+/// assert!(VersionRange::V1_ONLY.contains(1) && !VersionRange::V1_ONLY.contains(2));
+/// assert!(VersionRange::new(1, 3).is_err()); // version 3 does not exist here
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct VersionRange {
+    low: u32,
+    high: u32,
+}
+
+impl VersionRange {
+    /// Versions One and Two (the default).
+    pub const V1_AND_V2: Self = Self { low: 1, high: 2 };
+    /// Version One only: `ERR_VERS` replies advertise 1..1.
+    pub const V1_ONLY: Self = Self { low: 1, high: 1 };
+    /// Version Two only.
+    pub const V2_ONLY: Self = Self { low: 2, high: 2 };
+
+    /// A range within the versions this crate implements (1 and 2).
+    pub fn new(low: u32, high: u32) -> Result<Self, ConfigError> {
+        if (1..=2).contains(&low) && (low..=2).contains(&high) {
+            Ok(Self { low, high })
+        } else {
+            Err(ConfigError::BadVersionRange { low, high })
+        }
+    }
+
+    /// Lowest supported version.
+    pub fn low(&self) -> u32 {
+        self.low
+    }
+
+    /// Highest supported version.
+    pub fn high(&self) -> u32 {
+        self.high
+    }
+
+    /// Whether `vers` is supported.
+    pub fn contains(&self, vers: u32) -> bool {
+        (self.low..=self.high).contains(&vers)
+    }
+}
+
+impl Default for VersionRange {
+    fn default() -> Self {
+        Self::V1_AND_V2
+    }
+}
+
+/// What `rdma_credit` an error reply carries.
+///
+/// The specifications say which XID and version an `RDMA_ERROR` copies but
+/// not which credit value it carries (see `docs/spec-notes.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ErrorCredits {
+    /// Copy the failing message's `rdma_credit`, raised to 1 if it is 0 (a
+    /// credit value sent back to a requester must never be zero, RFC 8166
+    /// §3.3.1). Without a complete credit word, 1. The default; it makes the
+    /// reply a function of the received bytes alone.
+    #[default]
+    Echo,
+    /// Always send this value: a connection's current credit grant.
+    Grant(u32),
+}
+
+/// How a receiver decodes: which versions it speaks, its limits, the
+/// Version Two options it supports and the credits its error replies carry.
+///
+/// ```
+/// use rpcrdma_wire::{DecodeConfig, VersionRange};
+/// let v1_only = DecodeConfig { versions: VersionRange::V1_ONLY, ..DecodeConfig::default() };
+/// assert_eq!(v1_only.versions.high(), 1);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DecodeConfig {
+    /// Supported versions (default 1..=2).
+    pub versions: VersionRange,
+    /// Chunk-list limits.
+    pub limits: Limits,
+    /// Supported `RDMA2_OPTIONAL` types (default: none).
+    pub options: OptionRegistry,
+    /// Credits in error replies (default: echo).
+    pub error_credits: ErrorCredits,
+}
+
+/// A transport header of either version.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Header {
+    /// Version One.
+    V1(V1Header),
+    /// Version Two.
+    V2(V2Header),
+}
+
+impl Header {
+    /// `rdma_xid`.
+    pub fn xid(&self) -> u32 {
+        match self {
+            Self::V1(h) => h.xid,
+            Self::V2(h) => h.xid,
+        }
+    }
+
+    /// `rdma_vers`.
+    pub fn vers(&self) -> u32 {
+        match self {
+            Self::V1(_) => v1::VERSION,
+            Self::V2(_) => v2::VERSION,
+        }
+    }
+
+    /// `rdma_credit`.
+    pub fn credits(&self) -> u32 {
+        match self {
+            Self::V1(h) => h.credits,
+            Self::V2(h) => h.credits,
+        }
+    }
+
+    /// `rdma_proc`.
+    pub fn proc_(&self) -> Proc {
+        match self {
+            Self::V1(h) => h.proc_(),
+            Self::V2(h) => h.proc_(),
+        }
+    }
+
+    /// The message type's name in its version (`RDMA_MSG`, `RDMA2_OPTIONAL`, ...).
+    pub fn proc_name(&self) -> &'static str {
+        let p = self.proc_();
+        match self {
+            Self::V1(_) => p.v1_name(),
+            Self::V2(_) => p.v2_name(),
+        }
+        .unwrap_or("?")
+    }
+
+    /// The chunk lists of a `MSG` / `NOMSG` header.
+    pub fn chunks(&self) -> Option<&ChunkLists> {
+        match self {
+            Self::V1(h) => h.chunks(),
+            Self::V2(h) => h.chunks(),
+        }
+    }
+
+    /// The error body of an `RDMA_ERROR` / `RDMA2_ERROR` header.
+    pub fn error(&self) -> Option<&ErrorBody> {
+        match self {
+            Self::V1(V1Header {
+                body: V1Body::Error(e),
+                ..
+            })
+            | Self::V2(V2Header {
+                body: V2Body::Error(e),
+                ..
+            }) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The Version Two direction (`None` for Version One).
+    pub fn direction(&self) -> Option<Direction> {
+        match self {
+            Self::V1(_) => None,
+            Self::V2(h) => Some(h.direction()),
+        }
+    }
+
+    /// The exact number of bytes [`Self::encode_into`] appends.
+    pub fn encoded_len(&self) -> usize {
+        Encode::encoded_len(self)
+    }
+
+    /// Appends the encoded header to `buf`.
+    pub fn encode_into(&self, buf: &mut BytesMut) {
+        self.encode(&mut Encoder::new(buf));
+    }
+
+    /// The encoded header as a fresh buffer.
+    pub fn to_bytes(&self) -> Bytes {
+        match self {
+            Self::V1(h) => h.to_bytes(),
+            Self::V2(h) => h.to_bytes(),
+        }
+    }
+}
+
+impl Encode for Header {
+    fn encode(&self, enc: &mut Encoder<'_>) {
+        match self {
+            Self::V1(h) => h.encode(enc),
+            Self::V2(h) => h.encode(enc),
+        }
+    }
+    fn encoded_len(&self) -> usize {
+        match self {
+            Self::V1(h) => h.encoded_len(),
+            Self::V2(h) => h.encoded_len(),
+        }
+    }
+}
+
+/// A valid received message: its header and the Payload stream bytes that
+/// follow the header in the receive buffer (a zero-copy slice of it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// The transport header.
+    pub header: Header,
+    /// Length of the transport header in bytes.
+    pub header_len: usize,
+    /// Everything after the header: the (possibly reduced) Payload stream
+    /// of `RDMA_MSG`, empty for the other types except `RDMA2_OPTIONAL`.
+    pub payload: Bytes,
+}
+
+/// What the receiver must do with a bad message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Send this `RDMA_ERROR` / `RDMA2_ERROR`.
+    Reply(ErrorReply),
+    /// Drop the message without a reply.
+    Discard,
+}
+
+/// A message that failed validation: why, and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{error}")]
+pub struct Rejection {
+    /// The rule the message broke.
+    pub error: HeaderError,
+    /// What the receiver sends (or that it sends nothing).
+    pub verdict: Verdict,
+}
+
+impl Rejection {
+    /// The error reply to send, if any.
+    pub fn reply(&self) -> Option<&ErrorReply> {
+        match &self.verdict {
+            Verdict::Reply(r) => Some(r),
+            Verdict::Discard => None,
+        }
+    }
+
+    /// The exact bytes of the error reply, if any.
+    pub fn reply_bytes(&self) -> Option<Bytes> {
+        self.reply().map(ErrorReply::to_bytes)
+    }
+
+    /// The `rdma_err` of the reply, if any.
+    pub fn err_code(&self) -> Option<ErrCode> {
+        self.reply().map(|r| r.body.code())
+    }
+}
+
+fn word(buf: &[u8], i: usize) -> Option<u32> {
+    let b = buf.get(i * 4..i * 4 + 4)?;
+    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+fn reject(buf: &[u8], cfg: &DecodeConfig, error: HeaderError) -> Rejection {
+    let body = match error.action() {
+        Action::ReplyVers => Some(ErrorBody::Vers {
+            low: cfg.versions.low(),
+            high: cfg.versions.high(),
+        }),
+        Action::ReplyBadHeader => Some(ErrorBody::BadHeader),
+        Action::ReplyInvalOption => Some(ErrorBody::InvalOption),
+        Action::Discard => None,
+    };
+    let verdict = match (body, word(buf, 0), word(buf, 1)) {
+        (Some(body), Some(xid), Some(vers)) => {
+            let credits = match cfg.error_credits {
+                ErrorCredits::Echo => word(buf, 2).unwrap_or(1).max(1),
+                ErrorCredits::Grant(n) => n,
+            };
+            Verdict::Reply(ErrorReply {
+                xid,
+                vers,
+                credits,
+                body,
+            })
+        }
+        _ => Verdict::Discard,
+    };
+    Rejection { error, verdict }
+}
+
+/// Decodes one received RPC-over-RDMA message (transport header plus
+/// whatever follows it in the receive buffer) and validates it.
+///
+/// On success the [`Message`] holds the typed header and the payload as a
+/// zero-copy slice of `buf`. On failure the [`Rejection`] names the broken
+/// rule and carries the [`Verdict`]: the complete error reply to send
+/// (`ERR_VERS` with `cfg.versions`, `ERR_BADHEADER`,
+/// `RDMA2_ERR_INVAL_OPTION`) or "discard".
+///
+/// Nothing here panics or allocates more than the input pays for,
+/// whatever `buf` holds.
+///
+/// ```
+/// use bytes::Bytes;
+/// use rpcrdma_wire::{decode, DecodeConfig, Header, Verdict, VersionRange};
+///
+/// // An RDMA_MSG with no chunks, carrying an RPC call with XID 0x2a.
+/// let msg = Bytes::from(hex::decode(concat!(
+///     "0000002a", "00000001", "00000020", "00000000", // xid, vers 1, credits 32, RDMA_MSG
+///     "00000000", "00000000", "00000000",             // no Read list, Write list, Reply chunk
+///     "0000002a", "00000000",                         // RPC XID, CALL ...
+/// )).unwrap());
+/// let m = decode(&msg, &DecodeConfig::default()).unwrap();
+/// assert!(matches!(m.header, Header::V1(_)));
+/// assert_eq!((m.header_len, m.payload.len()), (28, 8));
+///
+/// // The same message as Version 3: answer ERR_VERS with our range.
+/// let mut v3 = msg.to_vec();
+/// v3[7] = 3;
+/// let rej = decode(&Bytes::from(v3), &DecodeConfig::default()).unwrap_err();
+/// assert_eq!(
+///     hex::encode(rej.reply_bytes().unwrap()),
+///     concat!("0000002a", "00000003", "00000020", "00000004", "00000001", "00000001", "00000002"),
+/// );
+///
+/// // A Version One-only receiver advertises 1..1.
+/// let mut v2 = msg.to_vec();
+/// v2[7] = 2;
+/// let cfg = DecodeConfig { versions: VersionRange::V1_ONLY, ..Default::default() };
+/// let rej = decode(&Bytes::from(v2), &cfg).unwrap_err();
+/// assert!(matches!(rej.verdict, Verdict::Reply(r) if hex::encode(r.to_bytes()).ends_with("0000000100000001")));
+/// ```
+pub fn decode(buf: &Bytes, cfg: &DecodeConfig) -> Result<Message, Rejection> {
+    decode_inner(buf, cfg).map_err(|e| reject(buf, cfg, e))
+}
+
+fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<Message, HeaderError> {
+    let (Some(xid), Some(vers)) = (word(buf, 0), word(buf, 1)) else {
+        return Err(HeaderError::TooShort { len: buf.len() });
+    };
+    if !cfg.versions.contains(vers) {
+        // Never answer an error with an error: an RDMA_ERROR (whose type
+        // number is the same in every version) in a version we cannot
+        // decode is dropped.
+        if word(buf, 3) == Some(Proc::ERROR.0) {
+            return Err(HeaderError::UndecodableError(
+                ErrorMessageDefect::UnsupportedVersion(vers),
+            ));
+        }
+        return Err(HeaderError::UnsupportedVersion {
+            vers,
+            low: cfg.versions.low(),
+            high: cfg.versions.high(),
+        });
+    }
+    let mut dec = Decoder::from_bytes(buf);
+    dec.skip(8).map_err(HeaderError::xdr("rdma_vers"))?;
+    let credits = dec.get_u32().map_err(HeaderError::xdr("rdma_credit"))?;
+    let proc_ = Proc(dec.get_u32().map_err(HeaderError::xdr("rdma_proc"))?);
+
+    let header = if vers == v1::VERSION {
+        let body = V1Header::decode_body(&mut dec, proc_, &cfg.limits)?;
+        Header::V1(V1Header { xid, credits, body })
+    } else {
+        let body = V2Header::decode_body(&mut dec, buf, proc_, &cfg.limits)?;
+        Header::V2(V2Header { xid, credits, body })
+    };
+    let header_len = dec.position();
+    let payload = dec.take_rest_bytes();
+
+    match &header {
+        Header::V1(h) => match &h.body {
+            V1Body::Msg(c) => check_msg(c, &payload, xid, "RDMA_MSG", "RDMA_NOMSG")?,
+            V1Body::NoMsg(c) => check_nomsg(c, &payload, "RDMA_NOMSG")?,
+            // The error decoder already refused trailing bytes.
+            V1Body::Error(_) => {}
+        },
+        Header::V2(h) => match &h.body {
+            V2Body::Msg { direction, chunks } => {
+                check_msg(chunks, &payload, xid, "RDMA2_MSG", "RDMA2_NOMSG")?;
+                let Some(msg_type) = word(&payload, 1) else {
+                    return Err(HeaderError::PayloadTooShort {
+                        len: payload.len(),
+                        what: "msg_type",
+                    });
+                };
+                if msg_type != direction.value() {
+                    return Err(HeaderError::DirectionMismatch {
+                        field: "rdma_direction",
+                        direction: direction.value(),
+                        msg_type,
+                    });
+                }
+            }
+            V2Body::NoMsg { chunks, .. } => check_nomsg(chunks, &payload, "RDMA2_NOMSG")?,
+            V2Body::Error(_) => {}
+            V2Body::Optional(o) => {
+                if !cfg.options.supports(o.opttype) {
+                    return Err(HeaderError::UnsupportedOption {
+                        opttype: o.opttype.0,
+                    });
+                }
+            }
+        },
+    }
+    Ok(Message {
+        header,
+        header_len,
+        payload,
+    })
+}
+
+/// `RDMA_MSG` rules: no Position-Zero Read chunk, a payload, matching XIDs.
+fn check_msg(
+    chunks: &ChunkLists,
+    payload: &[u8],
+    xid: u32,
+    proc_name: &'static str,
+    nomsg_name: &'static str,
+) -> Result<(), HeaderError> {
+    if chunks.has_position_zero() {
+        return Err(HeaderError::PositionZeroWithPayload {
+            proc_name,
+            nomsg_name,
+        });
+    }
+    if payload.is_empty() {
+        return Err(HeaderError::MissingPayload { proc_name });
+    }
+    let Some(rpc_xid) = word(payload, 0) else {
+        return Err(HeaderError::PayloadTooShort {
+            len: payload.len(),
+            what: "XID",
+        });
+    };
+    if rpc_xid != xid {
+        return Err(HeaderError::XidMismatch {
+            rdma_xid: xid,
+            rpc_xid,
+        });
+    }
+    Ok(())
+}
+
+/// `RDMA_NOMSG` rules: somewhere to hold the Payload stream, nothing after
+/// the header.
+fn check_nomsg(
+    chunks: &ChunkLists,
+    payload: &[u8],
+    proc_name: &'static str,
+) -> Result<(), HeaderError> {
+    if !chunks.has_position_zero() && chunks.reply.is_none() {
+        return Err(HeaderError::NoMsgWithoutChunks { proc_name });
+    }
+    if !payload.is_empty() {
+        return Err(HeaderError::UnexpectedPayload {
+            proc_name,
+            len: payload.len(),
+        });
+    }
+    Ok(())
+}

@@ -21,7 +21,9 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    Decode(cmd::decode::DecodeArgs),
+}
 
 fn init_logging(filter: Option<&str>) {
     use tracing_subscriber::EnvFilter;

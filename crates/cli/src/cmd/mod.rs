@@ -1,10 +1,14 @@
 //! Subcommand implementations, one module each.
 
+pub(crate) mod decode;
+
 use std::process::ExitCode;
 
 use crate::Command;
 
 /// Runs one subcommand; the returned code is the process exit status.
 pub(crate) fn run(command: Command) -> anyhow::Result<ExitCode> {
-    match command {}
+    match command {
+        Command::Decode(args) => decode::run(args),
+    }
 }

@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rpcrdma_xdr::Payload;
@@ -119,6 +119,8 @@ struct Conn<T: Transport> {
     transport: T,
     state: Mutex<State>,
     stop: watch::Sender<u8>,
+    /// Set by an abort: calls in progress must not reply any more.
+    aborted: AtomicBool,
     done: watch::Sender<bool>,
     xids: Mutex<XidAlloc>,
 }
@@ -197,6 +199,7 @@ impl<T: Transport> ConnOps for Conn<T> {
         lock(&self.state).alive
     }
     fn abort(&self) {
+        self.aborted.store(true, Ordering::Release);
         self.fail_pending();
         self.stop.send_replace(STOP_ABORT);
     }
@@ -255,6 +258,7 @@ impl Connection {
                 pending: HashMap::new(),
             }),
             stop,
+            aborted: AtomicBool::new(false),
             done,
             xids: Mutex::new(XidAlloc::new()),
         });
@@ -368,7 +372,9 @@ async fn run<T: Transport>(
                 tokio::spawn(
                     async move {
                         let reply = future.await;
-                        if let Err(e) = conn.transport.send_reply(context, reply).await {
+                        if conn.aborted.load(Ordering::Acquire) {
+                            tracing::debug!("connection aborted; reply dropped");
+                        } else if let Err(e) = conn.transport.send_reply(context, reply).await {
                             tracing::debug!(error = %e, "cannot send reply");
                         }
                         drop((permits, token));

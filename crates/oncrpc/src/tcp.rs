@@ -232,10 +232,10 @@ impl Transport for TcpTransport {
     async fn release(&self, _xid: u32) {}
 
     async fn close(&self) {
-        if !self.shared.closed.swap(true, Ordering::AcqRel) {
-            let _ = self.tx.send(Out::Close).await;
-        }
-        self.shared.notify.notify_waiters();
+        self.shared.close();
+        // The writer flushes what is queued, then shuts the socket down;
+        // if it has already stopped, this fails harmlessly.
+        let _ = self.tx.send(Out::Close).await;
     }
 
     fn peer(&self) -> String {

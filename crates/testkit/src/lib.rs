@@ -19,3 +19,13 @@
 pub mod mpa;
 pub mod pcap;
 pub mod tcp;
+
+/// The project's `shared/` directory (specs, oracles, captures): the value
+/// of `RPCRDMA_SHARED_DIR` if set, else `../shared` beside the workspace
+/// root, found from a crate's `CARGO_MANIFEST_DIR` (`crates/<name>`).
+pub fn shared_dir(manifest_dir: &str) -> std::path::PathBuf {
+    match std::env::var_os("RPCRDMA_SHARED_DIR") {
+        Some(d) => d.into(),
+        None => std::path::Path::new(manifest_dir).join("../../../shared"),
+    }
+}

@@ -20,7 +20,9 @@
 //! is an argument.
 #![forbid(unsafe_code)]
 
+pub mod conn;
 pub mod ddp;
 pub mod fpdu;
 pub mod mpa;
+pub mod mr;
 pub mod rdmap;

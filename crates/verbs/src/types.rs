@@ -1,0 +1,413 @@
+//! Plain data types of the verbs interface: access rights, scatter/gather
+//! elements, work requests and work completions.
+
+use bytes::{Bytes, BytesMut};
+
+/// Access rights of a memory region. Local read is always granted.
+///
+/// ```
+/// use rpcrdma_verbs::Access;
+/// let a = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
+/// assert!(a.contains(Access::REMOTE_WRITE));
+/// assert!(!a.contains(Access::REMOTE_READ));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Access(u32);
+
+impl Access {
+    /// Only local read (the default of every region).
+    pub const LOCAL_READ: Access = Access(0);
+    /// The local provider may write into the region: receive buffers,
+    /// RDMA Read sinks.
+    pub const LOCAL_WRITE: Access = Access(1);
+    /// The peer may RDMA Write into the region.
+    pub const REMOTE_WRITE: Access = Access(2);
+    /// The peer may RDMA Read from the region.
+    pub const REMOTE_READ: Access = Access(4);
+
+    /// The raw bits.
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// Whether every right in `other` is in `self`.
+    pub const fn contains(self, other: Access) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Whether the region may be written at all (locally or remotely).
+    pub const fn is_writable(self) -> bool {
+        self.0 & (Self::LOCAL_WRITE.0 | Self::REMOTE_WRITE.0) != 0
+    }
+}
+
+impl core::ops::BitOr for Access {
+    type Output = Access;
+    fn bitor(self, rhs: Access) -> Access {
+        Access(self.0 | rhs.0)
+    }
+}
+
+impl core::ops::BitOrAssign for Access {
+    fn bitor_assign(&mut self, rhs: Access) {
+        self.0 |= rhs.0;
+    }
+}
+
+impl core::fmt::Debug for Access {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let mut parts = vec!["LOCAL_READ"];
+        for (bit, name) in [
+            (Self::LOCAL_WRITE, "LOCAL_WRITE"),
+            (Self::REMOTE_WRITE, "REMOTE_WRITE"),
+            (Self::REMOTE_READ, "REMOTE_READ"),
+        ] {
+            if self.contains(bit) {
+                parts.push(name);
+            }
+        }
+        write!(f, "Access({})", parts.join(" | "))
+    }
+}
+
+/// A range of local memory, as a verbs scatter/gather element names it:
+/// a registered region's local key, an address in the region's address
+/// space (`mr.addr() + offset`) and a length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LocalSge {
+    /// The region's local key (`mr.lkey()`).
+    pub lkey: u32,
+    /// Start address in the region's address space.
+    pub addr: u64,
+    /// Length in octets.
+    pub len: u32,
+}
+
+/// One gather element of a Send or RDMA Write.
+///
+/// `Region` is the verbs way: memory registered with the protection
+/// domain. `Bytes` is inline data: the provider takes the (immutable,
+/// reference-counted) buffer with the work request and may copy it at post
+/// time, like `IBV_SEND_INLINE`; no registration is needed. The software
+/// provider sends either without copying.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sge {
+    /// Registered memory.
+    Region(LocalSge),
+    /// Inline data owned by the work request.
+    Bytes(Bytes),
+}
+
+impl Sge {
+    /// Length in octets.
+    pub fn len(&self) -> usize {
+        match self {
+            Sge::Region(s) => s.len as usize,
+            Sge::Bytes(b) => b.len(),
+        }
+    }
+
+    /// Whether the element is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl From<Bytes> for Sge {
+    fn from(b: Bytes) -> Sge {
+        Sge::Bytes(b)
+    }
+}
+
+impl From<LocalSge> for Sge {
+    fn from(s: LocalSge) -> Sge {
+        Sge::Region(s)
+    }
+}
+
+/// A peer's memory: its remote key (STag) and an address (tagged offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RemoteAddr {
+    /// The peer's remote key (STag).
+    pub rkey: u32,
+    /// Address (tagged offset) in the peer's region.
+    pub addr: u64,
+}
+
+/// What a send-queue work request does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SendOp {
+    /// A Send of the gathered elements to the peer's next posted receive.
+    Send {
+        /// Gather list; the message is their concatenation.
+        sges: Vec<Sge>,
+        /// Ask the peer for a solicited event.
+        solicited: bool,
+        /// Invalidate this remote key at the peer (Send with Invalidate).
+        invalidate: Option<u32>,
+    },
+    /// RDMA Write of the gathered elements to the peer's memory.
+    Write {
+        /// Gather list (the source).
+        sges: Vec<Sge>,
+        /// Where the data goes.
+        remote: RemoteAddr,
+    },
+    /// RDMA Read from the peer's memory into one local region (which
+    /// needs [`Access::LOCAL_WRITE`]).
+    Read {
+        /// The local sink.
+        sink: LocalSge,
+        /// The peer's source.
+        remote: RemoteAddr,
+    },
+    /// Local invalidation: the key is dead once this request is
+    /// processed (in send-queue order).
+    LocalInvalidate {
+        /// The local region's key.
+        key: u32,
+    },
+}
+
+/// A send-queue work request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendWr {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// The operation.
+    pub op: SendOp,
+    /// Report a completion on success too (errors always complete).
+    pub signaled: bool,
+}
+
+impl SendWr {
+    /// A signaled Send of `sges`.
+    pub fn send(wr_id: u64, sges: Vec<Sge>) -> Self {
+        SendWr {
+            wr_id,
+            op: SendOp::Send {
+                sges,
+                solicited: false,
+                invalidate: None,
+            },
+            signaled: true,
+        }
+    }
+
+    /// A signaled RDMA Write.
+    pub fn write(wr_id: u64, sges: Vec<Sge>, remote: RemoteAddr) -> Self {
+        SendWr {
+            wr_id,
+            op: SendOp::Write { sges, remote },
+            signaled: true,
+        }
+    }
+
+    /// A signaled RDMA Read.
+    pub fn read(wr_id: u64, sink: LocalSge, remote: RemoteAddr) -> Self {
+        SendWr {
+            wr_id,
+            op: SendOp::Read { sink, remote },
+            signaled: true,
+        }
+    }
+
+    /// A signaled local invalidation.
+    pub fn local_invalidate(wr_id: u64, key: u32) -> Self {
+        SendWr {
+            wr_id,
+            op: SendOp::LocalInvalidate { key },
+            signaled: true,
+        }
+    }
+
+    /// The completion opcode this request produces.
+    pub fn wc_opcode(&self) -> WcOpcode {
+        match self.op {
+            SendOp::Send { .. } => WcOpcode::Send,
+            SendOp::Write { .. } => WcOpcode::RdmaWrite,
+            SendOp::Read { .. } => WcOpcode::RdmaRead,
+            SendOp::LocalInvalidate { .. } => WcOpcode::LocalInvalidate,
+        }
+    }
+}
+
+/// A receive-queue work request: an owned buffer the next incoming Send
+/// fills. Its usable size is `buf.len()` (e.g. `BytesMut::zeroed(4096)`);
+/// the completion gives it back truncated to the message length.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecvWr {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// The buffer.
+    pub buf: BytesMut,
+}
+
+/// What a completed work request did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WcOpcode {
+    /// A Send (any variant).
+    Send,
+    /// An RDMA Write.
+    RdmaWrite,
+    /// An RDMA Read.
+    RdmaRead,
+    /// A local invalidation.
+    LocalInvalidate,
+    /// A receive (an incoming Send).
+    Recv,
+}
+
+/// The status of a work completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WcStatus {
+    /// Done.
+    Success,
+    /// An incoming message was longer than the posted receive buffer, or a
+    /// gather list is longer than the message can be.
+    LocalLength,
+    /// A local key is invalid, in another protection domain, out of bounds
+    /// or lacks the access right the request needs.
+    LocalProtection,
+    /// The queue pair was in a state (error, closing) that forbids it.
+    LocalQpOperation,
+    /// The work request was flushed: the connection ended first.
+    WrFlush,
+    /// The peer refused the request as invalid (e.g. no receive posted,
+    /// message too long for its buffer).
+    RemoteInvalidRequest,
+    /// The peer refused access to its memory (bad key, bounds, rights).
+    RemoteAccess,
+    /// The peer failed the operation for another reason.
+    RemoteOperation,
+    /// An invalidation requested by the peer (Send with Invalidate) named
+    /// a key that cannot be invalidated.
+    RemoteInvalidateFailed,
+    /// The connection failed while the request was in progress.
+    Fatal,
+}
+
+impl WcStatus {
+    /// Whether the status is [`WcStatus::Success`].
+    pub const fn is_ok(self) -> bool {
+        matches!(self, WcStatus::Success)
+    }
+}
+
+/// One completed work request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkCompletion {
+    /// The work request's id.
+    pub wr_id: u64,
+    /// What it did.
+    pub opcode: WcOpcode,
+    /// How it ended.
+    pub status: WcStatus,
+    /// Octets received (receives) or transferred (RDMA Read); 0 otherwise.
+    pub byte_len: u32,
+    /// For a receive of a Send with Invalidate: the local key the peer
+    /// invalidated (it is dead when this completion is seen).
+    pub invalidated_rkey: Option<u32>,
+    /// For a receive: the Send asked for a solicited event.
+    pub solicited: bool,
+    /// For a receive: the posted buffer, truncated to `byte_len` on success
+    /// (returned unchanged in length on error, so it can be posted again).
+    pub buf: Option<BytesMut>,
+}
+
+/// A registered region's memory, as given back by deregistration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MrBuffer {
+    /// Registered from [`Bytes`] (read-only source memory).
+    Shared(Bytes),
+    /// Registered from [`BytesMut`] (writable memory).
+    Owned(BytesMut),
+}
+
+impl MrBuffer {
+    /// Length in octets.
+    pub fn len(&self) -> usize {
+        match self {
+            MrBuffer::Shared(b) => b.len(),
+            MrBuffer::Owned(b) => b.len(),
+        }
+    }
+
+    /// Whether the buffer is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The writable buffer, if the region was registered from one.
+    pub fn into_owned(self) -> Option<BytesMut> {
+        match self {
+            MrBuffer::Owned(b) => Some(b),
+            MrBuffer::Shared(_) => None,
+        }
+    }
+
+    /// The contents as [`Bytes`] (no copy).
+    pub fn freeze(self) -> Bytes {
+        match self {
+            MrBuffer::Shared(b) => b,
+            MrBuffer::Owned(b) => b.freeze(),
+        }
+    }
+}
+
+/// Queue sizes and RDMA Read resources of a queue pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct QpCaps {
+    /// Send-queue depth: work requests posted but not yet completed.
+    pub send_depth: u32,
+    /// Receive-queue depth: receives posted but not yet completed.
+    pub recv_depth: u32,
+    /// Inbound RDMA Read requests we serve at once (IRD, "responder
+    /// resources").
+    pub ird: u16,
+    /// Outbound RDMA Read requests we keep in flight (ORD, "initiator
+    /// depth"); further Reads wait in the send queue, in order.
+    pub ord: u16,
+}
+
+impl Default for QpCaps {
+    fn default() -> Self {
+        QpCaps {
+            send_depth: 128,
+            recv_depth: 128,
+            ird: 16,
+            ord: 16,
+        }
+    }
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DisconnectReason {
+    /// We disconnected.
+    Local,
+    /// The peer closed the connection at a message boundary.
+    Peer,
+    /// The peer sent a Terminate (iWARP layer, error type, error code).
+    RemoteTerminate {
+        /// Layer (RDMAP 0, DDP 1, LLP 2).
+        layer: u8,
+        /// Error type.
+        etype: u8,
+        /// Error code.
+        code: u8,
+    },
+    /// We detected a protocol violation and terminated the connection.
+    ProtocolError {
+        /// What went wrong.
+        reason: String,
+    },
+    /// The transport failed (reset, truncated stream, I/O error).
+    Transport {
+        /// What went wrong.
+        reason: String,
+    },
+}

@@ -129,6 +129,49 @@ pub fn send_ulpdu(msn: u32, payload: &[u8]) -> Vec<u8> {
     v
 }
 
+/// RDMAP opcode of RDMA Write.
+pub const OP_WRITE: u8 = 0;
+/// RDMAP opcode of RDMA Read Request.
+pub const OP_READ_REQUEST: u8 = 1;
+/// RDMAP opcode of RDMA Read Response.
+pub const OP_READ_RESPONSE: u8 = 2;
+
+/// A tagged DDP segment (RDMA Write or Read Response), one segment, Last set.
+pub fn tagged_ulpdu(opcode: u8, stag: u32, to: u64, payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(14 + payload.len());
+    v.push(0xc1); // T=1, L=1, DV=1
+    v.push(0x40 | opcode);
+    v.extend_from_slice(&stag.to_be_bytes());
+    v.extend_from_slice(&to.to_be_bytes());
+    v.extend_from_slice(payload);
+    v
+}
+
+/// An RDMA Read Request (untagged, QN 1) with the given MSN: read `size`
+/// bytes from the peer's `src_stag`/`src_to` into our `sink_stag`/`sink_to`.
+pub fn read_request_ulpdu(
+    msn: u32,
+    sink_stag: u32,
+    sink_to: u64,
+    size: u32,
+    src_stag: u32,
+    src_to: u64,
+) -> Vec<u8> {
+    let mut v = Vec::with_capacity(18 + 28);
+    v.push(0x41);
+    v.push(0x40 | OP_READ_REQUEST);
+    v.extend_from_slice(&0u32.to_be_bytes());
+    v.extend_from_slice(&1u32.to_be_bytes()); // QN 1: RDMA Read Request queue
+    v.extend_from_slice(&msn.to_be_bytes());
+    v.extend_from_slice(&0u32.to_be_bytes());
+    v.extend_from_slice(&sink_stag.to_be_bytes());
+    v.extend_from_slice(&sink_to.to_be_bytes());
+    v.extend_from_slice(&size.to_be_bytes());
+    v.extend_from_slice(&src_stag.to_be_bytes());
+    v.extend_from_slice(&src_to.to_be_bytes());
+    v
+}
+
 /// A DDP segment read from an FPDU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DdpSegment {

@@ -223,6 +223,15 @@ impl MrTable {
         })
     }
 
+    /// The memory of a registered region, whatever its state (valid or
+    /// invalidated): for the region's owner, not for the peer.
+    pub fn buffer(&self, key: u32) -> Option<&[u8]> {
+        self.regions.get(&key).map(|r| match &r.mem {
+            MrBuffer::Shared(b) => &b[..],
+            MrBuffer::Owned(b) => &b[..],
+        })
+    }
+
     /// Checks that `[addr, addr + len)` lies in a valid region with `needed`
     /// rights; returns the offset into the buffer.
     pub fn check(

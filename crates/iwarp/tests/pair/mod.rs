@@ -81,11 +81,7 @@ impl Side {
     }
 
     pub fn contents(&mut self, key: u32) -> Vec<u8> {
-        let info = self.mrs.info(key).unwrap();
-        self.mrs
-            .source(key, info.addr, info.len, Access::LOCAL_READ)
-            .map(|b| b.to_vec())
-            .unwrap_or_default()
+        self.mrs.buffer(key).unwrap().to_vec()
     }
 
     fn collect(&mut self) {

@@ -183,11 +183,12 @@ fn write_with_bad_stag_is_refused_and_places_nothing() {
 
 #[test]
 fn write_out_of_bounds_wrapping_or_without_rights_is_refused() {
-    let cases: Vec<(
+    type Case = (
         Box<dyn Fn(&rpcrdma_iwarp::mr::MrInfo) -> (u32, u64)>,
         Access,
         TermError,
-    )> = vec![
+    );
+    let cases: Vec<Case> = vec![
         (
             Box::new(|m| (m.key, m.addr + 62)),
             Access::REMOTE_WRITE,

@@ -563,6 +563,24 @@ impl Connection {
 
     // ---------------------------------------------------------------- commands
 
+    /// Sets queue depths and IRD/ORD before the connection is up (a
+    /// responder learns them only when the application accepts).
+    pub fn set_caps(&mut self, caps: QpCaps) -> Result<(), ApiError> {
+        if !matches!(self.phase, Phase::AwaitRequest | Phase::AwaitAccept) {
+            return Err(ApiError::WrongState {
+                command: "set_caps",
+                state: self.phase.name(),
+            });
+        }
+        if caps.send_depth == 0 || caps.recv_depth == 0 {
+            return Err(ApiError::Config("queue depths must be at least 1"));
+        }
+        self.cfg.caps = caps;
+        self.ird = caps.ird;
+        self.ord = caps.ord;
+        Ok(())
+    }
+
     /// Responder: accepts the Request, answering with `private_data`.
     pub fn accept(&mut self, private_data: Bytes) -> Result<(), ApiError> {
         if self.phase != Phase::AwaitAccept {

@@ -1,0 +1,365 @@
+//! Queue pairs and the per-connection I/O task.
+//!
+//! The connection state machine lives behind a mutex shared by the
+//! application's calls and one I/O task. Posting a Send or Write encodes it
+//! and writes it to the socket right away from the caller's thread (no
+//! task hop); the I/O task only waits for the socket: it reads whenever the
+//! socket is readable (straight into registered memory or posted receive
+//! buffers, see [`rpcrdma_iwarp::conn::Connection::recv_buffers`]) and
+//! finishes writes the socket could not take at once.
+
+use std::io::{self, IoSlice, IoSliceMut};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rpcrdma_iwarp::conn::{ConnError, Connection, Event};
+use rpcrdma_verbs::{
+    DisconnectReason, PostError, QpCaps, QueuePair, RecvWr, SendWr, WcOpcode, WorkCompletion,
+};
+use tokio::net::TcpStream;
+use tokio::sync::{watch, Notify};
+
+use crate::cq::Cq;
+use crate::mem::PdInner;
+
+/// Reads per wake-up before the I/O task yields (fairness between
+/// connections on one runtime thread).
+const READ_BUDGET: usize = 32;
+/// Slices per vectored write.
+const MAX_IOVECS: usize = 64;
+
+#[derive(Debug)]
+pub(crate) struct QpState {
+    pub(crate) conn: Connection,
+    /// Completions collected under the lock, pushed to the CQs after.
+    send_wcs: Vec<WorkCompletion>,
+    recv_wcs: Vec<WorkCompletion>,
+    reason: Option<DisconnectReason>,
+    shut: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct QpInner {
+    state: Mutex<QpState>,
+    pub(crate) pd: Arc<PdInner>,
+    stream: TcpStream,
+    send_cq: Cq,
+    recv_cq: Cq,
+    wake: Notify,
+    closed: watch::Sender<Option<DisconnectReason>>,
+    caps: QpCaps,
+}
+
+/// A connected queue pair. Dropping it closes the connection gracefully.
+#[derive(Debug)]
+pub struct Qp {
+    inner: Arc<QpInner>,
+}
+
+impl QpInner {
+    fn lock(&self) -> MutexGuard<'_, QpState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Writes what the connection has queued, as far as the socket takes it.
+    fn flush(&self, st: &mut QpState) {
+        while st.conn.wants_write() {
+            let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
+            let n = st.conn.transmit_iovecs(&mut iov);
+            match self.stream.try_write_vectored(&iov[..n]) {
+                Ok(0) => {
+                    st.conn
+                        .handle_transport_error("socket accepted no data".into());
+                    break;
+                }
+                Ok(w) => st.conn.handle_written(w),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    st.conn.handle_transport_error(e.to_string());
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Moves completions and events out of the connection.
+    fn collect(&self, st: &mut QpState) {
+        while let Some(wc) = st.conn.poll_completion() {
+            if wc.opcode == WcOpcode::Recv {
+                st.recv_wcs.push(wc);
+            } else {
+                st.send_wcs.push(wc);
+            }
+        }
+        while let Some(ev) = st.conn.poll_event() {
+            if let Event::Closed(err) = ev {
+                tracing::debug!(error = %err, "queue pair closed");
+                st.reason = Some(err.disconnect_reason());
+            }
+        }
+    }
+
+    /// Publishes collected completions (after the state lock is released
+    /// the caller passes them in).
+    fn publish(&self, mut send: Vec<WorkCompletion>, mut recv: Vec<WorkCompletion>) {
+        let overrun =
+            self.send_cq.push_all(&mut send).is_err() | self.recv_cq.push_all(&mut recv).is_err();
+        if overrun {
+            let mut st = self.lock();
+            st.conn.handle_transport_error(
+                "completion queue overrun: size the CQ for the queues attached to it".into(),
+            );
+            self.collect(&mut st);
+            let (s, r) = (
+                std::mem::take(&mut st.send_wcs),
+                std::mem::take(&mut st.recv_wcs),
+            );
+            drop(st);
+            let _ = self.send_cq.push_all(&mut { s });
+            let _ = self.recv_cq.push_all(&mut { r });
+            self.wake.notify_one();
+        }
+    }
+
+    /// Runs `f` on the state, then flushes, collects and publishes.
+    fn with<R>(&self, f: impl FnOnce(&mut QpState) -> R) -> R {
+        let mut st = self.lock();
+        let r = f(&mut st);
+        self.flush(&mut st);
+        self.collect(&mut st);
+        let wake = st.conn.wants_write() || st.conn.wants_close() || st.reason.is_some();
+        let (s, rv) = (
+            std::mem::take(&mut st.send_wcs),
+            std::mem::take(&mut st.recv_wcs),
+        );
+        if let Some(reason) = st.reason.clone() {
+            self.closed.send_replace(Some(reason));
+        }
+        drop(st);
+        self.publish(s, rv);
+        if wake {
+            self.wake.notify_one();
+        }
+        r
+    }
+
+    /// Reads what the socket has, within the budget. Returns false once the
+    /// stream ended or failed.
+    fn read_ready(&self) -> bool {
+        let mut st = self.lock();
+        let mut alive = true;
+        for _ in 0..READ_BUDGET {
+            if !st.conn.wants_read() {
+                break;
+            }
+            let mut table = self.pd.table();
+            let st_ref = &mut *st;
+            let bufs = st_ref.conn.recv_buffers(&mut table);
+            let res = match bufs.direct {
+                Some(d) => {
+                    let mut iov = [IoSliceMut::new(d), IoSliceMut::new(bufs.staging)];
+                    self.stream.try_read_vectored(&mut iov)
+                }
+                None => self.stream.try_read(bufs.staging),
+            };
+            match res {
+                Ok(0) => {
+                    st_ref.conn.handle_eof();
+                    alive = false;
+                    break;
+                }
+                Ok(n) => st_ref.conn.handle_read(n, &mut table),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    st_ref.conn.handle_transport_error(e.to_string());
+                    alive = false;
+                    break;
+                }
+            }
+        }
+        self.flush(&mut st);
+        self.collect(&mut st);
+        let (s, r) = (
+            std::mem::take(&mut st.send_wcs),
+            std::mem::take(&mut st.recv_wcs),
+        );
+        if let Some(reason) = st.reason.clone() {
+            self.closed.send_replace(Some(reason));
+        }
+        drop(st);
+        self.publish(s, r);
+        alive
+    }
+}
+
+/// The I/O task of one connection.
+async fn run(inner: Arc<QpInner>) {
+    let mut stream_alive = true;
+    loop {
+        let notified = inner.wake.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let (want_read, want_write, want_close) = {
+            let st = inner.lock();
+            (
+                stream_alive && st.conn.wants_read(),
+                st.conn.wants_write(),
+                st.conn.wants_close(),
+            )
+        };
+        if want_close {
+            break;
+        }
+        tokio::select! {
+            r = inner.stream.readable(), if want_read => {
+                match r {
+                    Ok(()) => stream_alive = inner.read_ready(),
+                    Err(e) => inner.with(|st| st.conn.handle_transport_error(e.to_string())),
+                }
+                tokio::task::yield_now().await;
+            }
+            r = inner.stream.writable(), if want_write => {
+                match r {
+                    Ok(()) => inner.with(|_| ()),
+                    Err(e) => inner.with(|st| st.conn.handle_transport_error(e.to_string())),
+                }
+            }
+            _ = &mut notified => {}
+        }
+    }
+    // Everything queued (a Terminate, the last messages of a graceful close)
+    // is written: close the stream.
+    let aborted = {
+        let mut st = inner.lock();
+        st.shut = true;
+        matches!(st.conn.error(), Some(ConnError::LocalAbort))
+    };
+    if aborted {
+        let _ = inner.stream.set_zero_linger();
+    }
+    shutdown(&inner.stream);
+    let reason = inner
+        .lock()
+        .reason
+        .clone()
+        .unwrap_or(DisconnectReason::Local);
+    inner.closed.send_replace(Some(reason));
+}
+
+fn shutdown(stream: &TcpStream) {
+    // tokio's TcpStream has no shutdown(&self); a zero-length view of the
+    // socket through std is enough to half-close it.
+    use std::os::fd::{AsFd, BorrowedFd};
+    let fd: BorrowedFd<'_> = stream.as_fd();
+    if let Ok(owned) = fd.try_clone_to_owned() {
+        let s = std::net::TcpStream::from(owned);
+        let _ = s.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+impl Qp {
+    /// Wraps a connected state machine and starts its I/O task on the
+    /// current tokio runtime.
+    pub(crate) fn start(
+        conn: Connection,
+        stream: TcpStream,
+        pd: Arc<PdInner>,
+        send_cq: Cq,
+        recv_cq: Cq,
+    ) -> Qp {
+        let caps = {
+            let c = conn.config().caps;
+            match conn.negotiated() {
+                Some(n) => QpCaps {
+                    ird: n.ird,
+                    ord: n.ord,
+                    ..c
+                },
+                None => c,
+            }
+        };
+        let (closed, _) = watch::channel(None);
+        let inner = Arc::new(QpInner {
+            state: Mutex::new(QpState {
+                conn,
+                send_wcs: Vec::new(),
+                recv_wcs: Vec::new(),
+                reason: None,
+                shut: false,
+            }),
+            pd,
+            stream,
+            send_cq,
+            recv_cq,
+            wake: Notify::new(),
+            closed,
+            caps,
+        });
+        // Deliver anything that arrived with the MPA exchange.
+        inner.with(|_| ());
+        tokio::spawn(run(inner.clone()));
+        Qp { inner }
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> io::Result<std::net::SocketAddr> {
+        self.inner.stream.peer_addr()
+    }
+
+    /// What MPA set-up agreed (revision, CRC, IRD/ORD, RTR, private data).
+    pub fn negotiated(&self) -> Option<rpcrdma_iwarp::conn::Negotiated> {
+        self.inner.lock().conn.negotiated().cloned()
+    }
+}
+
+impl QueuePair for Qp {
+    fn post_send(&self, wr: SendWr) -> Result<(), PostError> {
+        let pd = self.inner.pd.clone();
+        self.inner.with(|st| {
+            let mut table = pd.table();
+            st.conn.post_send(wr, &mut table)
+        })
+    }
+
+    fn post_recv(&self, wr: RecvWr) -> Result<(), PostError> {
+        // Receives never touch the socket (iWARP has no receiver-not-ready
+        // retry: a Send finding no buffer ends the connection).
+        let mut st = self.inner.lock();
+        st.conn.post_recv(wr)
+    }
+
+    fn caps(&self) -> QpCaps {
+        self.inner.caps
+    }
+
+    async fn disconnect(&self) {
+        self.inner.with(|st| st.conn.close());
+        let _ = self.closed().await;
+    }
+
+    fn abort(&self) {
+        self.inner.with(|st| st.conn.abort());
+    }
+
+    async fn closed(&self) -> DisconnectReason {
+        let mut rx = self.inner.closed.subscribe();
+        loop {
+            if let Some(r) = rx.borrow_and_update().clone() {
+                return r;
+            }
+            if rx.changed().await.is_err() {
+                return DisconnectReason::Local;
+            }
+        }
+    }
+}
+
+impl Drop for Qp {
+    fn drop(&mut self) {
+        let shut = self.inner.lock().shut;
+        if !shut {
+            self.inner.with(|st| st.conn.close());
+        }
+    }
+}

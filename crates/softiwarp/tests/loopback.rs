@@ -1,0 +1,410 @@
+//! The provider end to end over loopback TCP: connection management, every
+//! operation, large transfers, close and abort.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use rpcrdma_softiwarp::{Cq, Options, P2pMode, Pd, Qp, SoftIwarp};
+use rpcrdma_verbs::{
+    Access, CompletionQueue, ConnectError, ConnectRequest, Device, DisconnectReason, Listener,
+    MemoryRegion, ProtectionDomain, QpCaps, QpParams, QueuePair, RecvWr, SendOp, SendWr, Sge,
+    WcOpcode, WcStatus, WorkCompletion,
+};
+
+struct End {
+    pd: Pd,
+    cq: Cq,
+    qp: Qp,
+}
+
+async fn pair(opts_client: Options, opts_server: Options) -> (End, End) {
+    let dev = SoftIwarp::new();
+    let listener = dev
+        .listen("127.0.0.1:0".parse().unwrap(), opts_server)
+        .await
+        .unwrap();
+    let addr = listener.local_addr();
+    let (spd, scq) = (dev.alloc_pd(), dev.create_cq(1024));
+    let (cpd, ccq) = (dev.alloc_pd(), dev.create_cq(1024));
+    let server = async {
+        let req = listener.accept().await.unwrap();
+        assert_eq!(&req.private_data()[..], b"client");
+        req.accept(
+            QpParams {
+                pd: &spd,
+                send_cq: &scq,
+                recv_cq: &scq,
+                caps: QpCaps::default(),
+                options: Options::default(),
+            },
+            Bytes::from_static(b"server"),
+        )
+        .await
+        .unwrap()
+    };
+    let client = dev.connect(
+        addr,
+        QpParams {
+            pd: &cpd,
+            send_cq: &ccq,
+            recv_cq: &ccq,
+            caps: QpCaps::default(),
+            options: opts_client,
+        },
+        Bytes::from_static(b"client"),
+    );
+    let (sqp, c) = tokio::join!(server, client);
+    let (cqp, pd) = c.unwrap();
+    assert_eq!(&pd[..], b"server");
+    (
+        End {
+            pd: cpd,
+            cq: ccq,
+            qp: cqp,
+        },
+        End {
+            pd: spd,
+            cq: scq,
+            qp: sqp,
+        },
+    )
+}
+
+async fn wait_n(cq: &Cq, n: usize) -> Vec<WorkCompletion> {
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while out.len() < n {
+            cq.wait().await;
+            cq.poll(&mut out, 64);
+        }
+    })
+    .await
+    .expect("completions did not arrive");
+    out
+}
+
+async fn exercise(c: &End, s: &End) {
+    // Send / Recv both ways, with SE and with Invalidate.
+    let victim =
+        s.pd.register_mut(BytesMut::zeroed(16), Access::REMOTE_WRITE)
+            .unwrap();
+    s.qp.post_recv(RecvWr {
+        wr_id: 1,
+        buf: BytesMut::zeroed(64),
+    })
+    .unwrap();
+    s.qp.post_recv(RecvWr {
+        wr_id: 2,
+        buf: BytesMut::zeroed(64),
+    })
+    .unwrap();
+    c.qp.post_send(SendWr {
+        wr_id: 10,
+        op: SendOp::Send {
+            sges: vec![Sge::Bytes(Bytes::from_static(b"se"))],
+            solicited: true,
+            invalidate: None,
+        },
+        signaled: true,
+    })
+    .unwrap();
+    c.qp.post_send(SendWr {
+        wr_id: 11,
+        op: SendOp::Send {
+            sges: vec![Sge::Bytes(Bytes::from_static(b"inv"))],
+            solicited: false,
+            invalidate: Some(victim.rkey()),
+        },
+        signaled: true,
+    })
+    .unwrap();
+    let got = wait_n(&s.cq, 2).await;
+    assert!(got[0].solicited);
+    assert_eq!(&got[0].buf.as_ref().unwrap()[..], b"se");
+    assert_eq!(got[1].invalidated_rkey, Some(victim.rkey()));
+    assert!(!victim.is_valid());
+    assert_eq!(wait_n(&c.cq, 2).await.len(), 2);
+
+    // RDMA Write of 3 MiB from shared memory, then a Send.
+    let big: Vec<u8> = (0..3 << 20)
+        .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let src =
+        c.pd.register_bytes(Bytes::from(big.clone()), Access::LOCAL_READ)
+            .unwrap();
+    let sink =
+        s.pd.register_mut(BytesMut::zeroed(big.len()), Access::REMOTE_WRITE)
+            .unwrap();
+    s.qp.post_recv(RecvWr {
+        wr_id: 3,
+        buf: BytesMut::zeroed(8),
+    })
+    .unwrap();
+    c.qp.post_send(SendWr::write(
+        20,
+        vec![Sge::Region(src.sge(0, big.len()))],
+        sink.remote(0),
+    ))
+    .unwrap();
+    c.qp.post_send(SendWr::send(
+        21,
+        vec![Sge::Bytes(Bytes::from_static(b"done"))],
+    ))
+    .unwrap();
+    let r = wait_n(&s.cq, 1).await;
+    assert_eq!(&r[0].buf.as_ref().unwrap()[..], b"done");
+    let placed = sink.deregister().unwrap().into_owned().unwrap();
+    assert!(placed[..] == big[..], "RDMA Write data differs");
+    let w = wait_n(&c.cq, 2).await;
+    assert_eq!(
+        w.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+        vec![(20, WcStatus::Success), (21, WcStatus::Success)]
+    );
+
+    // RDMA Read of 2 MiB into a sink, twice (into two halves).
+    let rsrc =
+        s.pd.register_bytes(Bytes::from(big[..2 << 20].to_vec()), Access::REMOTE_READ)
+            .unwrap();
+    let rsink =
+        c.pd.register_mut(BytesMut::zeroed(4 << 20), Access::LOCAL_WRITE)
+            .unwrap();
+    for (i, off) in [0usize, 2 << 20].into_iter().enumerate() {
+        let wr = SendWr::read(30 + i as u64, rsink.sge(off, 2 << 20), rsrc.remote(0));
+        c.qp.post_send(wr).unwrap();
+    }
+    let r = wait_n(&c.cq, 2).await;
+    assert!(r.iter().all(|w| w.opcode == WcOpcode::RdmaRead
+        && w.status == WcStatus::Success
+        && w.byte_len == 2 << 20));
+    let back = rsink.deregister().unwrap().into_owned().unwrap();
+    assert!(back[..2 << 20] == big[..2 << 20] && back[2 << 20..] == big[..2 << 20]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn every_operation_in_every_mpa_mode() {
+    for revision in [1u8, 2] {
+        for crc in [false, true] {
+            for p2p in [P2pMode::Write, P2pMode::Read, P2pMode::Off] {
+                if revision == 1 && p2p != P2pMode::Write {
+                    continue;
+                }
+                let o = Options {
+                    revision,
+                    crc,
+                    p2p,
+                    ..Options::default()
+                };
+                let (c, s) = pair(o.clone(), Options::default()).await;
+                let n = c.qp.negotiated().unwrap();
+                assert_eq!((n.revision, n.crc), (revision, crc));
+                exercise(&c, &s).await;
+                // Server-initiated traffic too.
+                c.qp.post_recv(RecvWr {
+                    wr_id: 99,
+                    buf: BytesMut::zeroed(8),
+                })
+                .unwrap();
+                s.qp.post_send(SendWr::send(
+                    98,
+                    vec![Sge::Bytes(Bytes::from_static(b"back"))],
+                ))
+                .unwrap();
+                let got = wait_n(&c.cq, 1).await;
+                assert_eq!(&got[0].buf.as_ref().unwrap()[..], b"back");
+                c.qp.disconnect().await;
+                assert_eq!(s.qp.closed().await, DisconnectReason::Peer);
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn works_on_a_multi_thread_runtime() {
+    let (c, s) = pair(
+        Options {
+            crc: true,
+            ..Options::default()
+        },
+        Options::default(),
+    )
+    .await;
+    exercise(&c, &s).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn reject_and_refused_connections() {
+    let dev = SoftIwarp::new();
+    let listener = dev
+        .listen("127.0.0.1:0".parse().unwrap(), Options::default())
+        .await
+        .unwrap();
+    let addr = listener.local_addr();
+    let (pd, cq) = (dev.alloc_pd(), dev.create_cq(16));
+    let server = async {
+        let req = listener.accept().await.unwrap();
+        req.reject(Bytes::from_static(b"no thanks")).await.unwrap();
+    };
+    let client = dev.connect(
+        addr,
+        QpParams {
+            pd: &pd,
+            send_cq: &cq,
+            recv_cq: &cq,
+            caps: QpCaps::default(),
+            options: Options::default(),
+        },
+        Bytes::new(),
+    );
+    let ((), res) = tokio::join!(server, client);
+    match res {
+        Err(ConnectError::Rejected { private_data }) => assert_eq!(&private_data[..], b"no thanks"),
+        other => panic!("expected a reject, got {other:?}"),
+    }
+    // Nothing listening: an I/O error.
+    drop(listener);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let res = dev
+        .connect(
+            addr,
+            QpParams {
+                pd: &pd,
+                send_cq: &cq,
+                recv_cq: &cq,
+                caps: QpCaps::default(),
+                options: Options::default(),
+            },
+            Bytes::new(),
+        )
+        .await;
+    assert!(matches!(res, Err(ConnectError::Io(_))), "{res:?}");
+    // Private data over the limit is refused before connecting.
+    let res = dev
+        .connect(
+            addr,
+            QpParams {
+                pd: &pd,
+                send_cq: &cq,
+                recv_cq: &cq,
+                caps: QpCaps::default(),
+                options: Options {
+                    max_private_data: 256,
+                    ..Options::default()
+                },
+            },
+            Bytes::from(vec![0u8; 253]),
+        )
+        .await;
+    assert!(matches!(res, Err(ConnectError::Invalid { .. })), "{res:?}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn mpa_timeout_when_the_peer_is_silent() {
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = tcp.local_addr().unwrap();
+    let hold = tokio::spawn(async move {
+        let (s, _) = tcp.accept().await.unwrap();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        drop(s);
+    });
+    let dev = SoftIwarp::new();
+    let (pd, cq) = (dev.alloc_pd(), dev.create_cq(16));
+    let res = dev
+        .connect(
+            addr,
+            QpParams {
+                pd: &pd,
+                send_cq: &cq,
+                recv_cq: &cq,
+                caps: QpCaps::default(),
+                options: Options {
+                    mpa_timeout: Duration::from_millis(200),
+                    ..Options::default()
+                },
+            },
+            Bytes::new(),
+        )
+        .await;
+    assert!(matches!(res, Err(ConnectError::Timeout)), "{res:?}");
+    hold.abort();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn disconnect_and_abort_flush_outstanding_requests() {
+    let (c, s) = pair(Options::default(), Options::default()).await;
+    for i in 0..3 {
+        s.qp.post_recv(RecvWr {
+            wr_id: i,
+            buf: BytesMut::zeroed(8),
+        })
+        .unwrap();
+    }
+    c.qp.post_recv(RecvWr {
+        wr_id: 7,
+        buf: BytesMut::zeroed(8),
+    })
+    .unwrap();
+    c.qp.disconnect().await;
+    let flushed = wait_n(&c.cq, 1).await;
+    assert_eq!(
+        (flushed[0].wr_id, flushed[0].status),
+        (7, WcStatus::WrFlush)
+    );
+    assert_eq!(s.qp.closed().await, DisconnectReason::Peer);
+    let sf = wait_n(&s.cq, 3).await;
+    assert!(sf
+        .iter()
+        .all(|w| w.status == WcStatus::WrFlush && w.buf.is_some()));
+    assert!(c.qp.post_send(SendWr::send(1, vec![])).is_err());
+
+    let (c, s) = pair(Options::default(), Options::default()).await;
+    s.qp.post_recv(RecvWr {
+        wr_id: 1,
+        buf: BytesMut::zeroed(8),
+    })
+    .unwrap();
+    c.qp.abort();
+    assert_eq!(c.qp.closed().await, DisconnectReason::Local);
+    let reason = tokio::time::timeout(Duration::from_secs(5), s.qp.closed())
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            reason,
+            DisconnectReason::Peer | DisconnectReason::Transport { .. }
+        ),
+        "{reason:?}"
+    );
+    assert_eq!(wait_n(&s.cq, 1).await[0].status, WcStatus::WrFlush);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn remote_access_error_terminates_and_reports() {
+    let (c, s) = pair(Options::default(), Options::default()).await;
+    let sink =
+        c.pd.register_mut(BytesMut::zeroed(8), Access::LOCAL_WRITE)
+            .unwrap();
+    // Read from a key the server never registered.
+    c.qp.post_send(SendWr::read(
+        5,
+        sink.sge(0, 8),
+        rpcrdma_verbs::RemoteAddr {
+            rkey: 0x1234_5678,
+            addr: 0,
+        },
+    ))
+    .unwrap();
+    let wc = wait_n(&c.cq, 1).await;
+    assert_eq!((wc[0].wr_id, wc[0].status), (5, WcStatus::RemoteAccess));
+    assert_eq!(
+        c.qp.closed().await,
+        DisconnectReason::RemoteTerminate {
+            layer: 0,
+            etype: 1,
+            code: 0
+        }
+    );
+    assert!(matches!(
+        s.qp.closed().await,
+        DisconnectReason::ProtocolError { .. }
+    ));
+}

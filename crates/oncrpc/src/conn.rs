@@ -356,7 +356,7 @@ async fn run<T: Transport>(
             }
             Dispatch::Reply(reply) => {
                 let conn = conn.clone();
-                tokio::spawn(
+                run_or_spawn(Box::pin(
                     async move {
                         if let Err(e) = conn.transport.send_reply(context, reply).await {
                             tracing::debug!(error = %e, "cannot send error reply");
@@ -364,12 +364,12 @@ async fn run<T: Transport>(
                         drop((permits, token));
                     }
                     .in_current_span(),
-                );
+                ));
             }
             Dispatch::Run { xid, future } => {
                 let conn = conn.clone();
                 let span = tracing::debug_span!("rpc_serve", xid = format_args!("{xid:#010x}"));
-                tokio::spawn(
+                run_or_spawn(Box::pin(
                     async move {
                         let reply = future.await;
                         if conn.aborted.load(Ordering::Acquire) {
@@ -380,7 +380,7 @@ async fn run<T: Transport>(
                         drop((permits, token));
                     }
                     .instrument(span),
-                );
+                ));
             }
         }
     }
@@ -411,4 +411,23 @@ async fn acquire(
         None => None,
     };
     (a, b)
+}
+
+/// Runs a call to completion right here if it never has to wait (a NULL
+/// call, a quick handler, a reply the transport takes at once), saving a
+/// task switch; otherwise hands it to a new task, which polls it again with
+/// a real waker.
+fn run_or_spawn(mut task: BoxFuture<'static, ()>) {
+    static NOOP: std::sync::OnceLock<std::task::Waker> = std::sync::OnceLock::new();
+    let waker = NOOP.get_or_init(|| std::task::Waker::from(Arc::new(NoopWake)));
+    let mut cx = std::task::Context::from_waker(waker);
+    if task.as_mut().poll(&mut cx).is_pending() {
+        tokio::spawn(task);
+    }
+}
+
+struct NoopWake;
+
+impl std::task::Wake for NoopWake {
+    fn wake(self: Arc<Self>) {}
 }

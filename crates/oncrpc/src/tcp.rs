@@ -2,22 +2,22 @@
 //!
 //! Each message is written as one record with a vectored write of the
 //! fragment headers and the [`Payload`] pieces (inline runs and DDP items
-//! side by side; nothing is copied). A writer task per connection owns the
-//! socket's write half, so a caller that gives up on a call can never leave
-//! half a record on the wire. Reads go through the [`Deframer`], which
-//! enforces the maximum record size before buffering.
+//! side by side; nothing is copied), straight from the sending task when
+//! the socket has room. A writer task per connection finishes any record a
+//! sender could not write at once, so a caller that gives up on a call can
+//! never leave half a record on the wire. Reads go through the
+//! [`Deframer`], which enforces the maximum record size before buffering.
 
+use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::BytesMut;
 use rpcrdma_xdr::Payload;
-use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
 use crate::client::{Client, ClientConfig};
 use crate::error::{RpcError, TransportError};
@@ -61,14 +61,8 @@ impl Default for TcpConfig {
 }
 
 struct ReadSide {
-    half: OwnedReadHalf,
     buf: BytesMut,
     deframer: Deframer,
-}
-
-enum Out {
-    Message(Payload),
-    Close,
 }
 
 struct Shared {
@@ -83,10 +77,37 @@ impl Shared {
     }
 }
 
+/// Records waiting for the writer task, oldest first, each with the bytes
+/// of it already written.
+#[derive(Default)]
+struct WriteState {
+    /// The writer task owns the socket's send side (it has queued records
+    /// or is writing one); senders must queue behind it.
+    busy: bool,
+    queue: VecDeque<(Payload, usize)>,
+    closing: bool,
+    failed: bool,
+}
+
+struct WriteSide {
+    state: Mutex<WriteState>,
+    /// Wakes the writer task.
+    work: Notify,
+    /// Wakes senders waiting for queue space.
+    space: Notify,
+    max_fragment: usize,
+}
+
 /// One TCP connection carrying RPC records both ways.
+///
+/// Sending is a non-blocking write straight from the caller when the
+/// socket has room and nothing is queued (no task switch); otherwise the
+/// rest of the record goes to a writer task, which finishes it even if the
+/// caller gives up. Records are never interleaved.
 pub struct TcpTransport {
+    stream: Arc<TcpStream>,
     read: tokio::sync::Mutex<ReadSide>,
-    tx: mpsc::Sender<Out>,
+    write: Arc<WriteSide>,
     shared: Arc<Shared>,
     peer: String,
     max_record: usize,
@@ -100,6 +121,10 @@ impl std::fmt::Debug for TcpTransport {
     }
 }
 
+fn lock_w(m: &Mutex<WriteState>) -> std::sync::MutexGuard<'_, WriteState> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl TcpTransport {
     /// Wraps a connected stream (sets `TCP_NODELAY`, starts the writer
     /// task; must run inside a tokio runtime).
@@ -109,20 +134,25 @@ impl TcpTransport {
             Ok(a) => format!("tcp {a}"),
             Err(_) => "tcp ?".to_owned(),
         };
-        let (r, w) = stream.into_split();
-        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
+        let stream = Arc::new(stream);
         let shared = Arc::new(Shared {
             closed: AtomicBool::new(false),
             notify: Notify::new(),
         });
-        tokio::spawn(writer(w, rx, config.max_fragment, shared.clone()));
+        let write = Arc::new(WriteSide {
+            state: Mutex::new(WriteState::default()),
+            work: Notify::new(),
+            space: Notify::new(),
+            max_fragment: config.max_fragment,
+        });
+        tokio::spawn(writer(stream.clone(), write.clone(), shared.clone()));
         Ok(Self {
+            stream,
             read: tokio::sync::Mutex::new(ReadSide {
-                half: r,
                 buf: BytesMut::with_capacity(64 * 1024),
                 deframer: Deframer::new(config.max_record),
             }),
-            tx,
+            write,
             shared,
             peer,
             max_record: config.max_record,
@@ -140,7 +170,9 @@ impl TcpTransport {
         Ok(Self::new(stream, config)?)
     }
 
-    async fn enqueue(&self, message: Payload) -> Result<(), TransportError> {
+    /// Sends one record. Cancel-safe: once this has queued or started the
+    /// record, the record is written whole even if the future is dropped.
+    async fn send(&self, message: Payload) -> Result<(), TransportError> {
         let len = message.stream_len();
         if len > self.max_record {
             return Err(TransportError::MessageTooLarge {
@@ -148,13 +180,92 @@ impl TcpTransport {
                 max: self.max_record,
             });
         }
-        if self.shared.closed.load(Ordering::Acquire) {
-            return Err(TransportError::Closed);
+        loop {
+            let space = self.write.space.notified();
+            tokio::pin!(space);
+            space.as_mut().enable();
+            {
+                let mut st = lock_w(&self.write.state);
+                if st.failed || st.closing || self.shared.closed.load(Ordering::Acquire) {
+                    return Err(TransportError::Closed);
+                }
+                if !st.busy {
+                    // Fast path: write from here while the socket takes it.
+                    let pieces = message.pieces();
+                    let segments = frame(&pieces, self.write.max_fragment);
+                    let slices: Vec<&[u8]> = segments.iter().map(|s| s.as_bytes()).collect();
+                    let total: usize = slices.iter().map(|s| s.len()).sum();
+                    let written = match try_write_slices(&self.stream, &slices, 0) {
+                        Ok(n) => n,
+                        Err(e) => {
+                            st.failed = true;
+                            drop(st);
+                            self.shared.close();
+                            self.write.work.notify_one();
+                            return Err(e.into());
+                        }
+                    };
+                    if written < total {
+                        drop(slices);
+                        drop(segments);
+                        drop(pieces);
+                        st.busy = true;
+                        st.queue.push_back((message, written));
+                        self.write.work.notify_one();
+                    }
+                    return Ok(());
+                }
+                if st.queue.len() < WRITE_QUEUE {
+                    st.queue.push_back((message, 0));
+                    self.write.work.notify_one();
+                    return Ok(());
+                }
+            }
+            space.await;
         }
-        self.tx
-            .send(Out::Message(message))
-            .await
-            .map_err(|_| TransportError::Closed)
+    }
+}
+
+/// Writes as much of `slices` (after skipping `skip` bytes) as the socket
+/// takes without blocking; returns the bytes written including `skip`.
+fn try_write_slices(stream: &TcpStream, slices: &[&[u8]], skip: usize) -> std::io::Result<usize> {
+    let total: usize = slices.iter().map(|s| s.len()).sum();
+    let mut done = skip;
+    while done < total {
+        let iov = iovecs(slices, done);
+        match stream.try_write_vectored(&iov) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// I/O vectors for `slices` starting `skip` bytes in (at most `MAX_IOVECS`).
+fn iovecs<'a>(slices: &[&'a [u8]], mut skip: usize) -> Vec<IoSlice<'a>> {
+    let mut iov = Vec::with_capacity(slices.len().min(MAX_IOVECS));
+    for s in slices {
+        if iov.len() == MAX_IOVECS {
+            break;
+        }
+        if skip >= s.len() {
+            skip -= s.len();
+            continue;
+        }
+        iov.push(IoSlice::new(&s[skip..]));
+        skip = 0;
+    }
+    iov
+}
+
+impl Drop for TcpTransport {
+    fn drop(&mut self) {
+        // Let the writer task flush and stop even if close() never ran.
+        lock_w(&self.write.state).closing = true;
+        self.write.work.notify_one();
     }
 }
 
@@ -168,11 +279,11 @@ impl Transport for TcpTransport {
         message: Payload,
         _hints: &CallHints,
     ) -> Result<(), TransportError> {
-        self.enqueue(message).await
+        self.send(message).await
     }
 
     async fn send_reply(&self, _context: (), message: Payload) -> Result<(), TransportError> {
-        self.enqueue(message).await
+        self.send(message).await
     }
 
     async fn recv(&self) -> Result<Received<()>, TransportError> {
@@ -209,20 +320,31 @@ impl Transport for TcpTransport {
                 Ok(None) => {
                     let want = rs.deframer.wanted(&rs.buf).min(READ_RESERVE_CAP);
                     rs.buf.reserve(want);
-                    let notified = self.shared.notify.notified();
-                    tokio::pin!(notified);
-                    notified.as_mut().enable();
-                    if self.shared.closed.load(Ordering::Acquire) {
-                        return Err(TransportError::Closed);
-                    }
-                    let n = tokio::select! {
-                        r = rs.half.read_buf(&mut rs.buf) => r?,
-                        _ = notified => return Err(TransportError::Closed),
-                    };
-                    if n == 0 {
-                        self.shared.close();
-                        rs.deframer.finish(&rs.buf)?;
-                        return Err(TransportError::Closed);
+                    loop {
+                        let notified = self.shared.notify.notified();
+                        tokio::pin!(notified);
+                        notified.as_mut().enable();
+                        if self.shared.closed.load(Ordering::Acquire) {
+                            return Err(TransportError::Closed);
+                        }
+                        match self.stream.try_read_buf(&mut rs.buf) {
+                            Ok(0) => {
+                                self.shared.close();
+                                rs.deframer.finish(&rs.buf)?;
+                                return Err(TransportError::Closed);
+                            }
+                            Ok(_) => break,
+                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                            Err(e) => {
+                                self.shared.close();
+                                return Err(e.into());
+                            }
+                        }
+                        tokio::select! {
+                            r = self.stream.readable() => r?,
+                            _ = notified => return Err(TransportError::Closed),
+                        }
                     }
                 }
             }
@@ -233,9 +355,10 @@ impl Transport for TcpTransport {
 
     async fn close(&self) {
         self.shared.close();
-        // The writer flushes what is queued, then shuts the socket down;
-        // if it has already stopped, this fails harmlessly.
-        let _ = self.tx.send(Out::Close).await;
+        lock_w(&self.write.state).closing = true;
+        // The writer flushes what is queued, then shuts the socket down.
+        self.write.work.notify_one();
+        self.write.space.notify_waiters();
     }
 
     fn peer(&self) -> String {
@@ -243,83 +366,100 @@ impl Transport for TcpTransport {
     }
 }
 
-async fn writer(
-    mut half: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Out>,
-    max_fragment: usize,
-    shared: Arc<Shared>,
-) {
-    let mut batch: Vec<Payload> = Vec::with_capacity(WRITE_BATCH);
-    let mut closing = false;
-    while !closing {
-        match rx.recv().await {
-            Some(Out::Message(p)) => batch.push(p),
-            Some(Out::Close) | None => break,
-        }
-        while batch.len() < WRITE_BATCH {
-            match rx.try_recv() {
-                Ok(Out::Message(p)) => batch.push(p),
-                Ok(Out::Close) => {
-                    closing = true;
+/// Finishes records the senders could not write at once, in order,
+/// coalescing queued records into one vectored write.
+async fn writer(stream: Arc<TcpStream>, write: Arc<WriteSide>, shared: Arc<Shared>) {
+    loop {
+        let work = write.work.notified();
+        tokio::pin!(work);
+        work.as_mut().enable();
+        let batch: Vec<(Payload, usize)> = {
+            let mut st = lock_w(&write.state);
+            if st.failed {
+                break;
+            }
+            if st.queue.is_empty() {
+                st.busy = false;
+                if st.closing {
                     break;
                 }
-                Err(_) => break,
+                Vec::new()
+            } else {
+                st.busy = true;
+                st.queue.iter().take(WRITE_BATCH).cloned().collect()
+            }
+        };
+        if batch.is_empty() {
+            work.await;
+            continue;
+        }
+        let result = write_batch(&stream, &batch, write.max_fragment).await;
+        let mut st = lock_w(&write.state);
+        match result {
+            Ok(()) => {
+                for _ in 0..batch.len() {
+                    st.queue.pop_front();
+                }
+                drop(st);
+                write.space.notify_waiters();
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "write failed; closing");
+                st.failed = true;
+                st.queue.clear();
+                break;
             }
         }
-        let pieces: Vec<Vec<&[u8]>> = batch.iter().map(Payload::pieces).collect();
-        let segments: Vec<_> = pieces.iter().flat_map(|p| frame(p, max_fragment)).collect();
-        let slices: Vec<&[u8]> = segments.iter().map(|s| s.as_bytes()).collect();
-        let result = write_all_vectored(&mut half, &slices).await;
-        drop(slices);
-        drop(segments);
-        drop(pieces);
-        batch.clear();
-        if let Err(e) = result {
-            tracing::debug!(error = %e, "write failed; closing");
-            break;
-        }
     }
+    {
+        let mut st = lock_w(&write.state);
+        st.failed = true;
+        st.queue.clear();
+    }
+    write.space.notify_waiters();
     shared.close();
-    let _ = half.shutdown().await;
+    shutdown_write(&stream);
 }
 
-/// Writes every slice, in order, with as few system calls as possible.
-pub(crate) async fn write_all_vectored<W: AsyncWrite + Unpin>(
-    w: &mut W,
-    slices: &[&[u8]],
+async fn write_batch(
+    stream: &TcpStream,
+    batch: &[(Payload, usize)],
+    max_fragment: usize,
 ) -> std::io::Result<()> {
-    let mut idx = 0usize;
-    let mut off = 0usize;
-    while idx < slices.len() {
-        let mut iov = Vec::with_capacity((slices.len() - idx).min(MAX_IOVECS));
-        iov.push(IoSlice::new(&slices[idx][off..]));
-        iov.extend(
-            slices[idx + 1..]
-                .iter()
-                .take(MAX_IOVECS - 1)
-                .map(|s| IoSlice::new(s)),
-        );
-        let mut n = w.write_vectored(&iov).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
-        while n > 0 && idx < slices.len() {
-            let left = slices[idx].len() - off;
-            if n >= left {
-                n -= left;
-                idx += 1;
-                off = 0;
+    let pieces: Vec<Vec<&[u8]>> = batch.iter().map(|(p, _)| p.pieces()).collect();
+    let segments: Vec<Vec<_>> = pieces.iter().map(|p| frame(p, max_fragment)).collect();
+    let mut slices: Vec<&[u8]> = Vec::new();
+    for (segs, (_, skip)) in segments.iter().zip(batch) {
+        // Skip what the sender already wrote of this record.
+        let mut skip = *skip;
+        for s in segs {
+            let b = s.as_bytes();
+            if skip >= b.len() {
+                skip -= b.len();
             } else {
-                off += n;
-                n = 0;
+                slices.push(&b[skip..]);
+                skip = 0;
             }
         }
-        while idx < slices.len() && slices[idx].len() == off {
-            idx += 1;
-            off = 0;
-        }
     }
-    w.flush().await
+    let total: usize = slices.iter().map(|s| s.len()).sum();
+    let mut done = 0;
+    while done < total {
+        stream.writable().await?;
+        done = try_write_slices(stream, &slices, done)?;
+    }
+    Ok(())
+}
+
+/// Shuts down the sending direction so the peer reads end-of-stream.
+fn shutdown_write(stream: &TcpStream) {
+    use std::os::fd::AsFd;
+    match stream.as_fd().try_clone_to_owned() {
+        Ok(fd) => {
+            let _ = std::net::TcpStream::from(fd).shutdown(std::net::Shutdown::Write);
+        }
+        Err(e) => tracing::debug!(error = %e, "cannot shut the socket down"),
+    }
 }
 
 /// Makes TCP connections to one address, for [`Client::new`].

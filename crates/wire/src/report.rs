@@ -235,11 +235,14 @@ fn chunks_text(out: &mut String, c: &ChunkLists) {
 /// ```
 /// use bytes::Bytes;
 /// use rpcrdma_wire::{decode, report, DecodeConfig};
-/// let msg = Bytes::from(hex::decode(
-///     "0000002a00000001000000200000000100000000000000000000000100000001000000070000100000000000000000000",
-/// ).unwrap_or_default());
+/// // RDMA_NOMSG with a Reply chunk of one 4 KiB segment.
+/// let msg = Bytes::from(hex::decode(concat!(
+///     "0000002a", "00000001", "00000020", "00000001",
+///     "00000000", "00000000", "00000001", "00000001", "00000007", "00001000", "0000000000000000",
+/// )).unwrap());
 /// let text = report::message_text(&decode(&msg, &DecodeConfig::default()));
-/// assert!(text.starts_with("INVALID") || text.starts_with("RPC-over-RDMA"));
+/// assert!(text.starts_with("RPC-over-RDMA Version One RDMA_NOMSG\n"));
+/// assert!(text.contains("reply chunk  1 segments, 4096 bytes"));
 /// ```
 pub fn message_text(result: &Result<Message, Rejection>) -> String {
     let mut out = String::new();

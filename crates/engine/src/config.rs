@@ -1,0 +1,174 @@
+//! Connection configuration: role, versions, credits, inline sizes, limits.
+
+use std::time::Duration;
+
+use rpcrdma_wire::{Limits, PrivateData, VersionRange};
+
+/// Which end of the connection this engine is.
+///
+/// The client (the active side, RFC 8167 §2) is the forward-direction
+/// requester; the server is the forward-direction responder. Both ends can
+/// also act in the reverse direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// The ONC RPC client: establishes the connection, sends forward calls.
+    Client,
+    /// The ONC RPC server: accepts the connection, answers forward calls.
+    Server,
+}
+
+/// Which RPC-over-RDMA version a client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum VersionPolicy {
+    /// Send the first call as Version Two and fall back to the highest
+    /// version the responder offers in its `ERR_VERS` (draft-cel-01 §5).
+    #[default]
+    Negotiate,
+    /// Version One only.
+    V1,
+    /// Version Two only: an `ERR_VERS` fails the connection.
+    V2,
+}
+
+impl VersionPolicy {
+    /// The version of the first message.
+    pub fn first_version(self) -> u32 {
+        match self {
+            Self::V1 => 1,
+            Self::V2 | Self::Negotiate => 2,
+        }
+    }
+}
+
+/// The configuration of one RPC-over-RDMA connection.
+///
+/// Defaults follow the specifications and the Linux kernel: a client asks
+/// for 128 credits, a server grants 64, inline thresholds are 1024 bytes
+/// (RFC 8166 §3.3.3), remote invalidation is offered.
+///
+/// ```
+/// use rpcrdma_engine::{EngineConfig, Role};
+/// let c = EngineConfig::client();
+/// assert_eq!((c.role, c.credits_request), (Role::Client, 128));
+/// let s = EngineConfig::server();
+/// assert_eq!(s.credits_grant, 64);
+/// assert_eq!(s.private_data().recv_size.bytes(), 1024);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// Client or server.
+    pub role: Role,
+    /// Versions this end accepts (a server answers others with `ERR_VERS`
+    /// carrying this range).
+    pub versions: VersionRange,
+    /// The version a client starts with (ignored by a server).
+    pub client_version: VersionPolicy,
+    /// Credits a requester asks for in each call (RFC 8166 §3.3.1); also
+    /// the most it will ever use, whatever a responder grants.
+    pub credits_request: u32,
+    /// Credits a responder grants in each reply; never zero.
+    pub credits_grant: u32,
+    /// Reverse-direction credits: on a client, how many reverse-direction
+    /// calls it can take at once (and receive buffers it adds for them,
+    /// RFC 8167 §4.3.1); on a server, how many it asks for. Zero disables
+    /// the reverse direction.
+    pub backchannel_credits: u32,
+    /// Our largest Send (RFC 8797 Send Size). 1024..=262144.
+    pub inline_send: u32,
+    /// Our receive buffer size (RFC 8797 Receive Size). 1024..=262144.
+    pub inline_recv: u32,
+    /// Whether we offer remote invalidation (RFC 8797 R bit).
+    pub remote_invalidate: bool,
+    /// Largest RPC message (call or reply Payload stream, or one chunk)
+    /// this end accepts or provisions through chunks.
+    pub max_message: u32,
+    /// How long a client waits for the answer to its first Version Two
+    /// message before it treats the responder as Version One only.
+    pub negotiation_timeout: Duration,
+    /// Chunk-list limits for decoding.
+    pub limits: Limits,
+    /// Most calls a requester queues while waiting for credits.
+    pub max_queued_calls: usize,
+}
+
+impl EngineConfig {
+    /// Defaults for a client.
+    pub fn client() -> Self {
+        Self {
+            role: Role::Client,
+            ..Self::server()
+        }
+    }
+
+    /// Defaults for a server.
+    pub fn server() -> Self {
+        Self {
+            role: Role::Server,
+            versions: VersionRange::V1_AND_V2,
+            client_version: VersionPolicy::Negotiate,
+            credits_request: 128,
+            credits_grant: 64,
+            backchannel_credits: 8,
+            inline_send: 1024,
+            inline_recv: 1024,
+            remote_invalidate: true,
+            max_message: 16 * 1024 * 1024 + 64 * 1024,
+            negotiation_timeout: Duration::from_secs(5),
+            limits: Limits::default(),
+            max_queued_calls: 4096,
+        }
+    }
+
+    /// The RFC 8797 private data this end advertises.
+    pub fn private_data(&self) -> PrivateData {
+        PrivateData::new(self.inline_send, self.inline_recv, self.remote_invalidate)
+    }
+
+    /// Size of each posted receive buffer: our advertised Receive Size, and
+    /// at least the Version Two default threshold when Version Two is
+    /// accepted (a Version Two peer without RFC 8797 assumes 4096,
+    /// draft-cel-01 §2.3).
+    pub fn recv_buffer_size(&self) -> usize {
+        let v2_floor = if self.versions.high() >= 2 {
+            rpcrdma_wire::v2::DEFAULT_INLINE_THRESHOLD
+        } else {
+            0
+        };
+        self.inline_recv.max(v2_floor) as usize
+    }
+
+    /// Checks the values; the error names the field to fix.
+    pub fn validate(&self) -> Result<(), crate::ConfigError> {
+        use crate::ConfigError as E;
+        if self.credits_grant == 0 {
+            return Err(E::ZeroGrant);
+        }
+        if self.credits_request == 0 {
+            return Err(E::ZeroRequest);
+        }
+        for (name, v) in [
+            ("inline_send", self.inline_send),
+            ("inline_recv", self.inline_recv),
+        ] {
+            if !(1024..=262_144).contains(&v) {
+                return Err(E::InlineSize {
+                    field: name,
+                    value: v,
+                });
+            }
+        }
+        if self.role == Role::Client
+            && !self.versions.contains(self.client_version.first_version())
+            && self.client_version != VersionPolicy::Negotiate
+        {
+            return Err(E::VersionPolicy);
+        }
+        Ok(())
+    }
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self::client()
+    }
+}

@@ -1,0 +1,640 @@
+//! The connection engine: state shared by both directions, the input and
+//! output queues, and the receive dispatch.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use rpcrdma_verbs::{
+    MemoryRegion, MrBuffer, ProtectionDomain, QpCaps, RecvWr, SendOp, SendWr, Sge, WcStatus,
+    WorkCompletion,
+};
+use rpcrdma_wire::v2::Direction;
+use rpcrdma_wire::{
+    decode, DecodeConfig, ErrorBody, ErrorCredits, Header, InlineThresholds, Message, PrivateData,
+    Proc,
+};
+use rpcrdma_xdr::Payload;
+
+use crate::config::{EngineConfig, Role};
+use crate::credits::Credits;
+use crate::error::{ApiError, EngineError};
+use crate::event::{Event, MessageForm};
+use crate::hdr;
+use crate::marshal::{Provided, ReplyHints};
+use crate::stats::Stats;
+
+/// A call waiting to be sent.
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    pub(crate) xid: u32,
+    pub(crate) payload: Payload,
+    pub(crate) hints: ReplyHints,
+}
+
+/// One of our calls, sent and awaiting its reply.
+#[derive(Debug)]
+pub(crate) struct OutCall<Mr> {
+    pub(crate) version: u32,
+    pub(crate) form: MessageForm,
+    pub(crate) sources: Vec<Mr>,
+    pub(crate) writes: Vec<Provided<Mr>>,
+    pub(crate) reply: Option<Provided<Mr>>,
+    /// Abandoned by the upper layer: registrations already released, the
+    /// credit stays taken until the reply comes (RFC 8166 §4.3.1).
+    pub(crate) released: bool,
+    /// The call itself, kept for the version probe so it can be sent again
+    /// in Version One after `ERR_VERS`.
+    pub(crate) retry: Option<Pending>,
+}
+
+/// A Read chunk being pulled.
+#[derive(Debug)]
+pub(crate) struct Pull<Mr> {
+    pub(crate) position: u32,
+    pub(crate) mr: Option<Mr>,
+}
+
+/// A call received from the peer, until its reply is sent.
+#[derive(Debug)]
+pub(crate) struct InCall<Mr> {
+    pub(crate) xid: u32,
+    pub(crate) version: u32,
+    pub(crate) writes: Vec<rpcrdma_wire::WriteChunk>,
+    pub(crate) reply: Option<rpcrdma_wire::WriteChunk>,
+    /// STags of the call a Send With Invalidate may name (RFC 8797 §4.1).
+    pub(crate) rkeys: Vec<u32>,
+    pub(crate) form: MessageForm,
+    pub(crate) inline: Bytes,
+    pub(crate) pulls: Vec<Pull<Mr>>,
+    pub(crate) reads_pending: u32,
+    pub(crate) delivered: bool,
+}
+
+/// What a posted work request is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wr {
+    Recv,
+    Send,
+    Write,
+    Read { token: u64 },
+}
+
+/// The protocol version state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum VersionState {
+    /// A client before its first reply: the first call is the probe.
+    Probing,
+    /// A server before the first call.
+    Unknown,
+    /// Settled.
+    Settled(u32),
+}
+
+/// The sans-IO RPC-over-RDMA connection engine of one end.
+///
+/// # Determinism contract
+///
+/// No sockets, clocks, threads or async: every input is a method call
+/// (`now` is an argument), every output is polled. The same inputs in the
+/// same order give the same outputs. Memory registration goes through the
+/// [`ProtectionDomain`] handed in, which is the only provider call the
+/// engine makes itself (registration is synchronous in verbs).
+///
+/// # Method kinds and call order
+///
+/// * Inputs: [`Engine::handle_completion`] (every work completion of this
+///   connection's queue pair), [`Engine::handle_timeout`],
+///   [`Engine::close`].
+/// * Commands: [`Engine::send_call`], [`Engine::send_reply`],
+///   [`Engine::release`], [`Engine::enable_backchannel`],
+///   [`Engine::peer_backchannel_ready`].
+/// * Outputs, polled after every input or command, in this order:
+///   [`Engine::poll_recv`] (post each to the queue pair's receive queue),
+///   [`Engine::poll_send`] (post each to the send queue, in order),
+///   [`Engine::poll_event`], then [`Engine::poll_timeout`] (call
+///   `handle_timeout` at that instant; extra calls are harmless).
+///
+/// Errors that end the connection are sticky: the engine emits
+/// [`Event::Fatal`] once, releases every registration, and refuses new
+/// work with [`ApiError::Failed`].
+#[derive(Debug)]
+pub struct Engine<P: ProtectionDomain> {
+    pub(crate) cfg: EngineConfig,
+    pub(crate) pd: P,
+    pub(crate) caps: QpCaps,
+    pub(crate) local_pd: PrivateData,
+    pub(crate) peer_pd: Option<PrivateData>,
+    pub(crate) remote_inv: bool,
+    pub(crate) decode_cfg: DecodeConfig,
+    pub(crate) version: VersionState,
+    pub(crate) deadline: Option<Instant>,
+
+    next_wr: u64,
+    wrs: HashMap<u64, Wr>,
+    sq_busy: u32,
+    sq_limit: u32,
+    sq_backlog: VecDeque<SendWr>,
+    out_send: VecDeque<SendWr>,
+    out_recv: VecDeque<RecvWr>,
+    recvs_posted: u32,
+    recv_target: u32,
+    recv_size: usize,
+    pub(crate) events: VecDeque<Event>,
+
+    // Requester side (our calls).
+    pub(crate) credits: Credits,
+    pub(crate) queue: VecDeque<Pending>,
+    pub(crate) calls: HashMap<u32, OutCall<P::Mr>>,
+    pub(crate) req_enabled: bool,
+
+    // Responder side (the peer's calls).
+    pub(crate) next_token: u64,
+    pub(crate) incoming: HashMap<u64, InCall<P::Mr>>,
+    pub(crate) reads: VecDeque<SendWr>,
+    pub(crate) reads_busy: u32,
+    pub(crate) grant: u32,
+    pub(crate) resp_enabled: bool,
+
+    pub(crate) failed: Option<EngineError>,
+    pub(crate) stats: Stats,
+}
+
+/// What the engine knows about the connection, for `rpcrdma probe` and logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    /// This end's role.
+    pub role: Role,
+    /// The version in use, once settled.
+    pub version: Option<u32>,
+    /// The private data we sent.
+    pub local_private_data: PrivateData,
+    /// The peer's RFC 8797 private data, if it sent any.
+    pub peer_private_data: Option<PrivateData>,
+    /// The inline thresholds in effect.
+    pub thresholds: InlineThresholds,
+    /// Whether replies may use Send With Invalidate.
+    pub remote_invalidation: bool,
+    /// Credits the peer granted to our calls (1 until the first reply).
+    pub credits_granted: u32,
+    /// Credits we grant to the peer's calls.
+    pub credits_we_grant: u32,
+    /// Our calls in flight.
+    pub calls_in_flight: u32,
+}
+
+impl<P: ProtectionDomain> Engine<P> {
+    /// An engine for a connection that has just been established.
+    ///
+    /// `peer_private_data` is what the peer sent in the connection
+    /// manager exchange (searched for the RFC 8797 message anywhere in it;
+    /// absent or malformed means the defaults, RFC 8797 §5). `caps` are the
+    /// queue pair's negotiated sizes. The engine queues its receive buffers
+    /// at once: post them ([`Engine::poll_recv`]) before anything else.
+    pub fn new(
+        cfg: EngineConfig,
+        pd: P,
+        caps: QpCaps,
+        peer_private_data: Option<&[u8]>,
+    ) -> Result<Self, crate::ConfigError> {
+        cfg.validate()?;
+        let local_pd = cfg.private_data();
+        let peer_pd = peer_private_data.and_then(|b| PrivateData::find(b).ok().map(|(_, p)| p));
+        let remote_inv = peer_pd.is_some_and(|peer| {
+            rpcrdma_wire::private_data::remote_invalidation_allowed(&local_pd, &peer)
+        });
+        let (req_max, grant) = credit_split(&cfg, caps.recv_depth);
+        let recv_target = req_max + grant;
+        let version = match cfg.role {
+            Role::Client => VersionState::Probing,
+            Role::Server => VersionState::Unknown,
+        };
+        let decode_cfg = DecodeConfig {
+            versions: cfg.versions,
+            limits: cfg.limits,
+            error_credits: ErrorCredits::Grant(grant.max(1)),
+            ..DecodeConfig::default()
+        };
+        let mut e = Self {
+            recv_size: cfg.recv_buffer_size(),
+            req_enabled: cfg.role == Role::Client,
+            resp_enabled: cfg.role == Role::Server,
+            cfg,
+            pd,
+            caps,
+            local_pd,
+            peer_pd,
+            remote_inv,
+            decode_cfg,
+            version,
+            deadline: None,
+            next_wr: 1,
+            wrs: HashMap::new(),
+            sq_busy: 0,
+            sq_limit: caps.send_depth.max(1),
+            sq_backlog: VecDeque::new(),
+            out_send: VecDeque::new(),
+            out_recv: VecDeque::new(),
+            recvs_posted: 0,
+            recv_target,
+            events: VecDeque::new(),
+            credits: Credits::new(req_max.max(1)),
+            queue: VecDeque::new(),
+            calls: HashMap::new(),
+            next_token: 1,
+            incoming: HashMap::new(),
+            reads: VecDeque::new(),
+            reads_busy: 0,
+            grant,
+            failed: None,
+            stats: Stats::default(),
+        };
+        e.top_up_receives();
+        Ok(e)
+    }
+
+    // ----- getters -------------------------------------------------------
+
+    /// Connection parameters in effect.
+    pub fn info(&self) -> ConnectionInfo {
+        ConnectionInfo {
+            role: self.cfg.role,
+            version: match self.version {
+                VersionState::Settled(v) => Some(v),
+                _ => None,
+            },
+            local_private_data: self.local_pd,
+            peer_private_data: self.peer_pd,
+            thresholds: self.thresholds(),
+            remote_invalidation: self.remote_inv,
+            credits_granted: self.credits.granted(),
+            credits_we_grant: self.grant,
+            calls_in_flight: self.credits.in_flight(),
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The connection's error, once it has failed.
+    pub fn error(&self) -> Option<&EngineError> {
+        self.failed.as_ref()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    /// Whether nothing is in flight or queued in either direction.
+    pub fn is_idle(&self) -> bool {
+        self.calls.is_empty()
+            && self.queue.is_empty()
+            && self.incoming.is_empty()
+            && self.sq_busy == 0
+            && self.sq_backlog.is_empty()
+            && self.out_send.is_empty()
+    }
+
+    /// The version messages are sent in now.
+    pub(crate) fn send_version(&self) -> Option<u32> {
+        match self.version {
+            VersionState::Settled(v) => Some(v),
+            VersionState::Probing => Some(self.cfg.client_version.first_version()),
+            VersionState::Unknown => None,
+        }
+    }
+
+    /// The inline thresholds in effect (RFC 8797 §4.2 when the peer sent
+    /// private data, otherwise the version's default; while a Version Two
+    /// probe is outstanding, at most 1024 bytes may be sent, draft §5).
+    pub fn thresholds(&self) -> InlineThresholds {
+        let mut t = match self.peer_pd {
+            Some(peer) => InlineThresholds::derive(&self.local_pd, &peer),
+            None => {
+                let d = match self.send_version() {
+                    Some(2) => rpcrdma_wire::v2::DEFAULT_INLINE_THRESHOLD,
+                    _ => rpcrdma_wire::v1::DEFAULT_INLINE_THRESHOLD,
+                };
+                InlineThresholds {
+                    send: self.local_pd.send_size.bytes().min(d),
+                    recv: (self.recv_size as u32).min(d),
+                }
+            }
+        };
+        if self.version == VersionState::Probing {
+            t.send = t.send.min(rpcrdma_wire::v1::DEFAULT_INLINE_THRESHOLD);
+        }
+        t.recv = t.recv.min(self.recv_size as u32);
+        t
+    }
+
+    // ----- outputs -------------------------------------------------------
+
+    /// The next receive to post.
+    pub fn poll_recv(&mut self) -> Option<RecvWr> {
+        self.out_recv.pop_front()
+    }
+
+    /// The next send-queue work request to post (in this order).
+    pub fn poll_send(&mut self) -> Option<SendWr> {
+        self.out_send.pop_front()
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When [`Engine::handle_timeout`] must next be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    // ----- inputs --------------------------------------------------------
+
+    /// Timer expiry. Spurious calls are harmless.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if let Some(d) = self.deadline {
+            if now >= d {
+                self.deadline = None;
+                if self.version == VersionState::Probing && self.failed.is_none() {
+                    self.fail(EngineError::NegotiationTimeout);
+                }
+            }
+        }
+    }
+
+    /// The queue pair reported that the connection ended (or the driver
+    /// closes it): releases everything and fails the connection.
+    pub fn close(&mut self, reason: EngineError) {
+        self.fail(reason);
+    }
+
+    /// Feeds one work completion of this connection's queue pair.
+    pub fn handle_completion(&mut self, now: Instant, wc: WorkCompletion) {
+        let Some(kind) = self.wrs.remove(&wc.wr_id) else {
+            tracing::debug!(wr_id = wc.wr_id, "completion for an unknown work request");
+            return;
+        };
+        if kind == Wr::Recv {
+            self.recvs_posted = self.recvs_posted.saturating_sub(1);
+        } else {
+            self.sq_busy = self.sq_busy.saturating_sub(1);
+            if let Wr::Read { .. } = kind {
+                self.reads_busy = self.reads_busy.saturating_sub(1);
+            }
+        }
+        if self.failed.is_some() {
+            return;
+        }
+        if !wc.status.is_ok() {
+            if wc.status != WcStatus::WrFlush {
+                tracing::warn!(opcode = ?wc.opcode, status = ?wc.status, "work request failed");
+            }
+            self.fail(EngineError::WorkRequest {
+                opcode: wc.opcode,
+                status: wc.status,
+            });
+            return;
+        }
+        match kind {
+            Wr::Recv => {
+                let mut buf = wc.buf.unwrap_or_default();
+                buf.truncate(wc.byte_len as usize);
+                self.on_receive(now, buf.freeze(), wc.invalidated_rkey);
+                self.top_up_receives();
+            }
+            Wr::Read { token } => self.on_read_done(token),
+            Wr::Send | Wr::Write => {}
+        }
+        self.pump_reads();
+        self.pump_sq();
+        self.top_up_receives();
+        self.pump_calls(now);
+    }
+
+    // ----- internals shared by both directions ---------------------------
+
+    pub(crate) fn wr_id(&mut self, kind: Wr) -> u64 {
+        let id = self.next_wr;
+        self.next_wr += 1;
+        self.wrs.insert(id, kind);
+        id
+    }
+
+    /// Queues a send-queue work request, keeping within the queue depth.
+    pub(crate) fn push_sq(&mut self, wr: SendWr) {
+        match &wr.op {
+            SendOp::Write { .. } => self.stats.rdma_writes += 1,
+            SendOp::Read { .. } => self.stats.rdma_reads += 1,
+            _ => {}
+        }
+        self.sq_backlog.push_back(wr);
+        self.pump_sq();
+    }
+
+    fn pump_sq(&mut self) {
+        while self.sq_busy < self.sq_limit {
+            let Some(wr) = self.sq_backlog.pop_front() else {
+                break;
+            };
+            self.sq_busy += 1;
+            self.out_send.push_back(wr);
+        }
+    }
+
+    /// Queues a Send of `header` followed by `pieces`.
+    pub(crate) fn push_send(
+        &mut self,
+        header: &Header,
+        pieces: Vec<Bytes>,
+        invalidate: Option<u32>,
+    ) {
+        let mut hb = BytesMut::with_capacity(header.encoded_len());
+        header.encode_into(&mut hb);
+        let mut sges = Vec::with_capacity(1 + pieces.len());
+        sges.push(Sge::Bytes(hb.freeze()));
+        sges.extend(pieces.into_iter().map(Sge::Bytes));
+        let wr_id = self.wr_id(Wr::Send);
+        self.push_sq(SendWr {
+            wr_id,
+            op: SendOp::Send {
+                sges,
+                solicited: false,
+                invalidate,
+            },
+            signaled: true,
+        });
+    }
+
+    /// Sends an `RDMA_ERROR`.
+    pub(crate) fn send_error(&mut self, version: u32, xid: u32, body: ErrorBody) {
+        let h = hdr::error(version, xid, self.grant.max(1), body);
+        self.stats.rdma_errors_sent += 1;
+        self.push_send(&h, Vec::new(), None);
+    }
+
+    /// Too much is waiting for the send queue: stop taking new messages
+    /// (receives are not reposted; a peer that keeps sending then hits the
+    /// RDMA layer's missing-receive error instead of our memory).
+    fn overloaded(&self) -> bool {
+        self.sq_backlog.len() > 4 * self.sq_limit as usize + self.recv_target as usize
+    }
+
+    pub(crate) fn top_up_receives(&mut self) {
+        if self.failed.is_some() || self.overloaded() {
+            return;
+        }
+        while self.recvs_posted < self.recv_target {
+            let wr_id = self.wr_id(Wr::Recv);
+            self.recvs_posted += 1;
+            self.out_recv.push_back(RecvWr {
+                wr_id,
+                buf: BytesMut::zeroed(self.recv_size),
+            });
+        }
+    }
+
+    /// Registers nothing; releases a region and counts it.
+    pub(crate) fn drop_mr(&mut self, mr: P::Mr) -> Option<MrBuffer> {
+        self.stats.deregistrations += 1;
+        match mr.deregister() {
+            Ok(b) => Some(b),
+            Err(e) => {
+                tracing::warn!(error = %e, "deregistration failed");
+                None
+            }
+        }
+    }
+
+    /// Ends the connection (sticky).
+    pub(crate) fn fail(&mut self, err: EngineError) {
+        if self.failed.is_some() {
+            return;
+        }
+        tracing::debug!(error = %err, "connection failed");
+        self.failed = Some(err.clone());
+        self.deadline = None;
+        let calls: Vec<_> = self.calls.drain().map(|(_, c)| c).collect();
+        for c in calls {
+            self.release_call_mrs(c);
+        }
+        let incoming: Vec<_> = self.incoming.drain().map(|(_, c)| c).collect();
+        for c in incoming {
+            for p in c.pulls {
+                if let Some(mr) = p.mr {
+                    self.drop_mr(mr);
+                }
+            }
+        }
+        self.queue.clear();
+        self.reads.clear();
+        self.sq_backlog.clear();
+        self.out_send.clear();
+        self.out_recv.clear();
+        self.events.push_back(Event::Fatal(err));
+    }
+
+    pub(crate) fn check_alive(&self) -> Result<(), ApiError> {
+        match &self.failed {
+            Some(e) => Err(ApiError::Failed(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    // ----- receive dispatch ----------------------------------------------
+
+    fn on_receive(&mut self, now: Instant, buf: Bytes, invalidated: Option<u32>) {
+        let msg = match decode(&buf, &self.decode_cfg) {
+            Ok(m) => m,
+            Err(rej) => {
+                self.stats.bad_messages += 1;
+                tracing::debug!(error = %rej.error, "rejected a received message");
+                if let Some(reply) = rej.reply() {
+                    self.stats.rdma_errors_sent += 1;
+                    let h = hdr::error(reply.vers, reply.xid, reply.credits, reply.body);
+                    self.push_send(&h, Vec::new(), None);
+                }
+                return;
+            }
+        };
+        if let Some(key) = invalidated {
+            self.stats.remote_invalidations += 1;
+            tracing::trace!(key, "peer invalidated a region");
+        }
+        match msg.header.proc_() {
+            Proc::ERROR => self.on_error_message(&msg),
+            Proc::MSG | Proc::NOMSG => match self.direction_of(&msg) {
+                Some(Direction::Call) => self.on_call(now, msg),
+                Some(Direction::Reply) => self.on_reply(now, msg, invalidated),
+                None => {
+                    self.stats.bad_messages += 1;
+                    self.send_error(msg.header.vers(), msg.header.xid(), ErrorBody::BadHeader);
+                }
+            },
+            // RDMA2_OPTIONAL of a type we support would be handled here; the
+            // decoder answers every unsupported type with INVAL_OPTION.
+            _ => {
+                self.stats.bad_messages += 1;
+            }
+        }
+    }
+
+    /// The direction of an `RDMA_MSG`/`RDMA_NOMSG` (RFC 8167 §4.1): Version
+    /// Two says it; in Version One the RPC `msg_type` says it, and an
+    /// `RDMA_NOMSG` is a call if it carries a Position-Zero Read chunk.
+    fn direction_of(&self, msg: &Message) -> Option<Direction> {
+        match &msg.header {
+            Header::V2(h) => Some(h.direction()),
+            Header::V1(h) => match h.proc_() {
+                Proc::MSG => match msg.payload.get(4..8) {
+                    Some([0, 0, 0, 0]) => Some(Direction::Call),
+                    Some([0, 0, 0, 1]) => Some(Direction::Reply),
+                    _ => None,
+                },
+                _ => {
+                    let c = h.chunks()?;
+                    if c.has_position_zero() {
+                        Some(Direction::Call)
+                    } else if c.reads.is_empty() {
+                        Some(Direction::Reply)
+                    } else {
+                        None
+                    }
+                }
+            },
+        }
+    }
+
+    /// Handles a received version-independent error of a Version Two probe
+    /// or any other `RDMA_ERROR`.
+    fn on_error_message(&mut self, msg: &Message) {
+        self.stats.rdma_errors_received += 1;
+        let Some(body) = msg.header.error().copied() else {
+            return;
+        };
+        self.on_rdma_error(msg.header.xid(), body);
+    }
+}
+
+/// How many calls we may have in flight and how many we grant, within a
+/// receive queue of `recv_depth` (RFC 8167 §4.3: one receive per call in
+/// flight plus one per credit granted). The forward direction keeps its
+/// share first; the reverse direction gets what is left.
+pub(crate) fn credit_split(cfg: &EngineConfig, recv_depth: u32) -> (u32, u32) {
+    let depth = recv_depth.max(2);
+    let bc = cfg.backchannel_credits;
+    match cfg.role {
+        Role::Client => {
+            let req = cfg.credits_request.min(depth - 1).max(1);
+            (req, bc.min(depth - req))
+        }
+        Role::Server => {
+            let grant = cfg.credits_grant.min(depth - 1).max(1);
+            (bc.min(depth - grant), grant)
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! Errors, split by cause (STYLE-ANCHORS §2): configuration, API misuse,
+//! per-call failures, and connection-fatal conditions.
+
+use rpcrdma_verbs::{RegisterError, WcOpcode, WcStatus};
+use rpcrdma_wire::ErrCode;
+
+/// A configuration value that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `credits_grant` is zero, which would deadlock the peer (RFC 8166 §3.3.1).
+    #[error("credits_grant must be at least 1 (a zero grant deadlocks the requester)")]
+    ZeroGrant,
+    /// `credits_request` is zero.
+    #[error("credits_request must be at least 1")]
+    ZeroRequest,
+    /// An inline size outside what RFC 8797 can express.
+    #[error("{field} = {value} is outside 1024..=262144 (RFC 8797 §4.2)")]
+    InlineSize {
+        /// The field.
+        field: &'static str,
+        /// Its value.
+        value: u32,
+    },
+    /// The client's version policy names a version outside `versions`.
+    #[error("client_version asks for a version that `versions` excludes")]
+    VersionPolicy,
+}
+
+/// Why one call failed without an RPC reply. The connection stays usable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The responder answered with `RDMA_ERROR`.
+    #[error("the responder answered RDMA_ERROR {}", code_name(*code))]
+    RdmaError {
+        /// `rdma_err`.
+        code: ErrCode,
+    },
+    /// The responder does not speak our version (`ERR_VERS`) and we cannot
+    /// fall back.
+    #[error("the responder supports RPC-over-RDMA versions {low}..={high} only")]
+    Version {
+        /// `rdma_vers_low`.
+        low: u32,
+        /// `rdma_vers_high`.
+        high: u32,
+    },
+    /// The reply contradicted the chunks we provided (a lying chunk length,
+    /// a changed handle, a missing Reply chunk, ...).
+    #[error("malformed reply: {0}")]
+    BadReply(&'static str),
+    /// The call cannot be sent: it needs more than the limits allow.
+    #[error("call cannot be sent: {0}")]
+    TooLarge(&'static str),
+    /// Memory registration for the call's chunks failed.
+    #[error("memory registration failed: {0}")]
+    Register(RegisterError),
+    /// The connection failed before a reply arrived.
+    #[error("connection lost before the reply arrived")]
+    ConnectionLost,
+}
+
+fn code_name(code: ErrCode) -> String {
+    code.name()
+        .map_or_else(|| format!("{}", code.0), ToString::to_string)
+}
+
+/// Misuse of the engine's API by its driver (never caused by the peer).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiError {
+    /// A call with this XID is already outstanding.
+    #[error("xid {0:#010x} is already in use by an outstanding call")]
+    XidInUse(u32),
+    /// The reply names a call this engine does not hold (already answered,
+    /// or from an earlier connection).
+    #[error("no received call matches this reply token")]
+    UnknownCall,
+    /// Too many calls are queued waiting for credits.
+    #[error("{0} calls are already waiting for credits; retry later")]
+    QueueFull(usize),
+    /// The reverse direction is not enabled (RFC 8167 §6: the client must
+    /// first say it is ready).
+    #[error("the peer has not enabled reverse-direction calls on this connection")]
+    BackchannelNotReady,
+    /// The connection has failed.
+    #[error("the connection has failed: {0}")]
+    Failed(EngineError),
+}
+
+/// A condition that ends the connection. Sticky: once set, the engine does
+/// no new work and reports it again.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// A work request completed with an error status (RDMA operational
+    /// errors are fatal, RFC 8166 §5.5.3).
+    #[error("{opcode:?} work request failed with {status:?}")]
+    WorkRequest {
+        /// The operation.
+        opcode: WcOpcode,
+        /// Its status.
+        status: WcStatus,
+    },
+    /// The provider refused to post a work request.
+    #[error("posting a work request failed: {0}")]
+    Post(String),
+    /// A Version Two requester got no answer to its first message in time
+    /// (draft-cel-01 §5.2: treat the responder as lacking Version Two).
+    #[error("no answer to the first Version Two message; the responder is assumed to speak Version One only")]
+    NegotiationTimeout,
+    /// The responder speaks no version we do.
+    #[error("the responder supports versions {low}..={high}, none of which this end accepts")]
+    NoCommonVersion {
+        /// `rdma_vers_low`.
+        low: u32,
+        /// `rdma_vers_high`.
+        high: u32,
+    },
+    /// Every credit is held by calls the upper layer abandoned and whose
+    /// replies never came; only a new connection frees them.
+    #[error("all {0} credits are held by abandoned calls whose replies never arrived")]
+    CreditsLost(u32),
+    /// The peer broke the protocol in a way that cannot be answered per call.
+    #[error("peer protocol violation: {0}")]
+    Protocol(&'static str),
+    /// The connection was closed.
+    #[error("connection closed")]
+    Closed,
+}

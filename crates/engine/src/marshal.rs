@@ -1,0 +1,315 @@
+//! Requester side: choosing how a call travels and provisioning its reply
+//! (RFC 8166 §4.4, §4.5, §5.3).
+//!
+//! * **Short** when the header plus the whole Payload stream fits the
+//!   peer's receive threshold.
+//! * **Chunked** otherwise, when reduction is allowed and the call has
+//!   DDP-eligible items: each item's data (without padding) becomes a Read
+//!   chunk at its Payload-stream position; the reduced stream goes inline.
+//! * **Long** otherwise: `RDMA_NOMSG` with a Position-Zero Read chunk
+//!   holding the (reduced, if allowed) stream.
+//!
+//! For the reply, a Write chunk is provisioned for each DDP-eligible result
+//! when the largest possible reply might not fit our receive threshold, and
+//! a Reply chunk when the largest reply, after those results are reduced,
+//! still might not (§5.3.3; see `docs/spec-notes.md`).
+
+use bytes::{Bytes, BytesMut};
+use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain};
+use rpcrdma_wire::v2::Direction;
+use rpcrdma_wire::{ChunkLists, Header, ReadSegment, Segment, WriteChunk};
+use rpcrdma_xdr::{round_up, Payload};
+
+use crate::error::CallError;
+use crate::event::MessageForm;
+use crate::hdr;
+use crate::stream::{concat, item_positions, stream_pieces};
+
+/// What a call's Upper Layer Binding says about its reply (RFC 8166 §8).
+///
+/// ```
+/// use rpcrdma_engine::ReplyHints;
+/// let h = ReplyHints { ddp_results: vec![1 << 20], max_reply: Some((1 << 20) + 128), reduce: true };
+/// assert!(h.reduce);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplyHints {
+    /// Maximum size of each DDP-eligible result item, in XDR order (one
+    /// Write chunk each).
+    pub ddp_results: Vec<u32>,
+    /// Largest possible RPC reply message (header and results, unreduced),
+    /// if known.
+    pub max_reply: Option<u32>,
+    /// Whether DDP-eligible items may be reduced in this call and its reply
+    /// (false for RPCSEC_GSS integrity/privacy, RFC 8166 §10.2.2.3).
+    pub reduce: bool,
+}
+
+impl Default for ReplyHints {
+    fn default() -> Self {
+        Self {
+            ddp_results: Vec::new(),
+            max_reply: None,
+            reduce: true,
+        }
+    }
+}
+
+/// A chunk we provided for the responder to write into (one segment).
+#[derive(Debug)]
+pub(crate) struct Provided<Mr> {
+    pub(crate) mr: Mr,
+    pub(crate) segment: Segment,
+}
+
+/// Everything needed to send one call and take its reply.
+#[derive(Debug)]
+pub(crate) struct CallPlan<Mr> {
+    pub(crate) header: Header,
+    /// Payload pieces sent after the header (empty for a Long call).
+    pub(crate) pieces: Vec<Bytes>,
+    pub(crate) form: MessageForm,
+    /// Read chunk sources (registered for remote read).
+    pub(crate) sources: Vec<Mr>,
+    /// Write chunks, in Write-list order.
+    pub(crate) writes: Vec<Provided<Mr>>,
+    /// The Reply chunk.
+    pub(crate) reply: Option<Provided<Mr>>,
+}
+
+impl<Mr: MemoryRegion> CallPlan<Mr> {
+    /// Number of memory registrations the plan holds.
+    pub(crate) fn registrations(&self) -> usize {
+        self.sources.len() + self.writes.len() + usize::from(self.reply.is_some())
+    }
+}
+
+/// Connection facts the plan depends on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallParams {
+    pub(crate) version: u32,
+    pub(crate) xid: u32,
+    pub(crate) credits: u32,
+    /// The largest message we may Send.
+    pub(crate) send_threshold: u32,
+    /// The largest message we can receive.
+    pub(crate) recv_threshold: u32,
+    pub(crate) max_message: u32,
+}
+
+/// Registrations made so far, released if planning fails.
+struct Regs<'p, P: ProtectionDomain> {
+    pd: &'p P,
+    sources: Vec<P::Mr>,
+    writes: Vec<Provided<P::Mr>>,
+    reply: Option<Provided<P::Mr>>,
+}
+
+impl<P: ProtectionDomain> Regs<'_, P> {
+    fn source(&mut self, data: Bytes) -> Result<Segment, CallError> {
+        let len = u32::try_from(data.len()).map_err(|_| CallError::TooLarge("chunk over 4 GiB"))?;
+        let mr = self
+            .pd
+            .register_bytes(data, Access::REMOTE_READ)
+            .map_err(CallError::Register)?;
+        let seg = Segment {
+            handle: mr.rkey(),
+            length: len,
+            offset: mr.addr(),
+        };
+        self.sources.push(mr);
+        Ok(seg)
+    }
+
+    fn sink(&mut self, len: u32) -> Result<Provided<P::Mr>, CallError> {
+        let mr = self
+            .pd
+            .register_mut(
+                BytesMut::zeroed(len as usize),
+                Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+            )
+            .map_err(CallError::Register)?;
+        let segment = Segment {
+            handle: mr.rkey(),
+            length: len,
+            offset: mr.addr(),
+        };
+        Ok(Provided { mr, segment })
+    }
+
+    fn release(self) {
+        for mr in self.sources {
+            let _ = mr.deregister();
+        }
+        for p in self.writes.into_iter().chain(self.reply) {
+            let _ = p.mr.deregister();
+        }
+    }
+}
+
+/// Length of a reply header that echoes `writes` (what the responder sends).
+fn reply_header_len(version: u32, writes: &[WriteChunk], reply: Option<&WriteChunk>) -> usize {
+    hdr::chunked(
+        version,
+        0,
+        0,
+        Direction::Reply,
+        ChunkLists {
+            reads: Vec::new(),
+            writes: writes.to_vec(),
+            reply: reply.cloned(),
+        },
+        reply.is_some(),
+    )
+    .encoded_len()
+}
+
+/// Plans one call: registers its chunks and builds its header.
+pub(crate) fn plan_call<P: ProtectionDomain>(
+    pd: &P,
+    payload: &Payload,
+    hints: &ReplyHints,
+    p: &CallParams,
+) -> Result<CallPlan<P::Mr>, CallError> {
+    let mut regs = Regs {
+        pd,
+        sources: Vec::new(),
+        writes: Vec::new(),
+        reply: None,
+    };
+    match plan_inner(&mut regs, payload, hints, p) {
+        Ok((header, pieces, form)) => Ok(CallPlan {
+            header,
+            pieces,
+            form,
+            sources: regs.sources,
+            writes: regs.writes,
+            reply: regs.reply,
+        }),
+        Err(e) => {
+            regs.release();
+            Err(e)
+        }
+    }
+}
+
+fn plan_inner<P: ProtectionDomain>(
+    regs: &mut Regs<'_, P>,
+    payload: &Payload,
+    hints: &ReplyHints,
+    p: &CallParams,
+) -> Result<(Header, Vec<Bytes>, MessageForm), CallError> {
+    let recv = p.recv_threshold as usize;
+    let send = p.send_threshold as usize;
+
+    // Reply resources first: they go in every form of the call.
+    let max_reply = hints.max_reply.map(|m| m as usize);
+    let want_writes = hints.reduce
+        && !hints.ddp_results.is_empty()
+        && max_reply.is_none_or(|m| reply_header_len(p.version, &[], None) + m > recv);
+    if want_writes {
+        for &max in &hints.ddp_results {
+            if max > p.max_message {
+                return Err(CallError::TooLarge(
+                    "a DDP-eligible result exceeds the largest message this end accepts",
+                ));
+            }
+            let w = regs.sink(max)?;
+            regs.writes.push(w);
+        }
+    }
+    let write_list: Vec<WriteChunk> = regs
+        .writes
+        .iter()
+        .map(|w| WriteChunk::new(vec![w.segment]))
+        .collect();
+    if let Some(m) = max_reply {
+        let reduced_max = if want_writes {
+            let ddp: usize = hints
+                .ddp_results
+                .iter()
+                .map(|&d| round_up(d as usize))
+                .sum();
+            m.saturating_sub(ddp)
+        } else {
+            m
+        };
+        if reply_header_len(p.version, &write_list, None) + reduced_max > recv {
+            let len = u32::try_from(round_up(reduced_max))
+                .ok()
+                .filter(|&l| l <= p.max_message)
+                .ok_or(CallError::TooLarge(
+                    "the largest reply exceeds the largest message this end accepts",
+                ))?;
+            regs.reply = Some(regs.sink(len)?);
+        }
+    }
+    let reply_chunk = regs
+        .reply
+        .as_ref()
+        .map(|r| WriteChunk::new(vec![r.segment]));
+
+    let header = |reads: Vec<ReadSegment>, nomsg: bool| {
+        hdr::chunked(
+            p.version,
+            p.xid,
+            p.credits,
+            Direction::Call,
+            ChunkLists {
+                reads,
+                writes: write_list.clone(),
+                reply: reply_chunk.clone(),
+            },
+            nomsg,
+        )
+    };
+
+    // Short.
+    let plain = header(Vec::new(), false);
+    if plain.encoded_len() + payload.stream_len() <= send {
+        let (pieces, _) = stream_pieces(payload, 0);
+        return Ok((plain, pieces, MessageForm::Short));
+    }
+
+    let reduce = hints.reduce && payload.has_items();
+    if payload.stream_len() > p.max_message as usize {
+        return Err(CallError::TooLarge(
+            "the call exceeds the largest message this end sends through chunks",
+        ));
+    }
+
+    // Chunked: every DDP item becomes a Read chunk at its position.
+    let mut item_reads = Vec::new();
+    if reduce {
+        for (position, data) in item_positions(payload) {
+            let target = regs.source(data)?;
+            item_reads.push(ReadSegment { position, target });
+        }
+        let hdr = header(item_reads.clone(), false);
+        let inline_len = payload.inline().len();
+        if hdr.encoded_len() + inline_len <= send {
+            let (pieces, _) = stream_pieces(payload, usize::MAX);
+            return Ok((hdr, pieces, MessageForm::Chunked));
+        }
+    }
+
+    // Long: the (reduced) stream in a Position-Zero Read chunk.
+    let stream = if reduce {
+        payload.inline().clone()
+    } else {
+        concat(&stream_pieces(payload, 0).0)
+    };
+    let pz = regs.source(stream)?;
+    let mut reads = vec![ReadSegment {
+        position: 0,
+        target: pz,
+    }];
+    reads.extend(item_reads);
+    let hdr = header(reads, true);
+    if hdr.encoded_len() > send {
+        return Err(CallError::TooLarge(
+            "the transport header alone exceeds the peer's inline threshold",
+        ));
+    }
+    Ok((hdr, Vec::new(), MessageForm::Long))
+}

@@ -1,0 +1,213 @@
+//! Responder side: choosing how a reply travels (RFC 8166 §4.5.3).
+//!
+//! When the requester provided Write chunks, DDP-eligible results are
+//! reduced into them in order (§4.4.6, §5.3.2): segments are filled in
+//! array order, their lengths rewritten with what was written, no XDR pad
+//! is written, and unused chunks come back with zero lengths (§4.4.6.2).
+//! The reduced reply goes inline when it fits the requester's receive
+//! threshold, otherwise into the Reply chunk as `RDMA_NOMSG`.
+
+use bytes::Bytes;
+use rpcrdma_verbs::RemoteAddr;
+use rpcrdma_wire::v2::Direction;
+use rpcrdma_wire::{ChunkLists, Header, Segment, WriteChunk};
+use rpcrdma_xdr::Payload;
+
+use crate::event::MessageForm;
+use crate::hdr;
+use crate::stream::stream_pieces;
+
+/// One RDMA Write: a gather list and where it goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WriteOp {
+    pub(crate) pieces: Vec<Bytes>,
+    pub(crate) remote: RemoteAddr,
+}
+
+/// How to send one reply.
+#[derive(Debug)]
+pub(crate) struct ReplyPlan {
+    /// RDMA Writes to post before the Send.
+    pub(crate) writes: Vec<WriteOp>,
+    pub(crate) header: Header,
+    /// Payload pieces after the header (empty for `RDMA_NOMSG`).
+    pub(crate) pieces: Vec<Bytes>,
+    pub(crate) form: MessageForm,
+}
+
+/// Why a reply cannot be sent in any form the requester provided for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ReplyError {
+    /// A DDP-eligible result is larger than its Write chunk.
+    #[error("a result is larger than the Write chunk provided for it")]
+    WriteChunkTooSmall,
+    /// The reply does not fit inline and the Reply chunk is too small.
+    #[error("the reply is larger than the Reply chunk provided for it")]
+    ReplyChunkTooSmall,
+    /// The reply does not fit inline and no Reply chunk was provided.
+    #[error("the reply exceeds the requester's inline threshold and it provided no Reply chunk")]
+    NoReplyChunk,
+}
+
+/// Spreads `pieces` over `segments` in order. Returns the writes and the
+/// segments with their lengths rewritten to what each received (zero for
+/// untouched ones), or `None` if the data does not fit.
+pub(crate) fn scatter(
+    pieces: &[Bytes],
+    segments: &[Segment],
+) -> Option<(Vec<WriteOp>, Vec<Segment>)> {
+    let mut writes = Vec::new();
+    let mut updated = Vec::with_capacity(segments.len());
+    let mut queue: std::collections::VecDeque<Bytes> =
+        pieces.iter().filter(|p| !p.is_empty()).cloned().collect();
+    for seg in segments {
+        let mut room = seg.length as usize;
+        let mut gather = Vec::new();
+        let mut used = 0usize;
+        while room > 0 {
+            let Some(front) = queue.front_mut() else {
+                break;
+            };
+            let take = front.len().min(room);
+            gather.push(front.split_to(take));
+            if front.is_empty() {
+                queue.pop_front();
+            }
+            room -= take;
+            used += take;
+        }
+        if !gather.is_empty() {
+            writes.push(WriteOp {
+                pieces: gather,
+                remote: RemoteAddr {
+                    rkey: seg.handle,
+                    addr: seg.offset,
+                },
+            });
+        }
+        updated.push(Segment {
+            length: used as u32,
+            ..*seg
+        });
+    }
+    if queue.is_empty() {
+        Some((writes, updated))
+    } else {
+        None
+    }
+}
+
+/// Connection facts the plan depends on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReplyParams {
+    pub(crate) version: u32,
+    pub(crate) xid: u32,
+    pub(crate) credits: u32,
+    /// The largest message the requester can receive.
+    pub(crate) send_threshold: u32,
+}
+
+/// Plans the reply to a call that provided `writes` and `reply`.
+pub(crate) fn plan_reply(
+    writes: &[WriteChunk],
+    reply: Option<&WriteChunk>,
+    payload: &Payload,
+    p: &ReplyParams,
+) -> Result<ReplyPlan, ReplyError> {
+    let positioned: Vec<&Bytes> = payload
+        .items()
+        .iter()
+        .filter(|i| i.inline_offset.is_some())
+        .map(|i| &i.data)
+        .collect();
+    let reduced = positioned.len().min(writes.len());
+    let mut ops = Vec::new();
+    let mut write_list = Vec::with_capacity(writes.len());
+    for (i, chunk) in writes.iter().enumerate() {
+        let data: &[Bytes] = if i < reduced {
+            std::slice::from_ref(positioned[i])
+        } else {
+            &[]
+        };
+        let (w, segs) = scatter(data, &chunk.segments).ok_or(ReplyError::WriteChunkTooSmall)?;
+        ops.extend(w);
+        write_list.push(WriteChunk::new(segs));
+    }
+    let (pieces, inline_len) = stream_pieces(payload, reduced);
+    let form_if_inline = if reduced > 0 {
+        MessageForm::Chunked
+    } else {
+        MessageForm::Short
+    };
+
+    let header = |reply_chunk: Option<WriteChunk>| {
+        let nomsg = reply_chunk.is_some();
+        hdr::chunked(
+            p.version,
+            p.xid,
+            p.credits,
+            Direction::Reply,
+            ChunkLists {
+                reads: Vec::new(),
+                writes: write_list.clone(),
+                reply: reply_chunk,
+            },
+            nomsg,
+        )
+    };
+    let inline_hdr = header(None);
+    if inline_hdr.encoded_len() + inline_len <= p.send_threshold as usize {
+        return Ok(ReplyPlan {
+            writes: ops,
+            header: inline_hdr,
+            pieces,
+            form: form_if_inline,
+        });
+    }
+    let Some(chunk) = reply else {
+        return Err(ReplyError::NoReplyChunk);
+    };
+    let (w, segs) = scatter(&pieces, &chunk.segments).ok_or(ReplyError::ReplyChunkTooSmall)?;
+    ops.extend(w);
+    Ok(ReplyPlan {
+        writes: ops,
+        header: header(Some(WriteChunk::new(segs))),
+        pieces: Vec::new(),
+        form: MessageForm::Long,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(handle: u32, length: u32) -> Segment {
+        Segment {
+            handle,
+            length,
+            offset: u64::from(handle) << 32,
+        }
+    }
+
+    #[test]
+    fn scatter_fills_segments_in_order_and_zeroes_the_rest() {
+        let data = [Bytes::from_static(b"0123456789")];
+        let (w, segs) = scatter(&data, &[seg(1, 4), seg(2, 4), seg(3, 4), seg(4, 4)]).unwrap();
+        assert_eq!(w.len(), 3);
+        assert_eq!(&w[2].pieces[0][..], b"89");
+        assert_eq!(
+            segs.iter().map(|s| s.length).collect::<Vec<_>>(),
+            vec![4, 4, 2, 0]
+        );
+        assert!(scatter(&data, &[seg(1, 9)]).is_none());
+    }
+
+    #[test]
+    fn scatter_gathers_several_pieces_into_one_segment() {
+        let data = [Bytes::from_static(b"ab"), Bytes::from_static(b"cd")];
+        let (w, segs) = scatter(&data, &[seg(7, 100)]).unwrap();
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].pieces.len(), 2);
+        assert_eq!(segs[0].length, 4);
+    }
+}

@@ -1,0 +1,386 @@
+//! Requester side of the engine: sending our calls within credits and
+//! taking their replies (RFC 8166 §3.3.1, §4.4–4.5, §5.3, §5.4.1, §5.5).
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use rpcrdma_verbs::{MrBuffer, ProtectionDomain};
+use rpcrdma_wire::{ChunkLists, ErrorBody, Message, Proc};
+use rpcrdma_xdr::Payload;
+
+use crate::config::{Role, VersionPolicy};
+use crate::conn::{Engine, OutCall, Pending, VersionState};
+use crate::error::{ApiError, CallError, EngineError};
+use crate::event::{Event, MessageForm};
+use crate::marshal::{plan_call, CallParams, ReplyHints};
+
+impl<P: ProtectionDomain> Engine<P> {
+    /// Sends a call, or queues it until a credit is free.
+    ///
+    /// `payload` is the whole RPC call (its DDP-eligible items marked, see
+    /// [`rpcrdma_xdr::PayloadEncoder`]); `hints` come from the program's
+    /// Upper Layer Binding. The outcome arrives as [`Event::Reply`] or
+    /// [`Event::CallFailed`] for `xid` — exactly one of them, unless the
+    /// connection fails first ([`Event::Fatal`]) or the call is
+    /// [`released`](Engine::release).
+    ///
+    /// On a server this sends a reverse-direction call, which is refused
+    /// until [`Engine::peer_backchannel_ready`] (RFC 8167 §6).
+    pub fn send_call(
+        &mut self,
+        now: Instant,
+        xid: u32,
+        payload: Payload,
+        hints: ReplyHints,
+    ) -> Result<(), ApiError> {
+        self.check_alive()?;
+        if !self.req_enabled {
+            return Err(ApiError::BackchannelNotReady);
+        }
+        if self.calls.contains_key(&xid) || self.queue.iter().any(|p| p.xid == xid) {
+            return Err(ApiError::XidInUse(xid));
+        }
+        if self.queue.len() >= self.cfg.max_queued_calls {
+            return Err(ApiError::QueueFull(self.queue.len()));
+        }
+        if !self.credits.available() || !self.queue.is_empty() {
+            self.stats.credit_waits += 1;
+        }
+        self.queue.push_back(Pending {
+            xid,
+            payload,
+            hints,
+        });
+        self.pump_calls(now);
+        Ok(())
+    }
+
+    /// The upper layer is done with call `xid` (reply taken, timed out or
+    /// cancelled): its memory registrations are invalidated now, before
+    /// the caller sees the outcome (RFC 8166 §5.4.1, §10.1.3). A call still
+    /// waiting for a credit is dropped. Unknown XIDs are ignored.
+    ///
+    /// A call released before its reply keeps its credit until the reply
+    /// arrives (the responder still counts it).
+    pub fn release(&mut self, xid: u32) {
+        if let Some(i) = self.queue.iter().position(|p| p.xid == xid) {
+            self.queue.remove(i);
+            return;
+        }
+        let Some(call) = self.calls.get_mut(&xid) else {
+            return;
+        };
+        if call.released {
+            return;
+        }
+        call.released = true;
+        call.retry = None;
+        let sources = std::mem::take(&mut call.sources);
+        let writes = std::mem::take(&mut call.writes);
+        let reply = call.reply.take();
+        self.stats.released_early += 1;
+        for mr in sources {
+            self.drop_mr(mr);
+        }
+        for p in writes.into_iter().chain(reply) {
+            self.drop_mr(p.mr);
+        }
+    }
+
+    /// Sends queued calls while credits allow.
+    pub(crate) fn pump_calls(&mut self, now: Instant) {
+        while self.failed.is_none() && self.req_enabled && !self.queue.is_empty() {
+            if !self.credits.available() {
+                let abandoned = self.calls.values().filter(|c| c.released).count();
+                if abandoned > 0 && abandoned as u32 >= self.credits.granted() {
+                    self.fail(EngineError::CreditsLost(self.credits.granted()));
+                }
+                return;
+            }
+            let Some(version) = self.send_version() else {
+                return;
+            };
+            let Some(pending) = self.queue.pop_front() else {
+                return;
+            };
+            self.transmit(now, pending, version);
+        }
+    }
+
+    fn transmit(&mut self, now: Instant, pending: Pending, version: u32) {
+        let t = self.thresholds();
+        let credits = match self.cfg.role {
+            Role::Client => self.cfg.credits_request,
+            Role::Server => self.cfg.backchannel_credits.max(1),
+        };
+        let params = CallParams {
+            version,
+            xid: pending.xid,
+            credits,
+            send_threshold: t.send,
+            recv_threshold: t.recv,
+            max_message: self.cfg.max_message,
+        };
+        let plan = match plan_call(&self.pd, &pending.payload, &pending.hints, &params) {
+            Ok(p) => p,
+            Err(error) => {
+                self.events.push_back(Event::CallFailed {
+                    xid: pending.xid,
+                    error,
+                });
+                return;
+            }
+        };
+        self.stats.registrations += plan.registrations() as u64;
+        match plan.form {
+            MessageForm::Short => self.stats.calls_short += 1,
+            MessageForm::Chunked => self.stats.calls_chunked += 1,
+            MessageForm::Long => self.stats.calls_long += 1,
+        }
+        self.credits.take();
+        let probing = self.version == VersionState::Probing;
+        if probing && version == 2 && self.cfg.client_version == VersionPolicy::Negotiate {
+            self.deadline = Some(now + self.cfg.negotiation_timeout);
+        }
+        tracing::trace!(xid = pending.xid, form = plan.form.name(), "call sent");
+        self.push_send(&plan.header, plan.pieces, None);
+        let xid = pending.xid;
+        self.calls.insert(
+            xid,
+            OutCall {
+                version,
+                form: plan.form,
+                sources: plan.sources,
+                writes: plan.writes,
+                reply: plan.reply,
+                released: false,
+                retry: probing.then_some(pending),
+            },
+        );
+    }
+
+    pub(crate) fn settle(&mut self, version: u32, fell_back: bool) {
+        self.version = VersionState::Settled(version);
+        self.deadline = None;
+        self.events
+            .push_back(Event::Negotiated { version, fell_back });
+    }
+
+    pub(crate) fn release_call_mrs(&mut self, call: OutCall<P::Mr>) {
+        for mr in call.sources {
+            self.drop_mr(mr);
+        }
+        for p in call.writes.into_iter().chain(call.reply) {
+            self.drop_mr(p.mr);
+        }
+    }
+
+    /// A reply to one of our calls.
+    pub(crate) fn on_reply(&mut self, now: Instant, msg: Message, invalidated: Option<u32>) {
+        let xid = msg.header.xid();
+        let Some(call) = self.calls.remove(&xid) else {
+            self.stats.unmatched_replies += 1;
+            tracing::debug!(xid, "reply matches no outstanding call; dropped");
+            return;
+        };
+        self.credits.put();
+        self.credits.grant(msg.header.credits());
+        if self.version == VersionState::Probing {
+            self.settle(msg.header.vers(), false);
+        }
+        if call.released {
+            self.pump_calls(now);
+            return;
+        }
+        if let Some(key) = invalidated {
+            let ours = call
+                .writes
+                .iter()
+                .chain(call.reply.as_ref())
+                .any(|p| p.segment.handle == key);
+            if !ours
+                && !call
+                    .sources
+                    .iter()
+                    .any(|m| rpcrdma_verbs::MemoryRegion::rkey(m) == key)
+            {
+                tracing::warn!(xid, key, "peer invalidated a key that is not this call's");
+            }
+        }
+        let version_ok = msg.header.vers() == call.version;
+        let chunks = msg.header.chunks().cloned().unwrap_or_default();
+        let nomsg = msg.header.proc_() == Proc::NOMSG;
+        let call_form = call.form;
+        let outcome = self.collect_reply(call, &chunks, nomsg, msg.payload);
+        let event = match outcome {
+            Ok(_) if !version_ok => Event::CallFailed {
+                xid,
+                error: CallError::BadReply("the reply's version differs from the call's"),
+            },
+            Ok((message, reply_form)) => {
+                match reply_form {
+                    MessageForm::Short => self.stats.replies_short += 1,
+                    MessageForm::Chunked => self.stats.replies_chunked += 1,
+                    MessageForm::Long => self.stats.replies_long += 1,
+                }
+                Event::Reply {
+                    xid,
+                    message,
+                    call_form,
+                    reply_form,
+                }
+            }
+            Err(error) => Event::CallFailed { xid, error },
+        };
+        self.events.push_back(event);
+        self.pump_calls(now);
+    }
+
+    /// Releases every registration of `call`, then rebuilds the reply from
+    /// the inline payload, the Write chunks and the Reply chunk, checking
+    /// what the responder wrote against what we provided.
+    fn collect_reply(
+        &mut self,
+        call: OutCall<P::Mr>,
+        chunks: &ChunkLists,
+        nomsg: bool,
+        inline: Bytes,
+    ) -> Result<(Payload, MessageForm), CallError> {
+        for mr in call.sources {
+            self.drop_mr(mr);
+        }
+        let mut writes = Vec::with_capacity(call.writes.len());
+        for p in call.writes {
+            let seg = p.segment;
+            writes.push((seg, self.drop_mr(p.mr)));
+        }
+        let reply = call.reply.map(|p| {
+            let seg = p.segment;
+            (seg, self.drop_mr(p.mr))
+        });
+
+        if !chunks.reads.is_empty() {
+            return Err(CallError::BadReply("a reply carries a Read list"));
+        }
+        if chunks.writes.len() > writes.len() {
+            return Err(CallError::BadReply(
+                "more Write chunks than the call provided",
+            ));
+        }
+        let mut data = Vec::with_capacity(writes.len());
+        let mut any_written = false;
+        for (i, (seg, buf)) in writes.into_iter().enumerate() {
+            let len = match chunks.writes.get(i) {
+                None => 0,
+                Some(returned) => written_len(&returned.segments, seg.handle, seg.length)?,
+            };
+            any_written |= len > 0;
+            data.push(take_prefix(buf, len)?);
+        }
+        let inline = if nomsg {
+            let (Some((seg, buf)), Some(returned)) = (reply, chunks.reply.as_ref()) else {
+                return Err(CallError::BadReply(
+                    "RDMA_NOMSG reply without the Reply chunk the call provided",
+                ));
+            };
+            let len = written_len(&returned.segments, seg.handle, seg.length)?;
+            take_prefix(buf, len)?
+        } else {
+            inline
+        };
+        let form = if nomsg {
+            MessageForm::Long
+        } else if any_written {
+            MessageForm::Chunked
+        } else {
+            MessageForm::Short
+        };
+        Ok((Payload::from_write_chunks(inline, data), form))
+    }
+
+    /// An `RDMA_ERROR` naming `xid`.
+    pub(crate) fn on_rdma_error(&mut self, xid: u32, body: ErrorBody) {
+        let Some(mut call) = self.calls.remove(&xid) else {
+            tracing::debug!(xid, "RDMA_ERROR for no outstanding call");
+            return;
+        };
+        // The direction of a Version One RDMA_ERROR is unknown: its credit
+        // value is ignored (RFC 8167 §4.1).
+        self.credits.put();
+        let released = call.released;
+        let retry = call.retry.take();
+        let version = call.version;
+        self.release_call_mrs(call);
+        if released {
+            return;
+        }
+        let probing = self.version == VersionState::Probing;
+        match body {
+            ErrorBody::Vers { low, high } if probing => {
+                let fallback = (low..=high.min(2))
+                    .rev()
+                    .find(|v| *v != version && self.cfg.versions.contains(*v));
+                match (fallback, self.cfg.client_version, retry) {
+                    (Some(v), VersionPolicy::Negotiate, Some(pending)) => {
+                        tracing::info!(
+                            from = version,
+                            to = v,
+                            "responder lacks the version; falling back"
+                        );
+                        self.settle(v, true);
+                        self.queue.push_front(pending);
+                    }
+                    _ => {
+                        self.events.push_back(Event::CallFailed {
+                            xid,
+                            error: CallError::Version { low, high },
+                        });
+                        self.fail(EngineError::NoCommonVersion { low, high });
+                    }
+                }
+            }
+            ErrorBody::Vers { low, high } => self.events.push_back(Event::CallFailed {
+                xid,
+                error: CallError::Version { low, high },
+            }),
+            other => self.events.push_back(Event::CallFailed {
+                xid,
+                error: CallError::RdmaError { code: other.code() },
+            }),
+        }
+    }
+}
+
+/// The bytes written into a chunk we provided as one segment: the returned
+/// chunk must still be one segment with our handle, and may not claim more
+/// than we provided (RFC 8166 §4.4.6).
+fn written_len(
+    returned: &[rpcrdma_wire::Segment],
+    handle: u32,
+    provided: u32,
+) -> Result<usize, CallError> {
+    match returned {
+        [s] if s.handle == handle && s.length <= provided => Ok(s.length as usize),
+        [s] if s.handle != handle => {
+            Err(CallError::BadReply("a returned chunk names another handle"))
+        }
+        [_] => Err(CallError::BadReply(
+            "a returned chunk claims more bytes than were provided",
+        )),
+        _ => Err(CallError::BadReply(
+            "a returned chunk has a different number of segments",
+        )),
+    }
+}
+
+fn take_prefix(buf: Option<MrBuffer>, len: usize) -> Result<Bytes, CallError> {
+    let Some(buf) = buf else {
+        return Err(CallError::BadReply("chunk memory could not be recovered"));
+    };
+    let mut b = buf.freeze();
+    if len > b.len() {
+        return Err(CallError::BadReply("chunk length beyond its memory"));
+    }
+    b.truncate(len);
+    Ok(b)
+}

@@ -1,0 +1,360 @@
+//! Responder side of the engine: taking the peer's calls (pulling their Read
+//! chunks) and sending replies (RFC 8166 §4.4.5, §4.5.3, §5.5; RFC 8797 §4.1).
+
+use std::time::Instant;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain, RemoteAddr, SendWr, Sge};
+use rpcrdma_wire::{ErrorBody, Message, Proc};
+use rpcrdma_xdr::{round_up, Payload};
+
+use crate::config::Role;
+use crate::conn::{Engine, InCall, Pull, VersionState, Wr};
+use crate::error::ApiError;
+use crate::event::{CallToken, Event, MessageForm};
+use crate::reply::{plan_reply, ReplyParams};
+
+/// RPC `accept_stat` values the engine itself answers with.
+const GARBAGE_ARGS: u32 = 4;
+const SYSTEM_ERR: u32 = 5;
+
+/// An accepted RPC reply with `AUTH_NONE` verifier and `stat` (RFC 5531 §9).
+fn rpc_error_reply(xid: u32, stat: u32) -> Bytes {
+    let mut b = BytesMut::with_capacity(24);
+    for w in [xid, 1, 0, 0, 0, stat] {
+        b.put_u32(w);
+    }
+    b.freeze()
+}
+
+impl<P: ProtectionDomain> Engine<P> {
+    /// Client: accept reverse-direction calls from now on (RFC 8167 §6).
+    /// Call this before telling the server (through the Upper Layer) that
+    /// the reverse direction is ready. Fails if the configuration grants
+    /// no reverse-direction credits.
+    pub fn enable_backchannel(&mut self) -> Result<(), ApiError> {
+        self.check_alive()?;
+        if self.cfg.role == Role::Client && self.grant > 0 {
+            self.resp_enabled = true;
+            Ok(())
+        } else {
+            Err(ApiError::BackchannelNotReady)
+        }
+    }
+
+    /// Server: the client has said (through the Upper Layer) that it takes
+    /// reverse-direction calls; [`Engine::send_call`] works from now on.
+    pub fn peer_backchannel_ready(&mut self, now: Instant) -> Result<(), ApiError> {
+        self.check_alive()?;
+        if self.cfg.role == Role::Server && self.cfg.backchannel_credits > 0 {
+            self.req_enabled = true;
+            self.pump_calls(now);
+            Ok(())
+        } else {
+            Err(ApiError::BackchannelNotReady)
+        }
+    }
+
+    /// Sends the reply to the call named by `token`.
+    ///
+    /// DDP-eligible results in `payload` are reduced into the call's Write
+    /// chunks in order; the reply goes inline if it fits the requester's
+    /// threshold, otherwise through its Reply chunk. If the requester
+    /// provided no way to return it, an `RDMA_ERROR` `ERR_BADHEADER` is sent
+    /// instead (RFC 8166 §5.5.3).
+    pub fn send_reply(&mut self, token: CallToken, payload: Payload) -> Result<(), ApiError> {
+        self.check_alive()?;
+        let call = match self.incoming.get(&token.0) {
+            Some(c) if c.delivered => self.incoming.remove(&token.0),
+            _ => None,
+        };
+        let Some(call) = call else {
+            return Err(ApiError::UnknownCall);
+        };
+        self.reply_with(&call, &payload);
+        Ok(())
+    }
+
+    /// Sends `payload` as the reply to `call` (or `ERR_BADHEADER` if it
+    /// cannot be returned).
+    fn reply_with(&mut self, call: &InCall<P::Mr>, payload: &Payload) {
+        let t = self.thresholds();
+        let params = ReplyParams {
+            version: call.version,
+            xid: call.xid,
+            credits: self.grant.max(1),
+            send_threshold: t.send,
+        };
+        match plan_reply(&call.writes, call.reply.as_ref(), payload, &params) {
+            Ok(plan) => {
+                self.stats.replies_sent += 1;
+                for w in plan.writes {
+                    let wr_id = self.wr_id(Wr::Write);
+                    let sges = w.pieces.into_iter().map(Sge::Bytes).collect();
+                    self.push_sq(SendWr::write(wr_id, sges, w.remote));
+                }
+                let invalidate = if self.remote_inv {
+                    call.rkeys.first().copied()
+                } else {
+                    None
+                };
+                tracing::trace!(xid = call.xid, form = plan.form.name(), "reply sent");
+                self.push_send(&plan.header, plan.pieces, invalidate);
+            }
+            Err(e) => {
+                tracing::warn!(xid = call.xid, error = %e, "reply cannot be returned");
+                self.send_error(call.version, call.xid, ErrorBody::BadHeader);
+            }
+        }
+    }
+
+    /// Answers a call with an RPC-level error the engine forms itself.
+    fn reply_rpc_error(&mut self, call: &InCall<P::Mr>, stat: u32) {
+        let payload = Payload::inline_only(rpc_error_reply(call.xid, stat));
+        self.reply_with(call, &payload);
+    }
+
+    /// A call from the peer.
+    pub(crate) fn on_call(&mut self, now: Instant, msg: Message) {
+        let xid = msg.header.xid();
+        let version = msg.header.vers();
+        if !self.resp_enabled || self.grant == 0 {
+            // RFC 8167 §6: reverse-direction calls before the Upper Layer
+            // enabled them are refused.
+            self.stats.bad_messages += 1;
+            tracing::debug!(
+                xid,
+                "reverse-direction call refused: backchannel not enabled"
+            );
+            self.send_error(version, xid, ErrorBody::BadHeader);
+            return;
+        }
+        if self.version == VersionState::Unknown {
+            self.settle(version, false);
+            self.pump_calls(now);
+        }
+        self.stats.calls_received += 1;
+        let chunks = msg.header.chunks().cloned().unwrap_or_default();
+        let nomsg = msg.header.proc_() == Proc::NOMSG;
+        let has_pz = chunks.has_position_zero();
+        let mut call = InCall {
+            xid,
+            version,
+            rkeys: chunks
+                .writes
+                .iter()
+                .chain(chunks.reply.as_ref())
+                .flat_map(|c| c.segments.iter().map(|s| s.handle))
+                .chain(chunks.reads.iter().map(|r| r.target.handle))
+                .collect(),
+            writes: chunks.writes.clone(),
+            reply: chunks.reply.clone(),
+            form: if has_pz {
+                MessageForm::Long
+            } else if chunks.reads.is_empty() {
+                MessageForm::Short
+            } else {
+                MessageForm::Chunked
+            },
+            inline: msg.payload,
+            pulls: Vec::new(),
+            reads_pending: 0,
+            delivered: false,
+        };
+
+        if self.incoming.len() as u32 >= self.grant {
+            // The requester exceeded our grant (RFC 8166 §4.3.1): answer
+            // with an RPC-level error rather than spend memory on it.
+            self.stats.credit_overruns += 1;
+            tracing::debug!(xid, grant = self.grant, "credit overrun");
+            if nomsg {
+                self.send_error(version, xid, ErrorBody::BadHeader);
+            } else {
+                self.reply_rpc_error(&call, SYSTEM_ERR);
+            }
+            return;
+        }
+        if has_pz && !nomsg {
+            self.stats.bad_messages += 1;
+            self.send_error(version, xid, ErrorBody::BadHeader);
+            return;
+        }
+
+        // Group the Read list into chunks and check them before pulling.
+        let groups: Vec<(u32, Vec<rpcrdma_wire::Segment>)> = chunks
+            .read_chunks()
+            .map(|c| (c.position, c.segments.iter().map(|s| s.target).collect()))
+            .collect();
+        let mut total: u64 = 0;
+        let mut stream_end: u64 = if has_pz { 0 } else { call.inline.len() as u64 };
+        let mut last_pos: Option<u32> = None;
+        for (position, segs) in &groups {
+            let len: u64 = segs.iter().map(|s| u64::from(s.length)).sum();
+            total += len;
+            if *position == 0 {
+                stream_end += len;
+            } else {
+                let misplaced = u64::from(*position) > stream_end
+                    || last_pos.is_some_and(|p| p != 0 && *position <= p);
+                if misplaced {
+                    // A chunk position outside the Payload stream: the
+                    // arguments cannot be parsed (RFC 8166 §5.5.2).
+                    self.stats.bad_messages += 1;
+                    if nomsg {
+                        self.send_error(version, xid, ErrorBody::BadHeader);
+                    } else {
+                        self.reply_rpc_error(&call, GARBAGE_ARGS);
+                    }
+                    return;
+                }
+                stream_end += round_up(len as usize) as u64;
+            }
+            last_pos = Some(*position);
+        }
+        if total > u64::from(self.cfg.max_message) {
+            self.stats.bad_messages += 1;
+            tracing::debug!(xid, total, "call's Read chunks exceed max_message");
+            self.send_error(version, xid, ErrorBody::BadHeader);
+            return;
+        }
+
+        let token = self.next_token;
+        self.next_token += 1;
+        if groups.is_empty() {
+            call.delivered = true;
+            let message = Payload::inline_only(call.inline.clone());
+            let form = call.form;
+            self.incoming.insert(token, call);
+            self.events.push_back(Event::Call {
+                token: CallToken(token),
+                xid,
+                message,
+                form,
+            });
+            return;
+        }
+
+        let mut reads = Vec::new();
+        for (position, segs) in groups {
+            let len: usize = segs.iter().map(|s| s.length as usize).sum();
+            let mr = match self
+                .pd
+                .register_mut(BytesMut::zeroed(len), Access::LOCAL_WRITE)
+            {
+                Ok(mr) => mr,
+                Err(e) => {
+                    tracing::warn!(xid, error = %e, "cannot register a Read sink");
+                    for p in call.pulls.drain(..) {
+                        if let Some(mr) = p.mr {
+                            self.drop_mr(mr);
+                        }
+                    }
+                    self.send_error(version, xid, ErrorBody::BadHeader);
+                    return;
+                }
+            };
+            self.stats.registrations += 1;
+            let mut off = 0usize;
+            for s in segs.iter().filter(|s| s.length > 0) {
+                let wr_id = self.wr_id(Wr::Read { token });
+                reads.push(SendWr::read(
+                    wr_id,
+                    mr.sge(off, s.length as usize),
+                    RemoteAddr {
+                        rkey: s.handle,
+                        addr: s.offset,
+                    },
+                ));
+                off += s.length as usize;
+            }
+            call.pulls.push(Pull {
+                position,
+                mr: Some(mr),
+            });
+        }
+        call.reads_pending = reads.len() as u32;
+        self.incoming.insert(token, call);
+        if reads.is_empty() {
+            self.finish_pull(token);
+        } else {
+            self.reads.extend(reads);
+            self.pump_reads();
+        }
+    }
+
+    /// Posts queued RDMA Reads within the outbound read limit (ORD).
+    pub(crate) fn pump_reads(&mut self) {
+        let ord = u32::from(self.caps.ord).max(1);
+        while self.reads_busy < ord {
+            let Some(wr) = self.reads.pop_front() else {
+                break;
+            };
+            self.reads_busy += 1;
+            self.push_sq(wr);
+        }
+    }
+
+    pub(crate) fn on_read_done(&mut self, token: u64) {
+        let Some(call) = self.incoming.get_mut(&token) else {
+            return;
+        };
+        call.reads_pending = call.reads_pending.saturating_sub(1);
+        if call.reads_pending == 0 {
+            self.finish_pull(token);
+        }
+    }
+
+    /// Every Read of a call completed: rebuild its Payload stream.
+    fn finish_pull(&mut self, token: u64) {
+        let Some(call) = self.incoming.get_mut(&token) else {
+            return;
+        };
+        let pulls = std::mem::take(&mut call.pulls);
+        let mut chunks = Vec::with_capacity(pulls.len());
+        for p in pulls {
+            let data =
+                p.mr.and_then(|mr| self.drop_mr(mr))
+                    .map(|b| b.freeze())
+                    .unwrap_or_default();
+            chunks.push((p.position, data));
+        }
+        let Some(call) = self.incoming.get_mut(&token) else {
+            return;
+        };
+        let inline = match chunks.first() {
+            Some((0, _)) => chunks.remove(0).1,
+            _ => call.inline.clone(),
+        };
+        let (xid, version) = (call.xid, call.version);
+        let header_ok = inline.get(0..4) == Some(&xid.to_be_bytes()[..])
+            && inline.get(4..8) == Some(&[0, 0, 0, 0][..]);
+        if !header_ok {
+            // An RPC message whose XID differs from rdma_xid, or not a call.
+            let call = self.incoming.remove(&token);
+            self.stats.bad_messages += 1;
+            if call.is_some() {
+                self.send_error(version, xid, ErrorBody::BadHeader);
+            }
+            return;
+        }
+        match Payload::from_read_chunks(inline, chunks) {
+            Ok(message) => {
+                call.delivered = true;
+                let form = call.form;
+                self.events.push_back(Event::Call {
+                    token: CallToken(token),
+                    xid,
+                    message,
+                    form,
+                });
+            }
+            Err(e) => {
+                tracing::debug!(xid, error = %e, "Read chunks do not fit the Payload stream");
+                self.stats.bad_messages += 1;
+                if let Some(call) = self.incoming.remove(&token) {
+                    self.reply_rpc_error(&call, GARBAGE_ARGS);
+                }
+            }
+        }
+    }
+}

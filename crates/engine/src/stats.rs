@@ -1,0 +1,54 @@
+//! Counters of one connection (observability, and the leak checks of the
+//! tests).
+
+/// Counters of one engine. All monotonic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Calls sent, by form.
+    pub calls_short: u64,
+    /// Calls sent with Read chunks.
+    pub calls_chunked: u64,
+    /// Calls sent as Long calls (Position-Zero Read chunk).
+    pub calls_long: u64,
+    /// Replies received to our calls, by form.
+    pub replies_short: u64,
+    /// Replies received that used Write chunks.
+    pub replies_chunked: u64,
+    /// Replies received through the Reply chunk.
+    pub replies_long: u64,
+    /// Calls received from the peer.
+    pub calls_received: u64,
+    /// Replies we sent.
+    pub replies_sent: u64,
+    /// RDMA_ERROR messages sent.
+    pub rdma_errors_sent: u64,
+    /// RDMA_ERROR messages received.
+    pub rdma_errors_received: u64,
+    /// Received messages rejected (bad header, bad chunks, ...).
+    pub bad_messages: u64,
+    /// Replies that matched no outstanding call.
+    pub unmatched_replies: u64,
+    /// Calls that had to wait for a credit.
+    pub credit_waits: u64,
+    /// Calls the peer sent beyond our grant.
+    pub credit_overruns: u64,
+    /// Memory registrations made.
+    pub registrations: u64,
+    /// Memory registrations released.
+    pub deregistrations: u64,
+    /// Registrations the peer invalidated with Send With Invalidate.
+    pub remote_invalidations: u64,
+    /// RDMA Read operations posted.
+    pub rdma_reads: u64,
+    /// RDMA Write operations posted.
+    pub rdma_writes: u64,
+    /// Calls the upper layer abandoned before their reply.
+    pub released_early: u64,
+}
+
+impl Stats {
+    /// Registrations not yet released.
+    pub fn live_registrations(&self) -> u64 {
+        self.registrations - self.deregistrations
+    }
+}

@@ -1,0 +1,113 @@
+//! Turning a [`Payload`] into the byte pieces of a (possibly reduced)
+//! Payload stream, without copying.
+
+use bytes::Bytes;
+use rpcrdma_xdr::{pad_len, Payload};
+
+static PAD: [u8; 3] = [0; 3];
+
+/// The Payload stream of `payload` as consecutive [`Bytes`] pieces, with
+/// the first `reduced` positioned DDP items left out (their length words
+/// stay, RFC 8166 §4.4.4.1; their padding goes too, §4.4.5.1/§4.4.6.1).
+/// Items after those are written inline with their padding.
+///
+/// Returns the pieces and their total length.
+pub(crate) fn stream_pieces(payload: &Payload, reduced: usize) -> (Vec<Bytes>, usize) {
+    let inline = payload.inline();
+    let mut out = Vec::with_capacity(1 + 3 * payload.items().len());
+    let mut total = 0usize;
+    let mut at = 0usize;
+    let mut push = |b: Bytes, out: &mut Vec<Bytes>| {
+        if !b.is_empty() {
+            total += b.len();
+            out.push(b);
+        }
+    };
+    for (i, item) in payload.items().iter().enumerate() {
+        let Some(off) = item.inline_offset else {
+            continue;
+        };
+        if i < reduced {
+            continue;
+        }
+        let off = off.clamp(at, inline.len());
+        push(inline.slice(at..off), &mut out);
+        push(item.data.clone(), &mut out);
+        push(
+            Bytes::from_static(&PAD[..pad_len(item.data.len())]),
+            &mut out,
+        );
+        at = off;
+    }
+    push(inline.slice(at..), &mut out);
+    (out, total)
+}
+
+/// Positions (in the full Payload stream) and data of the positioned DDP
+/// items of `payload`.
+pub(crate) fn item_positions(payload: &Payload) -> Vec<(u32, Bytes)> {
+    payload
+        .item_positions()
+        .map(|(pos, item)| (u32::try_from(pos).unwrap_or(u32::MAX), item.data.clone()))
+        .collect()
+}
+
+/// Joins pieces into one buffer (used only where a single contiguous
+/// region is needed, e.g. a Position-Zero Read chunk of an unreduced call).
+pub(crate) fn concat(pieces: &[Bytes]) -> Bytes {
+    match pieces {
+        [] => Bytes::new(),
+        [one] => one.clone(),
+        many => {
+            let mut v = Vec::with_capacity(many.iter().map(Bytes::len).sum());
+            for p in many {
+                v.extend_from_slice(p);
+            }
+            Bytes::from(v)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpcrdma_xdr::PayloadEncoder;
+
+    fn sample() -> Payload {
+        let mut pe = PayloadEncoder::new();
+        let mut e = pe.encoder();
+        e.put_u32(1);
+        e.put_opaque_ddp(Bytes::from_static(b"abcde"));
+        e.put_u32(2);
+        e.put_opaque_ddp(Bytes::from_static(b"xy"));
+        e.put_u32(3);
+        pe.finish()
+    }
+
+    #[test]
+    fn unreduced_pieces_are_the_full_stream() {
+        let p = sample();
+        let (pieces, n) = stream_pieces(&p, 0);
+        assert_eq!(n, p.stream_len());
+        assert_eq!(concat(&pieces), p.flatten());
+    }
+
+    #[test]
+    fn reduced_pieces_drop_data_and_padding_only() {
+        let p = sample();
+        let (pieces, n) = stream_pieces(&p, 2);
+        assert_eq!(concat(&pieces), p.inline().clone());
+        assert_eq!(n, p.inline().len());
+        // Reducing only the first item keeps the second inline, padded.
+        let (pieces, _) = stream_pieces(&p, 1);
+        let flat = concat(&pieces);
+        assert_eq!(flat.len(), p.inline().len() + 4);
+        assert_eq!(&flat[flat.len() - 12..flat.len() - 4], b"\0\0\0\x02xy\0\0");
+    }
+
+    #[test]
+    fn positions_count_earlier_items() {
+        let pos: Vec<u32> = item_positions(&sample()).iter().map(|p| p.0).collect();
+        assert_eq!(pos, vec![8, 8 + 8 + 8]);
+    }
+}

@@ -1,0 +1,872 @@
+//! The engine end to end over the in-memory fabric: every message form in
+//! both directions, credits, versions, errors, adversarial peers, faults.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use proptest::prelude::*;
+use rpcrdma_engine::testing::{Pair, PairOptions};
+use rpcrdma_engine::{
+    ApiError, CallError, EngineConfig, EngineError, Event, MessageForm, ReplyHints, VersionPolicy,
+};
+use rpcrdma_wire::{ErrCode, VersionRange};
+use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder};
+
+/// An RPC call header (AUTH_NONE) for program 0x20000099 v1 `proc`, then
+/// `args`, then an optional DDP-eligible opaque.
+fn call(xid: u32, proc_: u32, args: &[u8], ddp: Option<Bytes>) -> Payload {
+    let mut pe = PayloadEncoder::new();
+    let mut e = pe.encoder();
+    for w in [xid, 0, 2, 0x2000_0099, 1, proc_, 0, 0, 0, 0] {
+        e.put_u32(w);
+    }
+    e.put_fixed_opaque(args);
+    if let Some(d) = ddp {
+        e.put_opaque_ddp(d);
+    }
+    pe.finish()
+}
+
+/// An accepted SUCCESS reply, `body`, then an optional DDP-eligible opaque.
+fn reply(xid: u32, body: &[u8], ddp: Option<Bytes>) -> Payload {
+    let mut pe = PayloadEncoder::new();
+    let mut e = pe.encoder();
+    for w in [xid, 1, 0, 0, 0, 0] {
+        e.put_u32(w);
+    }
+    e.put_fixed_opaque(body);
+    if let Some(d) = ddp {
+        e.put_opaque_ddp(d);
+    }
+    pe.finish()
+}
+
+fn pattern(len: usize, seed: u8) -> Bytes {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect::<Vec<u8>>()
+        .into()
+}
+
+/// Answers every call the server has received with `f`.
+fn serve(pair: &mut Pair, f: impl Fn(u32, &Payload) -> Payload) {
+    for _ in 0..1000 {
+        pair.drive();
+        let mut any = false;
+        while let Some(Event::Call {
+            token,
+            xid,
+            message,
+            ..
+        }) = pair.server.take_event(|e| matches!(e, Event::Call { .. }))
+        {
+            any = true;
+            let r = f(xid, &message);
+            pair.server.engine.send_reply(token, r).unwrap();
+        }
+        if !any {
+            return;
+        }
+    }
+}
+
+fn take_reply(pair: &mut Pair, want: u32) -> (Payload, MessageForm, MessageForm) {
+    match pair.client.take_event(
+        |e| matches!(e, Event::Reply { xid, .. } | Event::CallFailed { xid, .. } if *xid == want),
+    ) {
+        Some(Event::Reply {
+            message,
+            call_form,
+            reply_form,
+            ..
+        }) => (message, call_form, reply_form),
+        other => panic!("expected a reply to {want:#x}, got {other:?}"),
+    }
+}
+
+fn take_failure(pair: &mut Pair, want: u32) -> CallError {
+    match pair.client.take_event(
+        |e| matches!(e, Event::Reply { xid, .. } | Event::CallFailed { xid, .. } if *xid == want),
+    ) {
+        Some(Event::CallFailed { error, .. }) => error,
+        other => panic!("expected a failure of {want:#x}, got {other:?}"),
+    }
+}
+
+fn no_leaks(pair: &Pair) {
+    assert_eq!(
+        pair.client.engine.stats().live_registrations(),
+        0,
+        "client leaks"
+    );
+    assert_eq!(
+        pair.server.engine.stats().live_registrations(),
+        0,
+        "server leaks"
+    );
+    assert_eq!(pair.fabric.live_regions(1), 0, "client regions left");
+    assert_eq!(pair.fabric.live_regions(2), 0, "server regions left");
+}
+
+fn echo_server(pair: &mut Pair) {
+    serve(pair, |xid, m| {
+        let mut d = Decoder::with_ddp(m);
+        d.skip(40).unwrap();
+        let rest = Bytes::copy_from_slice(d.rest());
+        reply(xid, &rest, None)
+    });
+}
+
+#[test]
+fn short_call_and_reply() {
+    let mut pair = Pair::new();
+    let c = call(1, 0, &[], None);
+    pair.client
+        .engine
+        .send_call(pair.now, 1, c, ReplyHints::default())
+        .unwrap();
+    echo_server(&mut pair);
+    let (m, cf, rf) = take_reply(&mut pair, 1);
+    assert_eq!((cf, rf), (MessageForm::Short, MessageForm::Short));
+    assert_eq!(m.inline().len(), 24);
+    // The first reply settled the version (both ends negotiate to 2).
+    assert_eq!(pair.client.engine.info().version, Some(2));
+    assert_eq!(pair.client.engine.info().credits_granted, 64);
+    no_leaks(&pair);
+}
+
+#[test]
+fn write_1mib_travels_in_a_read_chunk() {
+    let mut pair = Pair::new();
+    let data = pattern(1 << 20, 3);
+    let c = call(2, 3, &[], Some(data.clone()));
+    pair.client
+        .engine
+        .send_call(pair.now, 2, c, ReplyHints::default())
+        .unwrap();
+    serve(&mut pair, |xid, m| {
+        let mut d = Decoder::with_ddp(m);
+        d.skip(40).unwrap();
+        let got = d.get_opaque_ddp(2 << 20).unwrap();
+        d.expect_end().unwrap();
+        reply(xid, &(got.len() as u32).to_be_bytes(), None)
+    });
+    let (m, cf, rf) = take_reply(&mut pair, 2);
+    assert_eq!((cf, rf), (MessageForm::Chunked, MessageForm::Short));
+    assert_eq!(&m.inline()[24..28], &(1u32 << 20).to_be_bytes());
+    // Every Send stayed within the 1024-byte threshold.
+    assert!(pair.client.sent.iter().all(|(b, _)| b.len() <= 1024));
+    assert!(pair.server.engine.stats().rdma_reads >= 1);
+    no_leaks(&pair);
+}
+
+#[test]
+fn read_1mib_travels_in_a_write_chunk() {
+    let mut pair = Pair::new();
+    let hints = ReplyHints {
+        ddp_results: vec![1 << 20],
+        max_reply: Some((1 << 20) + 64),
+        reduce: true,
+    };
+    let c = call(3, 2, &(1u32 << 20).to_be_bytes(), None);
+    pair.client.engine.send_call(pair.now, 3, c, hints).unwrap();
+    serve(&mut pair, |xid, _| {
+        reply(xid, &[0, 0, 0, 9], Some(pattern(1 << 20, 7)))
+    });
+    let (m, cf, rf) = take_reply(&mut pair, 3);
+    assert_eq!((cf, rf), (MessageForm::Short, MessageForm::Chunked));
+    let mut d = Decoder::with_ddp(&m);
+    d.skip(24).unwrap();
+    assert_eq!(d.get_u32().unwrap(), 9);
+    assert_eq!(d.get_opaque_ddp(2 << 20).unwrap(), pattern(1 << 20, 7));
+    d.expect_end().unwrap();
+    no_leaks(&pair);
+}
+
+#[test]
+fn odd_length_items_lose_their_padding_in_chunks() {
+    let mut pair = Pair::new();
+    let hints = ReplyHints {
+        ddp_results: vec![5000],
+        max_reply: Some(6000),
+        reduce: true,
+    };
+    let c = call(4, 3, &[], Some(pattern(4999, 1)));
+    pair.client.engine.send_call(pair.now, 4, c, hints).unwrap();
+    serve(&mut pair, |xid, m| {
+        let mut d = Decoder::with_ddp(m);
+        d.skip(40).unwrap();
+        let got = d.get_opaque_ddp(10_000).unwrap();
+        assert_eq!(got, pattern(4999, 1));
+        d.expect_end().unwrap();
+        let mut tail = BytesMut::new();
+        tail.put_u32(0xfeed_f00d);
+        let mut pe = PayloadEncoder::new();
+        let mut e = pe.encoder();
+        for w in [xid, 1, 0, 0, 0, 0] {
+            e.put_u32(w);
+        }
+        e.put_opaque_ddp(pattern(4001, 2));
+        e.put_u32(0xfeed_f00d);
+        pe.finish()
+    });
+    let (m, _, rf) = take_reply(&mut pair, 4);
+    assert_eq!(rf, MessageForm::Chunked);
+    let mut d = Decoder::with_ddp(&m);
+    d.skip(24).unwrap();
+    assert_eq!(d.get_opaque_ddp(5000).unwrap(), pattern(4001, 2));
+    // The word after the item is aligned: the responder wrote no pad into
+    // the chunk and removed it from the inline stream.
+    assert_eq!(d.get_u32().unwrap(), 0xfeed_f00d);
+    no_leaks(&pair);
+}
+
+#[test]
+fn long_call_goes_in_a_position_zero_read_chunk() {
+    let mut pair = Pair::new();
+    let args = pattern(3000, 5); // not DDP-eligible: must go as a Long call
+    let c = call(5, 1, &args, None);
+    pair.client
+        .engine
+        .send_call(pair.now, 5, c, ReplyHints::default())
+        .unwrap();
+    serve(&mut pair, |xid, m| {
+        let flat = m.flatten();
+        assert_eq!(&flat[40..], &pattern(3000, 5)[..]);
+        reply(xid, &[], None)
+    });
+    let (_, cf, rf) = take_reply(&mut pair, 5);
+    assert_eq!((cf, rf), (MessageForm::Long, MessageForm::Short));
+    assert!(pair.client.sent.iter().all(|(b, _)| b.len() <= 1024));
+    no_leaks(&pair);
+}
+
+#[test]
+fn long_reply_goes_in_the_reply_chunk() {
+    let mut pair = Pair::new();
+    let hints = ReplyHints {
+        ddp_results: vec![],
+        max_reply: Some(8192),
+        reduce: true,
+    };
+    pair.client
+        .engine
+        .send_call(pair.now, 6, call(6, 1, &[], None), hints)
+        .unwrap();
+    serve(&mut pair, |xid, _| reply(xid, &pattern(5000, 9), None));
+    let (m, _, rf) = take_reply(&mut pair, 6);
+    assert_eq!(rf, MessageForm::Long);
+    assert_eq!(&m.inline()[24..], &pattern(5000, 9)[..]);
+    assert!(pair.server.sent.iter().all(|(b, _)| b.len() <= 1024));
+    no_leaks(&pair);
+}
+
+#[test]
+fn reply_too_large_without_reply_chunk_draws_rdma_error() {
+    let mut pair = Pair::new();
+    pair.client
+        .engine
+        .send_call(pair.now, 7, call(7, 1, &[], None), ReplyHints::default())
+        .unwrap();
+    serve(&mut pair, |xid, _| reply(xid, &pattern(5000, 9), None));
+    let err = take_failure(&mut pair, 7);
+    assert_eq!(
+        err,
+        CallError::RdmaError {
+            code: ErrCode::BADHEADER
+        }
+    );
+    assert!(pair.server.sent.iter().all(|(b, _)| b.len() <= 1024));
+    no_leaks(&pair);
+}
+
+#[test]
+fn reduction_off_sends_long_call_and_reply_chunk() {
+    let mut pair = Pair::new();
+    let hints = ReplyHints {
+        ddp_results: vec![1 << 16],
+        max_reply: Some((1 << 16) + 100),
+        reduce: false,
+    };
+    let c = call(8, 3, &[], Some(pattern(1 << 16, 4)));
+    pair.client.engine.send_call(pair.now, 8, c, hints).unwrap();
+    serve(&mut pair, |xid, m| {
+        // Nothing was reduced: the item arrives inside the stream.
+        assert!(!m.has_items());
+        reply(xid, &[], Some(pattern(1 << 16, 6)))
+    });
+    let (m, cf, rf) = take_reply(&mut pair, 8);
+    assert_eq!((cf, rf), (MessageForm::Long, MessageForm::Long));
+    let mut d = Decoder::with_ddp(&m);
+    d.skip(24).unwrap();
+    assert_eq!(d.get_opaque_ddp(1 << 20).unwrap(), pattern(1 << 16, 6));
+    no_leaks(&pair);
+}
+
+#[test]
+fn credits_one_until_first_reply_then_never_above_grant() {
+    let mut o = PairOptions::default();
+    o.server.credits_grant = 3;
+    let mut pair = Pair::with(o);
+    for x in 0..20u32 {
+        pair.client
+            .engine
+            .send_call(
+                pair.now,
+                100 + x,
+                call(100 + x, 0, &[], None),
+                ReplyHints::default(),
+            )
+            .unwrap();
+    }
+    // Before any reply only one call may be out.
+    pair.drive();
+    assert_eq!(pair.client.engine.info().calls_in_flight, 1);
+    let mut max_seen = 0;
+    for _ in 0..100 {
+        pair.drive();
+        let mut pending = Vec::new();
+        while let Some(Event::Call { token, xid, .. }) =
+            pair.server.take_event(|e| matches!(e, Event::Call { .. }))
+        {
+            pending.push((token, xid));
+        }
+        max_seen = max_seen.max(pending.len());
+        if pending.is_empty() {
+            break;
+        }
+        for (token, xid) in pending {
+            pair.server
+                .engine
+                .send_reply(token, reply(xid, &[], None))
+                .unwrap();
+        }
+    }
+    assert!(max_seen <= 3, "server saw {max_seen} concurrent calls");
+    for x in 0..20u32 {
+        take_reply(&mut pair, 100 + x);
+    }
+    assert_eq!(pair.server.engine.stats().credit_overruns, 0);
+    no_leaks(&pair);
+}
+
+/// An RPC-over-RDMA v1 reply header with no chunks.
+fn v1_reply_header(xid: u32, credits: u32) -> Vec<u8> {
+    [xid, 1, credits, 0, 0, 0, 0]
+        .iter()
+        .flat_map(|w| w.to_be_bytes())
+        .collect()
+}
+
+fn v1_client() -> PairOptions {
+    let mut o = PairOptions::default();
+    o.client.client_version = VersionPolicy::V1;
+    o
+}
+
+#[test]
+fn zero_grant_counts_as_one_and_huge_grant_is_clamped() {
+    let mut pair = Pair::with(v1_client());
+    for xid in [1u32, 2] {
+        pair.client
+            .engine
+            .send_call(
+                pair.now,
+                xid,
+                call(xid, 0, &[], None),
+                ReplyHints::default(),
+            )
+            .unwrap();
+    }
+    pair.drop_next_send(true); // the server never sees call 1
+    pair.drive();
+    let mut msg = v1_reply_header(1, 0);
+    msg.extend_from_slice(&reply(1, &[], None).flatten());
+    pair.inject(true, &msg);
+    take_reply(&mut pair, 1);
+    assert_eq!(pair.client.engine.info().credits_granted, 1);
+    let mut msg = v1_reply_header(99, u32::MAX);
+    msg.extend_from_slice(&reply(99, &[], None).flatten());
+    pair.inject(true, &msg); // unmatched: dropped, and its credit ignored
+    assert_eq!(pair.client.engine.stats().unmatched_replies, 1);
+    assert_eq!(pair.client.engine.info().credits_granted, 1);
+    echo_server(&mut pair);
+    take_reply(&mut pair, 2);
+    assert_eq!(pair.client.engine.info().credits_granted, 64);
+}
+
+#[test]
+fn peer_exceeding_our_grant_gets_system_err_not_memory() {
+    let mut o = PairOptions::default();
+    o.server.credits_grant = 1;
+    o.server.versions = VersionRange::V1_ONLY;
+    o.client.client_version = VersionPolicy::V1;
+    let mut pair = Pair::with(o);
+    // Two calls sent by hand, ignoring the grant of 1.
+    for xid in [10u32, 11] {
+        let mut m: Vec<u8> = [xid, 1, 8, 0, 0, 0, 0]
+            .iter()
+            .flat_map(|w| w.to_be_bytes())
+            .collect();
+        m.extend_from_slice(&call(xid, 0, &[], None).flatten());
+        pair.inject(false, &m);
+    }
+    assert_eq!(pair.server.engine.stats().credit_overruns, 1);
+    pair.drive();
+    // The second call was answered at once with an RPC SYSTEM_ERR reply
+    // (xid 11, REPLY, MSG_ACCEPTED, AUTH_NONE, SYSTEM_ERR); the first one
+    // was handed to the upper layer.
+    assert_eq!(pair.server.engine.stats().replies_sent, 1);
+    let (sent, _) = pair.server.sent.last().unwrap();
+    let words: Vec<u32> = sent
+        .chunks(4)
+        .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+        .collect();
+    assert_eq!(&words[7..], &[11, 1, 0, 0, 0, 5]);
+    assert_eq!(
+        pair.server
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Call { .. }))
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn lying_write_chunk_length_fails_the_call() {
+    let mut pair = Pair::with(v1_client());
+    let hints = ReplyHints {
+        ddp_results: vec![4096],
+        max_reply: Some(8192),
+        reduce: true,
+    };
+    pair.client
+        .engine
+        .send_call(pair.now, 20, call(20, 2, &[], None), hints)
+        .unwrap();
+    pair.drive();
+    // The Write chunk the client provided, from its call header.
+    let (call_bytes, _) = pair.client.sent[0].clone();
+    let msg = rpcrdma_wire::decode(&call_bytes, &Default::default()).unwrap();
+    let w = msg.header.chunks().unwrap().writes[0].segments[0];
+    assert_eq!(w.length, 4096);
+    // The "server" answers claiming it wrote more than was provided.
+    let mut m: Vec<u8> = [20u32, 1, 64, 0, 0, 1, 1, w.handle, 4097]
+        .iter()
+        .flat_map(|x| x.to_be_bytes())
+        .collect();
+    m.extend_from_slice(&w.offset.to_be_bytes());
+    m.extend_from_slice(&[0; 8]);
+    m.extend_from_slice(&reply(20, &[], None).flatten()[..]);
+    pair.inject(true, &m);
+    let err = take_failure(&mut pair, 20);
+    assert!(matches!(err, CallError::BadReply(_)), "{err:?}");
+    pair.drive();
+    assert_eq!(pair.client.engine.stats().live_registrations(), 0);
+}
+
+#[test]
+fn read_chunk_position_beyond_the_payload_gets_garbage_args() {
+    let mut pair = Pair::with(v1_client());
+    // RDMA_MSG with a read chunk at position 4096 of a 40-byte call.
+    let c = call(30, 3, &[], None).flatten();
+    let mut m: Vec<u8> = [30u32, 1, 8, 0, 1, 4096, 0x1234, 16, 0, 0x5000, 0, 0, 0]
+        .iter()
+        .flat_map(|w| w.to_be_bytes())
+        .collect();
+    m.extend_from_slice(&c);
+    pair.inject(false, &m);
+    pair.drive();
+    assert_eq!(pair.server.engine.stats().bad_messages, 1);
+    // GARBAGE_ARGS went back as an RPC reply, not an RDMA_ERROR.
+    assert_eq!(pair.server.engine.stats().replies_sent, 1);
+    assert_eq!(pair.server.engine.stats().rdma_errors_sent, 0);
+    assert!(pair
+        .server
+        .events
+        .iter()
+        .all(|e| !matches!(e, Event::Call { .. })));
+}
+
+#[test]
+fn bad_header_draws_err_badheader_and_engine_survives() {
+    let mut pair = Pair::with(v1_client());
+    // Unknown rdma_proc 9.
+    let m: Vec<u8> = [40u32, 1, 8, 9]
+        .iter()
+        .flat_map(|w| w.to_be_bytes())
+        .collect();
+    pair.inject(false, &m);
+    // XID mismatch between header and RPC call.
+    let mut m: Vec<u8> = [41u32, 1, 8, 0, 0, 0, 0]
+        .iter()
+        .flat_map(|w| w.to_be_bytes())
+        .collect();
+    m.extend_from_slice(&call(42, 0, &[], None).flatten());
+    pair.inject(false, &m);
+    pair.drive();
+    assert_eq!(pair.server.engine.stats().rdma_errors_sent, 2);
+    assert!(pair.server.engine.error().is_none());
+    // The connection still works.
+    pair.client
+        .engine
+        .send_call(pair.now, 43, call(43, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    echo_server(&mut pair);
+    take_reply(&mut pair, 43);
+}
+
+#[test]
+fn v2_client_falls_back_to_v1_server() {
+    let mut o = PairOptions::default();
+    o.server.versions = VersionRange::V1_ONLY;
+    let mut pair = Pair::with(o);
+    pair.client
+        .engine
+        .send_call(pair.now, 50, call(50, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    echo_server(&mut pair);
+    take_reply(&mut pair, 50);
+    let neg = pair
+        .client
+        .take_event(|e| matches!(e, Event::Negotiated { .. }));
+    assert!(matches!(
+        neg,
+        Some(Event::Negotiated {
+            version: 1,
+            fell_back: true
+        })
+    ));
+    assert_eq!(pair.client.engine.info().version, Some(1));
+    // The first Send was a Version Two message of at most 1024 bytes.
+    assert!(pair.client.sent[0].0.len() <= 1024);
+    assert_eq!(&pair.client.sent[0].0[4..8], &[0, 0, 0, 2]);
+    no_leaks(&pair);
+}
+
+#[test]
+fn v2_both_ways_settles_on_2() {
+    let mut pair = Pair::new();
+    pair.client
+        .engine
+        .send_call(pair.now, 51, call(51, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    echo_server(&mut pair);
+    take_reply(&mut pair, 51);
+    assert_eq!(pair.client.engine.info().version, Some(2));
+    assert_eq!(pair.server.engine.info().version, Some(2));
+}
+
+#[test]
+fn v1_client_with_v2_server() {
+    let mut pair = Pair::with(v1_client());
+    pair.client
+        .engine
+        .send_call(pair.now, 52, call(52, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    echo_server(&mut pair);
+    take_reply(&mut pair, 52);
+    assert_eq!(pair.server.engine.info().version, Some(1));
+}
+
+#[test]
+fn lost_v2_probe_fails_the_connection_after_the_timeout() {
+    let mut pair = Pair::new();
+    pair.client
+        .engine
+        .send_call(pair.now, 53, call(53, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    pair.drop_next_send(true);
+    pair.drive();
+    assert!(pair.client.engine.poll_timeout().is_some());
+    pair.advance(std::time::Duration::from_secs(6));
+    assert!(matches!(
+        pair.client.engine.error(),
+        Some(EngineError::NegotiationTimeout)
+    ));
+    no_leaks(&pair);
+}
+
+#[test]
+fn v2_only_client_against_v1_server_fails_cleanly() {
+    let mut o = PairOptions::default();
+    o.server.versions = VersionRange::V1_ONLY;
+    o.client.client_version = VersionPolicy::V2;
+    let mut pair = Pair::with(o);
+    pair.client
+        .engine
+        .send_call(pair.now, 54, call(54, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    pair.drive();
+    assert!(matches!(
+        take_failure(&mut pair, 54),
+        CallError::Version { low: 1, high: 1 }
+    ));
+    assert!(matches!(
+        pair.client.engine.error(),
+        Some(EngineError::NoCommonVersion { .. })
+    ));
+}
+
+#[test]
+fn released_call_gives_back_memory_at_once_and_late_reply_is_dropped() {
+    let mut pair = Pair::with(v1_client());
+    let hints = ReplyHints {
+        ddp_results: vec![1 << 16],
+        max_reply: Some((1 << 16) + 100),
+        reduce: true,
+    };
+    pair.client
+        .engine
+        .send_call(pair.now, 60, call(60, 2, &[], None), hints)
+        .unwrap();
+    pair.drive();
+    assert!(pair.fabric.live_regions(1) > 0);
+    pair.client.engine.release(60);
+    assert_eq!(pair.fabric.live_regions(1), 0);
+    // The server's late attempt to write into the dead chunk fails the
+    // connection at the RDMA layer: the requester's memory is safe.
+    serve(&mut pair, |xid, _| reply(xid, &[], Some(pattern(100, 1))));
+    pair.drive();
+    assert!(pair
+        .client
+        .events
+        .iter()
+        .all(|e| !matches!(e, Event::Reply { .. })));
+    no_leaks(&pair);
+}
+
+#[test]
+fn remote_invalidation_only_when_both_set_r() {
+    let hints = || ReplyHints {
+        ddp_results: vec![4096],
+        max_reply: Some(8192),
+        reduce: true,
+    };
+    let mut pair = Pair::new();
+    pair.client
+        .engine
+        .send_call(pair.now, 70, call(70, 2, &[], None), hints())
+        .unwrap();
+    serve(&mut pair, |xid, _| reply(xid, &[], Some(pattern(4000, 1))));
+    take_reply(&mut pair, 70);
+    assert!(pair.server.sent.iter().any(|(_, inv)| inv.is_some()));
+    assert_eq!(pair.client.engine.stats().remote_invalidations, 1);
+    no_leaks(&pair);
+
+    let mut o = PairOptions::default();
+    o.client.remote_invalidate = false;
+    let mut pair = Pair::with(o);
+    pair.client
+        .engine
+        .send_call(pair.now, 71, call(71, 2, &[], None), hints())
+        .unwrap();
+    serve(&mut pair, |xid, _| reply(xid, &[], Some(pattern(4000, 1))));
+    take_reply(&mut pair, 71);
+    assert!(pair.server.sent.iter().all(|(_, inv)| inv.is_none()));
+    no_leaks(&pair);
+}
+
+#[test]
+fn disconnect_at_every_step_leaks_nothing_and_completes_at_most_once() {
+    for (name, hints, c) in [
+        (
+            "chunked",
+            ReplyHints {
+                ddp_results: vec![1 << 16],
+                max_reply: Some((1 << 16) + 100),
+                reduce: true,
+            },
+            call(80, 3, &[], Some(pattern(1 << 16, 1))),
+        ),
+        (
+            "long",
+            ReplyHints {
+                ddp_results: vec![],
+                max_reply: Some(9000),
+                reduce: true,
+            },
+            call(80, 1, &pattern(3000, 2), None),
+        ),
+    ] {
+        for cut in 0..40u64 {
+            let mut pair = Pair::new();
+            pair.client
+                .engine
+                .send_call(pair.now, 80, c.clone(), hints.clone())
+                .unwrap();
+            let mut replied = false;
+            while pair.steps < cut && pair.step() {
+                if let Some(Event::Call { token, xid, .. }) =
+                    pair.server.take_event(|e| matches!(e, Event::Call { .. }))
+                {
+                    let r = if name == "long" {
+                        reply(xid, &pattern(5000, 3), None)
+                    } else {
+                        reply(xid, &[], Some(pattern(1 << 15, 4)))
+                    };
+                    pair.server.engine.send_reply(token, r).unwrap();
+                    replied = true;
+                }
+            }
+            let _ = replied;
+            pair.disconnect();
+            let outcomes = pair
+                .client
+                .events
+                .iter()
+                .filter(|e| matches!(e, Event::Reply { .. } | Event::CallFailed { .. }))
+                .count();
+            assert!(outcomes <= 1, "{name} cut at {cut}: {outcomes} outcomes");
+            no_leaks(&pair);
+        }
+    }
+}
+
+#[test]
+fn reverse_direction_needs_readiness_and_flows_past_exhausted_forward_credits() {
+    let mut o = PairOptions::default();
+    o.server.credits_grant = 1;
+    let mut pair = Pair::with(o);
+    // Not ready: the server may not call.
+    assert!(matches!(
+        pair.server
+            .engine
+            .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default()),
+        Err(ApiError::BackchannelNotReady)
+    ));
+    // Forward: one call outstanding, never answered, holds the only credit.
+    pair.client
+        .engine
+        .send_call(pair.now, 90, call(90, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    pair.client
+        .engine
+        .send_call(pair.now, 91, call(91, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    pair.drive();
+    let Some(Event::Call { token: held, .. }) = pair
+        .server
+        .take_event(|e| matches!(e, Event::Call { xid: 90, .. }))
+    else {
+        panic!("no forward call")
+    };
+    // Enable the reverse direction on both ends; the server calls back.
+    pair.client.engine.enable_backchannel().unwrap();
+    pair.server.engine.peer_backchannel_ready(pair.now).unwrap();
+    for x in 0..4u32 {
+        pair.server
+            .engine
+            .send_call(
+                pair.now,
+                500 + x,
+                call(500 + x, 0, &[], None),
+                ReplyHints::default(),
+            )
+            .unwrap();
+    }
+    for _ in 0..10 {
+        pair.drive();
+        while let Some(Event::Call { token, xid, .. }) =
+            pair.client.take_event(|e| matches!(e, Event::Call { .. }))
+        {
+            pair.client
+                .engine
+                .send_reply(token, reply(xid, &[], None))
+                .unwrap();
+        }
+    }
+    for x in 0..4u32 {
+        assert!(
+            pair.server
+                .take_event(|e| matches!(e, Event::Reply { xid, .. } if *xid == 500 + x))
+                .is_some(),
+            "reverse call {x} not answered"
+        );
+    }
+    // Forward call 91 is still waiting for the credit held by call 90.
+    assert_eq!(pair.client.engine.info().calls_in_flight, 1);
+    pair.server
+        .engine
+        .send_reply(held, reply(90, &[], None))
+        .unwrap();
+    echo_server(&mut pair);
+    take_reply(&mut pair, 90);
+    take_reply(&mut pair, 91);
+    no_leaks(&pair);
+}
+
+#[test]
+fn reverse_call_to_a_client_without_backchannel_is_refused() {
+    let mut pair = Pair::with(v1_client());
+    pair.client
+        .engine
+        .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    echo_server(&mut pair);
+    take_reply(&mut pair, 1);
+    // A reverse call arrives although the client never enabled it.
+    let mut m: Vec<u8> = [7u32, 1, 1, 0, 0, 0, 0]
+        .iter()
+        .flat_map(|w| w.to_be_bytes())
+        .collect();
+    m.extend_from_slice(&call(7, 0, &[], None).flatten());
+    pair.inject(true, &m);
+    assert_eq!(pair.client.engine.stats().rdma_errors_sent, 1);
+    assert!(pair
+        .client
+        .events
+        .iter()
+        .all(|e| !matches!(e, Event::Call { .. })));
+}
+
+#[test]
+fn config_rejects_zero_grant() {
+    let mut c = EngineConfig::server();
+    c.credits_grant = 0;
+    assert!(c.validate().is_err());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    /// Whatever the sizes, no Send exceeds the receiver's threshold and every
+    /// byte arrives.
+    #[test]
+    fn never_sends_more_than_the_threshold(
+        args in 0usize..6000,
+        ddp in proptest::option::of(0usize..20_000),
+        result in 0usize..6000,
+        ddp_result in proptest::option::of(0usize..20_000),
+        reduce in any::<bool>(),
+        v1 in any::<bool>(),
+    ) {
+        let mut o = PairOptions::default();
+        if v1 { o.client.client_version = VersionPolicy::V1; }
+        let mut pair = Pair::with(o);
+        let max = (result + ddp_result.unwrap_or(0) + 200) as u32;
+        let hints = ReplyHints {
+            ddp_results: ddp_result.iter().map(|&d| d as u32).collect(),
+            max_reply: Some(max),
+            reduce,
+        };
+        let c = call(1, 3, &pattern(args, 1), ddp.map(|d| pattern(d, 2)));
+        let want = c.flatten();
+        pair.client.engine.send_call(pair.now, 1, c, hints).unwrap();
+        serve(&mut pair, |xid, m| {
+            assert_eq!(m.flatten(), want.clone());
+            reply(xid, &pattern(result, 3), ddp_result.map(|d| pattern(d, 4)))
+        });
+        let (m, _, _) = take_reply(&mut pair, 1);
+        let expect = reply(1, &pattern(result, 3), ddp_result.map(|d| pattern(d, 4)));
+        let mut d = Decoder::with_ddp(&m);
+        d.skip(24 + result.div_ceil(4) * 4).unwrap();
+        if let Some(n) = ddp_result {
+            prop_assert_eq!(d.get_opaque_ddp(1 << 20).unwrap(), pattern(n, 4));
+        }
+        d.expect_end().unwrap();
+        prop_assert_eq!(m.stream_len(), expect.stream_len());
+        let t_c = 1024; // both ends advertise 1024 in their private data
+        prop_assert!(pair.client.sent.iter().all(|(b, _)| b.len() <= t_c));
+        prop_assert!(pair.server.sent.iter().all(|(b, _)| b.len() <= t_c));
+        no_leaks(&pair);
+    }
+}

@@ -825,3 +825,43 @@ async fn oversized_record_closes_the_connection() {
     c.null(PROG, 2).await.unwrap();
     rig.server.shutdown().await;
 }
+
+/// The connection breaks with many calls outstanding: every call is sent
+/// again on one new connection with its own XID and ends exactly once.
+#[tokio::test]
+async fn many_outstanding_calls_survive_a_broken_connection() {
+    let rig = Rig::mem();
+    let c = rig.client(quick());
+    c.null(PROG, 2).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..8u32 {
+        let c = c.clone();
+        tasks.push(tokio::spawn(async move {
+            c.call::<_, u32>(PROG, 2, p::SLOW, &i, &CallHints::new())
+                .await
+        }));
+    }
+    while rig.probe.started.load(Ordering::SeqCst) < 8 {
+        tokio::task::yield_now().await;
+    }
+    let connector = rig.connector.clone().unwrap();
+    connector.probes()[0].break_connection();
+    // All eight arrive again on the second connection.
+    while rig.probe.started.load(Ordering::SeqCst) < 16 {
+        tokio::task::yield_now().await;
+    }
+    rig.probe.gate.notify_waiters();
+    for (i, t) in tasks.into_iter().enumerate() {
+        assert_eq!(t.await.unwrap().unwrap(), i as u32);
+    }
+    let probes = connector.probes();
+    assert_eq!(probes.len(), 2, "exactly one reconnect");
+    // Each call was released once on the dead connection (plus the NULL).
+    let released = probes[0].released();
+    let mut distinct = released.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!((released.len(), distinct.len()), (9, 9));
+    assert_eq!(probes[1].released().len(), 8);
+    rig.server.shutdown().await;
+}

@@ -28,7 +28,11 @@ use crate::util::Tracker;
 #[derive(Debug, Clone)]
 pub struct ServeLimits {
     /// Calls from the peer run concurrently on this connection (default
-    /// 64). When reached, the connection stops reading until one finishes.
+    /// 64). When reached, the connection stops reading until one finishes
+    /// — replies included, so a handler that waits for the reply to a
+    /// reverse-direction call on its own connection can stall until its
+    /// timeout if the peer fills every slot meanwhile. (Over RDMA the
+    /// peer's credits bound its calls below this limit.)
     pub per_connection: usize,
     /// A semaphore shared by several connections (a server's global
     /// limit), if any.

@@ -55,6 +55,47 @@ impl<P: ProtectionDomain> Engine<P> {
         Ok(())
     }
 
+    /// Diagnostics: sends a transport header with an `rdma_proc` no version
+    /// defines (9) under `xid`, as a call taking a credit. A conforming
+    /// responder answers `RDMA_ERROR` `ERR_BADHEADER` (RFC 8166 §5.5.2),
+    /// which completes it as [`Event::CallFailed`]. Used by `rpcrdma demo`
+    /// and `rpcrdma probe` to show an error round trip.
+    pub fn send_bad_header(&mut self, xid: u32) -> Result<(), ApiError> {
+        self.check_alive()?;
+        if self.calls.contains_key(&xid) || self.queue.iter().any(|p| p.xid == xid) {
+            return Err(ApiError::XidInUse(xid));
+        }
+        let Some(version) = self.send_version() else {
+            return Err(ApiError::BackchannelNotReady);
+        };
+        if !self.credits.available() || self.version == VersionState::Probing {
+            return Err(ApiError::QueueFull(self.queue.len()));
+        }
+        self.credits.take();
+        let mut hb = bytes::BytesMut::with_capacity(16);
+        for w in [xid, version, self.cfg.credits_request, 9] {
+            bytes::BufMut::put_u32(&mut hb, w);
+        }
+        let wr_id = self.wr_id(crate::conn::Wr::Send);
+        self.push_sq(rpcrdma_verbs::SendWr::send(
+            wr_id,
+            vec![rpcrdma_verbs::Sge::Bytes(hb.freeze())],
+        ));
+        self.calls.insert(
+            xid,
+            OutCall {
+                version,
+                form: MessageForm::Short,
+                sources: Vec::new(),
+                writes: Vec::new(),
+                reply: None,
+                released: false,
+                retry: None,
+            },
+        );
+        Ok(())
+    }
+
     /// The upper layer is done with call `xid` (reply taken, timed out or
     /// cancelled): its memory registrations are invalidated now, before
     /// the caller sees the outcome (RFC 8166 §5.4.1, §10.1.3). A call still

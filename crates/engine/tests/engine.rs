@@ -870,3 +870,24 @@ proptest! {
         no_leaks(&pair);
     }
 }
+
+#[test]
+fn bad_header_round_trip_for_diagnostics() {
+    let mut pair = Pair::new();
+    pair.client
+        .engine
+        .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    echo_server(&mut pair);
+    take_reply(&mut pair, 1);
+    pair.client.engine.send_bad_header(0xbad).unwrap();
+    pair.drive();
+    assert_eq!(
+        take_failure(&mut pair, 0xbad),
+        CallError::RdmaError {
+            code: ErrCode::BADHEADER
+        }
+    );
+    assert_eq!(pair.server.engine.stats().rdma_errors_sent, 1);
+    assert_eq!(pair.client.engine.info().calls_in_flight, 0);
+}

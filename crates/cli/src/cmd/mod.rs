@@ -1,6 +1,8 @@
 //! Subcommand implementations, one module each.
 
 pub(crate) mod decode;
+pub(crate) mod demo;
+pub(crate) mod rdma_opts;
 
 use std::process::ExitCode;
 
@@ -10,5 +12,6 @@ use crate::Command;
 pub(crate) fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Decode(args) => decode::run(args),
+        Command::Demo(args) => demo::run(args),
     }
 }

@@ -1,0 +1,102 @@
+//! Options shared by the commands that open RPC-over-RDMA connections
+//! (demo, serve, call, probe, bench).
+
+use clap::{Args, ValueEnum};
+use rpcrdma_engine::{EngineConfig, VersionPolicy};
+use rpcrdma_softiwarp::Options;
+use rpcrdma_verbs::QpCaps;
+use rpcrdma_wire::VersionRange;
+
+/// Which RPC-over-RDMA version to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum VersionArg {
+    /// Version One only (RFC 8166).
+    #[value(name = "1")]
+    V1,
+    /// Version Two only (draft-cel-01).
+    #[value(name = "2")]
+    V2,
+    /// Try Version Two, fall back to One (clients); accept both (servers).
+    Negotiate,
+}
+
+/// RPC-over-RDMA connection options.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct RdmaOpts {
+    /// RPC-over-RDMA version: 1, 2, or negotiate (client: probe with
+    /// Version Two and fall back; server: accept both).
+    #[arg(long = "rdma-version", value_enum, default_value = "negotiate")]
+    pub(crate) version: VersionArg,
+    /// Inline threshold this end advertises (RFC 8797 send and receive
+    /// size), 1024..=262144.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1024..=262_144))]
+    pub(crate) inline: u32,
+    /// Credits: what a client asks for / what a server grants.
+    #[arg(long)]
+    pub(crate) credits: Option<u32>,
+    /// Do not offer remote invalidation (RFC 8797 R bit).
+    #[arg(long)]
+    pub(crate) no_remote_invalidate: bool,
+    /// Ask for MPA CRC32c on every FPDU.
+    #[arg(long)]
+    pub(crate) crc: bool,
+    /// MPA revision to request (1 or 2).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub(crate) mpa_revision: u8,
+}
+
+impl RdmaOpts {
+    fn apply(&self, mut c: EngineConfig) -> EngineConfig {
+        c.inline_send = self.inline;
+        c.inline_recv = self.inline;
+        c.remote_invalidate = !self.no_remote_invalidate;
+        c.versions = match self.version {
+            VersionArg::V1 => VersionRange::V1_ONLY,
+            VersionArg::V2 => VersionRange::V2_ONLY,
+            VersionArg::Negotiate => VersionRange::V1_AND_V2,
+        };
+        c.client_version = match self.version {
+            VersionArg::V1 => VersionPolicy::V1,
+            VersionArg::V2 => VersionPolicy::V2,
+            VersionArg::Negotiate => VersionPolicy::Negotiate,
+        };
+        c
+    }
+
+    /// The engine configuration of a client.
+    pub(crate) fn client(&self) -> EngineConfig {
+        let mut c = self.apply(EngineConfig::client());
+        if let Some(n) = self.credits {
+            c.credits_request = n.max(1);
+        }
+        c
+    }
+
+    /// The engine configuration of a server.
+    pub(crate) fn server(&self) -> EngineConfig {
+        let mut c = self.apply(EngineConfig::server());
+        if let Some(n) = self.credits {
+            c.credits_grant = n.max(1);
+        }
+        c
+    }
+
+    /// Queue pair sizes fitting the credits.
+    pub(crate) fn caps(&self) -> QpCaps {
+        let credits = self.credits.unwrap_or(128).max(16);
+        QpCaps {
+            send_depth: (credits * 4).max(128),
+            recv_depth: credits + 16,
+            ..QpCaps::default()
+        }
+    }
+
+    /// Software iWARP options.
+    pub(crate) fn options(&self) -> Options {
+        Options {
+            revision: self.mpa_revision,
+            crc: self.crc,
+            ..Options::default()
+        }
+    }
+}

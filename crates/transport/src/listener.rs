@@ -1,0 +1,156 @@
+//! The server side: accepting RPC-over-RDMA connections and serving each
+//! with an ONC RPC [`Server`].
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use rpcrdma_engine::{Engine, EngineConfig};
+use rpcrdma_oncrpc::Server;
+use rpcrdma_verbs::{ConnectRequest, Device, Listener, QpCaps, QpParams, QueuePair};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::error::RdmaError;
+use crate::transport::RdmaTransport;
+
+/// How to accept connections.
+#[derive(Debug, Clone)]
+pub struct ListenConfig<O> {
+    /// The engine configuration (role server).
+    pub engine: EngineConfig,
+    /// Provider options for the listener.
+    pub options: O,
+    /// Queue pair sizes.
+    pub caps: QpCaps,
+}
+
+impl<O: Default> Default for ListenConfig<O> {
+    fn default() -> Self {
+        Self {
+            engine: EngineConfig::server(),
+            options: O::default(),
+            caps: QpCaps::default(),
+        }
+    }
+}
+
+/// A running RPC-over-RDMA listener.
+pub struct RdmaService<D: Device> {
+    local: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: Mutex<Option<JoinHandle<()>>>,
+    connections: Arc<Mutex<Vec<RdmaTransport<D>>>>,
+}
+
+impl<D: Device> RdmaService<D> {
+    /// The address listened on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The connections accepted so far that are still open.
+    pub fn connections(&self) -> Vec<RdmaTransport<D>> {
+        self.connections
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Stops accepting (open connections are closed by
+    /// `rpcrdma_oncrpc::Server::shutdown`).
+    pub async fn stop(&self) {
+        self.stop.send_replace(true);
+        let task = self.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(t) = task {
+            let _ = t.await;
+        }
+    }
+}
+
+/// Listens on `addr` with `device` and serves every accepted connection
+/// with `server`. Each connection's RFC 8797 private data is parsed and
+/// answered with ours.
+pub async fn serve_rdma<D: Device + Clone>(
+    server: &Server,
+    device: D,
+    addr: SocketAddr,
+    config: ListenConfig<D::Options>,
+) -> Result<RdmaService<D>, RdmaError> {
+    config.engine.validate()?;
+    let listener = device
+        .listen(addr, config.options.clone())
+        .await
+        .map_err(|source| RdmaError::Listen {
+            addr: addr.to_string(),
+            source,
+        })?;
+    let local = listener.local_addr();
+    let (stop, mut stop_rx) = watch::channel(false);
+    let connections = Arc::new(Mutex::new(Vec::new()));
+    let conns = connections.clone();
+    let server = server.clone();
+    let span = tracing::info_span!("rdma_listen", addr = %local);
+    let task = tokio::spawn(tracing::Instrument::instrument(
+        async move {
+            loop {
+                let req = tokio::select! {
+                    _ = stop_rx.wait_for(|s| *s) => break,
+                    r = listener.accept() => r,
+                };
+                let req = match req {
+                    Ok(r) => r,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "connection request failed");
+                        continue;
+                    }
+                };
+                match accept_one(&device, req, &config).await {
+                    Ok(t) => {
+                        server.serve(t.clone());
+                        let mut c = conns.lock().unwrap_or_else(|p| p.into_inner());
+                        c.retain(RdmaTransport::is_open);
+                        c.push(t);
+                    }
+                    Err(e) => tracing::warn!(error = %e, "accept failed"),
+                }
+            }
+        },
+        span,
+    ));
+    Ok(RdmaService {
+        local,
+        stop,
+        task: Mutex::new(Some(task)),
+        connections,
+    })
+}
+
+async fn accept_one<D: Device>(
+    device: &D,
+    req: D::Request,
+    config: &ListenConfig<D::Options>,
+) -> Result<RdmaTransport<D>, RdmaError> {
+    let peer = req.peer_addr();
+    let peer_private = req.private_data().clone();
+    let pd = device.alloc_pd();
+    let cq = device.create_cq((config.caps.send_depth + config.caps.recv_depth) as usize + 16);
+    let ours = Bytes::copy_from_slice(&config.engine.private_data().to_bytes());
+    let params = QpParams {
+        pd: &pd,
+        send_cq: &cq,
+        recv_cq: &cq,
+        caps: config.caps,
+        options: config.options.clone(),
+    };
+    let qp = req
+        .accept(params, ours)
+        .await
+        .map_err(|source| RdmaError::Connect {
+            addr: peer.to_string(),
+            source,
+        })?;
+    let engine = Engine::new(config.engine.clone(), pd, qp.caps(), Some(&peer_private))?;
+    tracing::debug!(%peer, "RPC-over-RDMA connection accepted");
+    Ok(RdmaTransport::new(engine, qp, cq, peer))
+}

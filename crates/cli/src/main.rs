@@ -25,6 +25,13 @@ enum Command {
     /// Server and client in one process over software iWARP on loopback:
     /// every message form, verified byte for byte, with timings.
     Demo(cmd::demo::DemoArgs),
+    /// Serve the demo program over RPC-over-RDMA (and optionally TCP).
+    Serve(cmd::serve::ServeArgs),
+    /// Call a procedure on a server (raw XDR, or the demo program's operations).
+    Call(cmd::call::CallArgs),
+    /// Connect to an RPC-over-RDMA server and report its private data,
+    /// version, inline thresholds, remote invalidation and credits.
+    Probe(cmd::probe::ProbeArgs),
     Decode(cmd::decode::DecodeArgs),
 }
 

@@ -169,7 +169,7 @@ impl<D: Device> RdmaConnector<D> {
                 }
             })),
         };
-        let t = RdmaTransport::with_hooks(engine, qp, cq, self.addr, hooks);
+        let t = RdmaTransport::with_hooks(engine, qp, cq, self.addr, peer_private, hooks);
         *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(t.clone());
         Ok(t)
     }

@@ -152,5 +152,5 @@ async fn accept_one<D: Device>(
         })?;
     let engine = Engine::new(config.engine.clone(), pd, qp.caps(), Some(&peer_private))?;
     tracing::debug!(%peer, "RPC-over-RDMA connection accepted");
-    Ok(RdmaTransport::new(engine, qp, cq, peer))
+    Ok(RdmaTransport::new(engine, qp, cq, peer, peer_private))
 }

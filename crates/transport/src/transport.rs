@@ -15,6 +15,8 @@ use std::time::Instant;
 
 use std::collections::HashMap;
 
+use bytes::Bytes;
+
 use rpcrdma_engine::{
     ApiError, CallError, CallToken, ConnectionInfo, Engine, EngineError, Event, MessageForm,
     ReplyHints, Stats,
@@ -55,6 +57,7 @@ struct Inner<D: Device> {
     cq: D::Cq,
     wake: Notify,
     peer: SocketAddr,
+    peer_private: Bytes,
     on_negotiated: Option<NegotiatedHook>,
     on_fatal: Option<FatalHook>,
 }
@@ -95,13 +98,22 @@ pub(crate) struct Hooks {
 
 impl<D: Device> RdmaTransport<D> {
     /// Wraps a connected queue pair and its engine. The engine's initial
-    /// receives are posted here, before anything is sent.
-    pub fn new(engine: Engine<D::Pd>, qp: D::Qp, cq: D::Cq, peer: SocketAddr) -> Self {
+    /// receives are posted here, before anything is sent. `peer_private` is
+    /// the private data the peer sent at connection set-up (kept for
+    /// display).
+    pub fn new(
+        engine: Engine<D::Pd>,
+        qp: D::Qp,
+        cq: D::Cq,
+        peer: SocketAddr,
+        peer_private: Bytes,
+    ) -> Self {
         Self::with_hooks(
             engine,
             qp,
             cq,
             peer,
+            peer_private,
             Hooks {
                 on_negotiated: None,
                 on_fatal: None,
@@ -114,6 +126,7 @@ impl<D: Device> RdmaTransport<D> {
         qp: D::Qp,
         cq: D::Cq,
         peer: SocketAddr,
+        peer_private: Bytes,
         hooks: Hooks,
     ) -> Self {
         let t = Self {
@@ -129,6 +142,7 @@ impl<D: Device> RdmaTransport<D> {
                 cq,
                 wake: Notify::new(),
                 peer,
+                peer_private,
                 on_negotiated: hooks.on_negotiated,
                 on_fatal: hooks.on_fatal,
             }),
@@ -184,6 +198,12 @@ impl<D: Device> RdmaTransport<D> {
     /// Whether the connection has not failed or been closed.
     pub fn is_open(&self) -> bool {
         self.lock().engine.error().is_none()
+    }
+
+    /// The private data the peer sent at connection set-up, as received
+    /// (the RFC 8797 message may sit anywhere in it).
+    pub fn peer_private_data(&self) -> &Bytes {
+        &self.inner.peer_private
     }
 
     /// The peer's address.

@@ -1,8 +1,12 @@
 //! Subcommand implementations, one module each.
 
+pub(crate) mod call;
+pub(crate) mod connect;
 pub(crate) mod decode;
 pub(crate) mod demo;
+pub(crate) mod probe;
 pub(crate) mod rdma_opts;
+pub(crate) mod serve;
 
 use std::process::ExitCode;
 
@@ -13,5 +17,8 @@ pub(crate) fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Decode(args) => decode::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Call(args) => call::run(args),
+        Command::Probe(args) => probe::run(args),
     }
 }

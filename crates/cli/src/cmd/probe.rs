@@ -1,0 +1,124 @@
+//! `rpcrdma probe`: connect to an RPC-over-RDMA server and report what it
+//! offers.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use rpcrdma_oncrpc::{ClientConfig, RpcError};
+use rpcrdma_wire::PrivateData;
+
+use super::connect::{connect, resolve, TransportKind};
+use super::rdma_opts::RdmaOpts;
+
+/// Arguments of `rpcrdma probe`.
+#[derive(Debug, Args)]
+pub(crate) struct ProbeArgs {
+    /// Server address, HOST:PORT (20049 is NFS/RDMA).
+    addr: String,
+    /// Program whose NULL procedure is called to learn the credit grant
+    /// (any reply carries it; default NFS).
+    #[arg(long, default_value = "100003", value_parser = super::call::parse_u32)]
+    prog: u32,
+    /// Version for that NULL call.
+    #[arg(long, default_value_t = 3)]
+    vers: u32,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    rdma: RdmaOpts,
+}
+
+fn describe(p: &PrivateData) -> String {
+    format!(
+        "send {} B, receive {} B, remote invalidation {}",
+        p.send_size.bytes(),
+        p.recv_size.bytes(),
+        if p.remote_invalidation() { "yes" } else { "no" }
+    )
+}
+
+/// Runs `rpcrdma probe`.
+pub(crate) fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
+    let addr = resolve(&a.addr)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async move {
+        let mut config = ClientConfig::default();
+        config.timeout = Duration::from_secs(10);
+        let c = connect(addr, TransportKind::Rdma, &a.rdma, config).await?;
+        let null = c.client.null(a.prog, a.vers).await;
+        let t = c
+            .rdma
+            .as_ref()
+            .and_then(|h| h.transport())
+            .context("no RPC-over-RDMA connection was made")?;
+        let info = t.info();
+        let raw = t.peer_private_data().clone();
+        let (version, fell_back) = t.negotiated().unwrap_or((0, false));
+        let null_desc = match &null {
+            Ok(()) => "reply: SUCCESS".to_string(),
+            Err(RpcError::ProgUnavail { .. }) => "reply: PROG_UNAVAIL".into(),
+            Err(RpcError::ProgMismatch { low, high, .. }) => {
+                format!("reply: PROG_MISMATCH (versions {low}..={high})")
+            }
+            Err(e) => format!("failed: {e}"),
+        };
+        let null_ok = null.is_ok();
+        if a.json {
+            let pd = |p: &Option<PrivateData>| match p {
+                Some(p) => serde_json::json!({
+                    "send_size": p.send_size.bytes(),
+                    "recv_size": p.recv_size.bytes(),
+                    "remote_invalidation": p.remote_invalidation(),
+                }),
+                None => serde_json::Value::Null,
+            };
+            let v = serde_json::json!({
+                "addr": addr.to_string(),
+                "version": version,
+                "fell_back": fell_back,
+                "peer_private_data_hex": hex::encode(&raw),
+                "peer_rfc8797": pd(&info.peer_private_data),
+                "our_rfc8797": pd(&Some(info.local_private_data)),
+                "thresholds": {"send": info.thresholds.send, "recv": info.thresholds.recv},
+                "remote_invalidation": info.remote_invalidation,
+                "credits_granted": info.credits_granted,
+                "null_call": {"prog": a.prog, "vers": a.vers, "ok": null_ok, "result": null_desc},
+            });
+            println!("{v}");
+        } else {
+            println!("peer {addr}");
+            println!(
+                "  private data ({} bytes): {}",
+                raw.len(),
+                if raw.is_empty() { "none".into() } else { hex::encode(&raw) }
+            );
+            match &info.peer_private_data {
+                Some(p) => println!("  RFC 8797: {}", describe(p)),
+                None => println!("  RFC 8797: absent (defaults apply: 1024-byte thresholds, no remote invalidation)"),
+            }
+            println!("  we sent: {}", describe(&info.local_private_data));
+            println!(
+                "  RPC-over-RDMA version: {}{}",
+                version,
+                if fell_back { " (our Version Two probe drew ERR_VERS; fell back)" } else { "" }
+            );
+            println!(
+                "  inline thresholds: we send up to {} B, the peer sends us up to {} B",
+                info.thresholds.send, info.thresholds.recv
+            );
+            println!(
+                "  remote invalidation: {}",
+                if info.remote_invalidation { "used (both set R)" } else { "not used" }
+            );
+            println!("  credits granted: {}", info.credits_granted);
+            println!("  NULL call to program {} v{}: {null_desc}", a.prog, a.vers);
+        }
+        Ok(if version == 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    })
+}

@@ -891,3 +891,170 @@ fn bad_header_round_trip_for_diagnostics() {
     assert_eq!(pair.server.engine.stats().rdma_errors_sent, 1);
     assert_eq!(pair.client.engine.info().calls_in_flight, 0);
 }
+
+// ----- readings recorded in docs/spec-notes.md ("Engine", E1–E12) --------
+
+fn call_header(pair: &Pair, i: usize) -> rpcrdma_wire::Header {
+    rpcrdma_wire::decode(&pair.client.sent[i].0, &Default::default())
+        .unwrap()
+        .header
+}
+
+/// E1, E2: Write chunks only when the largest reply might not fit inline,
+/// and no Reply chunk when the reduced reply fits.
+#[test]
+fn spec_e1_e2_reply_resources_follow_the_reduced_maximum() {
+    let mut pair = Pair::new();
+    // 1 MiB READ: a Write chunk, no Reply chunk.
+    let hints = ReplyHints {
+        ddp_results: vec![1 << 20],
+        max_reply: Some((1 << 20) + 64),
+        reduce: true,
+    };
+    pair.client
+        .engine
+        .send_call(pair.now, 1, call(1, 2, &[], None), hints)
+        .unwrap();
+    pair.drive();
+    let h = call_header(&pair, 0);
+    let c = h.chunks().unwrap();
+    assert_eq!((c.writes.len(), c.reply.is_none()), (1, true));
+    serve(&mut pair, |xid, _| reply(xid, &[], Some(pattern(1 << 20, 1))));
+    take_reply(&mut pair, 1);
+    // 100-byte READ: the whole reply fits inline, so no chunk at all.
+    let hints = ReplyHints {
+        ddp_results: vec![100],
+        max_reply: Some(100 + 64),
+        reduce: true,
+    };
+    pair.client
+        .engine
+        .send_call(pair.now, 2, call(2, 2, &[], None), hints)
+        .unwrap();
+    pair.drive();
+    let h = call_header(&pair, 1);
+    assert!(h.chunks().unwrap().is_empty());
+    serve(&mut pair, |xid, _| reply(xid, &[], Some(pattern(100, 1))));
+    let (m, _, rf) = take_reply(&mut pair, 2);
+    assert_eq!(rf, MessageForm::Short);
+    let mut d = Decoder::with_ddp(&m);
+    d.skip(24).unwrap();
+    assert_eq!(d.get_opaque_ddp(1000).unwrap(), pattern(100, 1));
+    no_leaks(&pair);
+}
+
+/// E6: the credit value of a Version One RDMA_ERROR is ignored.
+#[test]
+fn spec_e6_rdma_error_credit_value_is_ignored() {
+    let mut pair = Pair::with(v1_client());
+    pair.client
+        .engine
+        .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    echo_server(&mut pair);
+    take_reply(&mut pair, 1);
+    assert_eq!(pair.client.engine.info().credits_granted, 64);
+    pair.client
+        .engine
+        .send_call(pair.now, 2, call(2, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    pair.drop_next_send(true);
+    pair.drive();
+    // RDMA_ERROR ERR_BADHEADER for xid 2 with credits 1.
+    let m: Vec<u8> = [2u32, 1, 1, 4, 2].iter().flat_map(|w| w.to_be_bytes()).collect();
+    pair.inject(true, &m);
+    assert!(matches!(
+        take_failure(&mut pair, 2),
+        CallError::RdmaError { .. }
+    ));
+    assert_eq!(pair.client.engine.info().credits_granted, 64);
+}
+
+/// E9: RFC 8797 sizes win over the Version Two default; without private
+/// data, Version Two raises both thresholds to 4096.
+#[test]
+fn spec_e9_thresholds_by_private_data_and_version() {
+    let mut pair = Pair::new();
+    pair.client
+        .engine
+        .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    echo_server(&mut pair);
+    take_reply(&mut pair, 1);
+    assert_eq!(pair.client.engine.info().version, Some(2));
+    assert_eq!(pair.client.engine.thresholds().send, 1024);
+
+    // Both ends prepared for 4096 but exchanging no private data: the
+    // Version Two default applies once the version is settled.
+    let mut o = PairOptions {
+        private_data: false,
+        ..PairOptions::default()
+    };
+    for c in [&mut o.client, &mut o.server] {
+        c.inline_send = 4096;
+        c.inline_recv = 4096;
+    }
+    let mut pair = Pair::with(o);
+    // During the probe at most 1024 bytes go out.
+    assert_eq!(pair.client.engine.thresholds().send, 1024);
+    pair.client
+        .engine
+        .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    echo_server(&mut pair);
+    take_reply(&mut pair, 1);
+    let t = pair.client.engine.thresholds();
+    assert_eq!((t.send, t.recv), (4096, 4096));
+    // A 3000-byte call now goes inline.
+    pair.client
+        .engine
+        .send_call(pair.now, 2, call(2, 1, &pattern(3000, 1), None), ReplyHints::default())
+        .unwrap();
+    echo_server(&mut pair);
+    let (_, cf, _) = take_reply(&mut pair, 2);
+    assert_eq!(cf, MessageForm::Short);
+    // Without private data and in Version One, 1024.
+    let mut o = v1_client();
+    o.private_data = false;
+    let pair = Pair::with(o);
+    assert_eq!(pair.client.engine.thresholds().send, 1024);
+}
+
+/// E11: abandoned calls keep their credits; when they hold them all and a
+/// call is waiting, the connection is failed (a reconnect frees them).
+#[test]
+fn spec_e11_credits_held_by_abandoned_calls_fail_the_connection() {
+    let mut o = v1_client();
+    o.server.credits_grant = 2;
+    let mut pair = Pair::with(o);
+    pair.client
+        .engine
+        .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    echo_server(&mut pair);
+    take_reply(&mut pair, 1);
+    for xid in [10u32, 11] {
+        pair.client
+            .engine
+            .send_call(pair.now, xid, call(xid, 0, &[], None), ReplyHints::default())
+            .unwrap();
+    }
+    pair.drive(); // the server holds both, never answers
+    pair.client.engine.release(10);
+    pair.client
+        .engine
+        .send_call(pair.now, 12, call(12, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    assert!(pair.client.engine.error().is_none(), "one live call still holds a credit");
+    pair.client.engine.release(11);
+    pair.client
+        .engine
+        .send_call(pair.now, 13, call(13, 0, &[], None), ReplyHints::default())
+        .unwrap_or(());
+    pair.drive();
+    assert!(matches!(
+        pair.client.engine.error(),
+        Some(EngineError::CreditsLost(2))
+    ));
+    no_leaks(&pair);
+}

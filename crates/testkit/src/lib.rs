@@ -9,6 +9,8 @@
 //! * [`mpa`]: the minimal MPA (RFC 5044/6581) and DDP/RDMAP (RFC 5041/5040)
 //!   framing needed to pull RDMA Send payloads out of a capture and to put
 //!   our messages into one.
+//! * [`relay`]: a recording, fault-injecting TCP relay (cut a connection at
+//!   an exact byte offset; turn what it forwarded into a pcap file).
 //!
 //! None of this validates hostile input the way a production codec must;
 //! it returns `None`/errors on what it does not understand and is meant for
@@ -18,6 +20,7 @@
 
 pub mod mpa;
 pub mod pcap;
+pub mod relay;
 pub mod tcp;
 
 /// The project's `shared/` directory (specs, oracles, captures): the value

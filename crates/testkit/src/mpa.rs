@@ -242,6 +242,33 @@ pub fn split_fpdus(mut data: &[u8], crc: bool) -> Result<Vec<Vec<u8>>, String> {
     Ok(out)
 }
 
+/// Where each complete FPDU of a post-negotiation stream lies: byte ranges
+/// of `data` (length field to CRC, inclusive of the pad), plus the number
+/// of trailing bytes that do not form a complete FPDU (a stream cut short).
+/// CRCs are not checked; use [`split_fpdus`] for that.
+pub fn fpdu_spans(data: &[u8]) -> (Vec<std::ops::Range<usize>>, usize) {
+    let mut spans = Vec::new();
+    let mut at = 0usize;
+    while let Some(lenb) = data.get(at..at + 2) {
+        let len = usize::from(u16::from_be_bytes([lenb[0], lenb[1]]));
+        let end = at + (2 + len).div_ceil(4) * 4 + 4;
+        if end > data.len() {
+            break;
+        }
+        spans.push(at..end);
+        at = end;
+    }
+    (spans, data.len() - at)
+}
+
+/// The ULPDU inside the complete FPDU `fpdu` (as delimited by
+/// [`fpdu_spans`]): the bytes after the length field, without pad and CRC.
+pub fn fpdu_ulpdu(fpdu: &[u8]) -> Option<&[u8]> {
+    let lenb = fpdu.get(..2)?;
+    let len = usize::from(u16::from_be_bytes([lenb[0], lenb[1]]));
+    fpdu.get(2..2 + len)
+}
+
 /// The RDMA Send payloads of one MPA connection, given the two directions
 /// of its TCP stream: `(requester→responder, responder→requester)` lists
 /// of complete Send messages (multi-segment Sends reassembled by MO).

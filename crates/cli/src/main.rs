@@ -33,6 +33,9 @@ enum Command {
     /// version, inline thresholds, remote invalidation and credits.
     Probe(cmd::probe::ProbeArgs),
     Decode(cmd::decode::DecodeArgs),
+    /// rdma-core's rping (client or server) over software iWARP: Send/Recv,
+    /// RDMA Read and RDMA Write, verified; talks to the real rping on siw.
+    Rping(cmd::rping::RpingArgs),
 }
 
 fn init_logging(filter: Option<&str>) {

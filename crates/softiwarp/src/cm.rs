@@ -22,6 +22,9 @@ use crate::mem::PdInner;
 use crate::qp::Qp;
 use crate::SoftIwarp;
 
+/// Default [`Options::first_fpdu_delay`].
+pub const DEFAULT_FIRST_FPDU_DELAY: Duration = Duration::from_millis(100);
+
 /// Connection options of the software iWARP provider.
 ///
 /// The defaults suit Linux siw: MPA revision 2 with the RFC 6581 IRD/ORD
@@ -44,6 +47,14 @@ pub struct Options {
     /// Listener: connection requests waiting for `accept` (further ones
     /// wait in the TCP backlog).
     pub backlog: usize,
+    /// Initiator: when set-up ends without a peer-to-peer ready-to-receive
+    /// message (MPA revision 1, `p2p: Off`, or the responder declined
+    /// peer-to-peer mode), `connect` waits this long before returning, so
+    /// that our first FPDU does not reach the responder before it is ready
+    /// for it. Linux siw as responder sends its MPA Reply before it installs
+    /// its receive handler, and data arriving in between stays unread until
+    /// more data comes (docs/iwarp.md, "Linux siw interop"). Zero disables.
+    pub first_fpdu_delay: Duration,
 }
 
 impl Default for Options {
@@ -56,6 +67,7 @@ impl Default for Options {
             max_private_data: MPA_MAX_PRIVATE_DATA,
             mpa_timeout: Duration::from_secs(10),
             backlog: 64,
+            first_fpdu_delay: DEFAULT_FIRST_FPDU_DELAY,
         }
     }
 }
@@ -164,6 +176,11 @@ pub(crate) async fn connect(
     let pd = params.pd.inner.clone();
     match drive_setup(&stream, &mut conn, Some(&pd)).await? {
         Event::Established(n) => {
+            if n.rtr.is_none() && !params.options.first_fpdu_delay.is_zero() {
+                // No RTR told the responder that FPDUs follow: give it time
+                // to get ready for them (see Options::first_fpdu_delay).
+                tokio::time::sleep(params.options.first_fpdu_delay).await;
+            }
             let qp = Qp::start(
                 conn,
                 stream,

@@ -6,6 +6,7 @@ pub(crate) mod decode;
 pub(crate) mod demo;
 pub(crate) mod probe;
 pub(crate) mod rdma_opts;
+pub(crate) mod rping;
 pub(crate) mod serve;
 
 use std::process::ExitCode;
@@ -17,6 +18,7 @@ pub(crate) fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Decode(args) => decode::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Rping(args) => rping::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Call(args) => call::run(args),
         Command::Probe(args) => probe::run(args),

@@ -89,6 +89,12 @@ pub struct EngineConfig {
     pub limits: Limits,
     /// Most calls a requester queues while waiting for credits.
     pub max_queued_calls: usize,
+    /// Whether this end supports the experimental Version Two transport
+    /// properties feature (`docs/v2-transport-properties.md`): a client
+    /// offers its properties once Version Two is settled, a server answers
+    /// with its own. Off: neither sent nor accepted (a peer's offer draws
+    /// `RDMA2_ERR_INVAL_OPTION`). On by default.
+    pub transport_properties: bool,
 }
 
 impl EngineConfig {
@@ -116,6 +122,7 @@ impl EngineConfig {
             negotiation_timeout: Duration::from_secs(5),
             limits: Limits::default(),
             max_queued_calls: 4096,
+            transport_properties: true,
         }
     }
 
@@ -155,6 +162,17 @@ impl EngineConfig {
                     field: name,
                     value: v,
                 });
+            }
+        }
+        for (name, v) in [
+            ("limits.max_read_segments", self.limits.max_read_segments),
+            (
+                "limits.max_segments_per_chunk",
+                self.limits.max_segments_per_chunk,
+            ),
+        ] {
+            if v == 0 {
+                return Err(E::ZeroLimit { field: name });
             }
         }
         if self.role == Role::Client

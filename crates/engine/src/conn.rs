@@ -20,8 +20,10 @@ use crate::config::{EngineConfig, Role};
 use crate::credits::Credits;
 use crate::error::{ApiError, EngineError};
 use crate::event::{Event, MessageForm};
+use crate::features::{FeatureInfo, Registry, TransportPropertiesFeature};
 use crate::hdr;
 use crate::marshal::{Provided, ReplyHints};
+use crate::optional::OptCall;
 use crate::stats::Stats;
 
 /// A call waiting to be sent.
@@ -156,6 +158,13 @@ pub struct Engine<P: ProtectionDomain> {
     pub(crate) grant: u32,
     pub(crate) resp_enabled: bool,
 
+    // Version Two optional features.
+    pub(crate) features: Registry,
+    /// Our outstanding `RDMA2_OPTIONAL` CALLs, by XID.
+    pub(crate) opt_calls: HashMap<u32, OptCall>,
+    /// Where the search for the next optional CALL's XID starts.
+    pub(crate) next_opt_xid: u32,
+
     pub(crate) failed: Option<EngineError>,
     pub(crate) stats: Stats,
 }
@@ -179,8 +188,19 @@ pub struct ConnectionInfo {
     pub credits_granted: u32,
     /// Credits we grant to the peer's calls.
     pub credits_we_grant: u32,
-    /// Our calls in flight.
+    /// Our calls in flight (Version Two optional CALLs awaiting their
+    /// answer included: each holds a credit).
     pub calls_in_flight: u32,
+    /// The Version Two optional features this end supports, with their
+    /// state on this connection.
+    pub features: Vec<FeatureInfo>,
+}
+
+impl ConnectionInfo {
+    /// The feature of `opttype`, if this end supports it.
+    pub fn feature(&self, opttype: rpcrdma_wire::OptionType) -> Option<&FeatureInfo> {
+        self.features.iter().find(|f| f.opttype == opttype)
+    }
 }
 
 impl<P: ProtectionDomain> Engine<P> {
@@ -209,12 +229,19 @@ impl<P: ProtectionDomain> Engine<P> {
             Role::Client => VersionState::Probing,
             Role::Server => VersionState::Unknown,
         };
-        let decode_cfg = DecodeConfig {
+        let mut decode_cfg = DecodeConfig {
             versions: cfg.versions,
             limits: cfg.limits,
             error_credits: ErrorCredits::Grant(grant.max(1)),
             ..DecodeConfig::default()
         };
+        let mut features = Registry::default();
+        if cfg.transport_properties {
+            features.insert(Box::new(TransportPropertiesFeature::new()));
+        }
+        for slot in &features.slots {
+            decode_cfg.options.insert(slot.feature.opttype());
+        }
         let mut e = Self {
             recv_size: cfg.recv_buffer_size(),
             req_enabled: cfg.role == Role::Client,
@@ -246,6 +273,9 @@ impl<P: ProtectionDomain> Engine<P> {
             reads: VecDeque::new(),
             reads_busy: 0,
             grant,
+            features,
+            opt_calls: HashMap::new(),
+            next_opt_xid: 0,
             failed: None,
             stats: Stats::default(),
         };
@@ -270,6 +300,7 @@ impl<P: ProtectionDomain> Engine<P> {
             credits_granted: self.credits.granted(),
             credits_we_grant: self.grant,
             calls_in_flight: self.credits.in_flight(),
+            features: self.features.infos(),
         }
     }
 
@@ -296,6 +327,12 @@ impl<P: ProtectionDomain> Engine<P> {
             && self.sq_busy == 0
             && self.sq_backlog.is_empty()
             && self.out_send.is_empty()
+            && self.opt_calls.is_empty()
+    }
+
+    /// The size of each posted receive buffer.
+    pub(crate) fn recv_buffer_len(&self) -> u32 {
+        u32::try_from(self.recv_size).unwrap_or(u32::MAX)
     }
 
     /// The version messages are sent in now.
@@ -324,6 +361,15 @@ impl<P: ProtectionDomain> Engine<P> {
                 }
             }
         };
+        // Version Two optional features that learned the peer's sizes
+        // (transport properties) replace both.
+        let adj = self.features.adjustments();
+        if let Some(r) = adj.peer_recv_size {
+            t.send = self.cfg.inline_send.min(r);
+        }
+        if let Some(s) = adj.peer_send_size {
+            t.recv = (self.recv_size as u32).min(s);
+        }
         if self.version == VersionState::Probing {
             t.send = t.send.min(rpcrdma_wire::v1::DEFAULT_INLINE_THRESHOLD);
         }
@@ -350,7 +396,10 @@ impl<P: ProtectionDomain> Engine<P> {
 
     /// When [`Engine::handle_timeout`] must next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.deadline
+        match (self.deadline, self.next_optional_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     // ----- inputs --------------------------------------------------------
@@ -364,6 +413,9 @@ impl<P: ProtectionDomain> Engine<P> {
                     self.fail(EngineError::NegotiationTimeout);
                 }
             }
+        }
+        if self.failed.is_none() && self.optional_timeouts(now) {
+            self.pump_calls(now);
         }
     }
 
@@ -531,6 +583,7 @@ impl<P: ProtectionDomain> Engine<P> {
             }
         }
         self.queue.clear();
+        self.opt_calls.clear();
         self.reads.clear();
         self.sq_backlog.clear();
         self.out_send.clear();
@@ -575,8 +628,9 @@ impl<P: ProtectionDomain> Engine<P> {
                     self.send_error(msg.header.vers(), msg.header.xid(), ErrorBody::BadHeader);
                 }
             },
-            // RDMA2_OPTIONAL of a type we support would be handled here; the
-            // decoder answers every unsupported type with INVAL_OPTION.
+            // Only types in the registry get here: the decoder answers every
+            // other one with RDMA2_ERR_INVAL_OPTION (draft §3.1).
+            Proc::OPTIONAL => self.on_optional(now, msg),
             _ => {
                 self.stats.bad_messages += 1;
             }

@@ -25,6 +25,15 @@ pub enum ConfigError {
     /// The client's version policy names a version outside `versions`.
     #[error("client_version asks for a version that `versions` excludes")]
     VersionPolicy,
+    /// A chunk-list limit of zero: no Long call or no chunk could ever be
+    /// accepted.
+    #[error(
+        "{field} must be at least 1 (a Long call needs one Read segment, a chunk one segment)"
+    )]
+    ZeroLimit {
+        /// The field.
+        field: &'static str,
+    },
 }
 
 /// Why one call failed without an RPC reply. The connection stays usable.
@@ -87,6 +96,9 @@ pub enum ApiError {
     /// The connection has failed.
     #[error("the connection has failed: {0}")]
     Failed(EngineError),
+    /// An optional feature with this `rdma_opttype` is already registered.
+    #[error("an RDMA2_OPTIONAL feature with rdma_opttype {0:#010x} is already registered; give each feature its own type")]
+    FeatureRegistered(u32),
 }
 
 /// A condition that ends the connection. Sticky: once set, the engine does

@@ -4,6 +4,7 @@
 use rpcrdma_xdr::Payload;
 
 use crate::error::{CallError, EngineError};
+use crate::features::FeatureState;
 
 /// Names a received call until its reply is sent ([`crate::Engine::send_reply`]).
 ///
@@ -78,6 +79,17 @@ pub enum Event {
         version: u32,
         /// Whether a client fell back from Version Two after `ERR_VERS`.
         fell_back: bool,
+    },
+    /// A Version Two optional feature changed state on this connection
+    /// (became active, or was dropped: unsupported by the peer, refused,
+    /// malformed, unanswered).
+    Feature {
+        /// Its `rdma_opttype`.
+        opttype: rpcrdma_wire::OptionType,
+        /// Its name.
+        name: &'static str,
+        /// The new state.
+        state: FeatureState,
     },
     /// The connection failed; the driver should close it. Every outstanding
     /// call is abandoned by the engine (no reply will be reported) and every

@@ -28,6 +28,16 @@
 //!   1024 bytes) and falls back on `ERR_VERS`; a server answers in the
 //!   version of each call; thresholds follow the version when no private
 //!   data says otherwise.
+//! * **Version Two optional features** (draft-cel-01 §3.1, §3.3): a
+//!   registry of supported `RDMA2_OPTIONAL` types ([`OptionalFeature`],
+//!   [`Engine::register_feature`]) feeding the decoder, so unknown types are
+//!   answered `RDMA2_ERR_INVAL_OPTION`; the engine sends each feature's offer
+//!   once Version Two is settled, answers the peer's, and applies an active
+//!   feature's [`Adjustments`]. One experimental feature ships:
+//!   [`TransportPropertiesFeature`] (receive buffer size, Send size, chunk
+//!   limits; `docs/v2-transport-properties.md`), on by default
+//!   ([`EngineConfig::transport_properties`]), state in
+//!   [`ConnectionInfo::features`].
 //! * **Both directions** (RFC 8167): calls and replies flow both ways on one
 //!   connection with separate credits; the reverse direction is used only
 //!   after it is enabled ([`Engine::enable_backchannel`],
@@ -69,8 +79,10 @@ mod conn;
 mod credits;
 mod error;
 mod event;
+mod features;
 mod hdr;
 mod marshal;
+mod optional;
 mod reply;
 mod requester;
 mod responder;
@@ -83,5 +95,10 @@ pub use config::{EngineConfig, Role, VersionPolicy};
 pub use conn::{ConnectionInfo, Engine};
 pub use error::{ApiError, CallError, ConfigError, EngineError};
 pub use event::{CallToken, Event, MessageForm};
+pub use features::{
+    Adjustments, FeatureContext, FeatureError, FeatureInfo, FeatureState, OptionalFeature,
+    TransportProperties, TransportPropertiesFeature, TRANSPORT_PROPERTIES,
+    TRANSPORT_PROPERTIES_LEN,
+};
 pub use marshal::ReplyHints;
 pub use stats::Stats;

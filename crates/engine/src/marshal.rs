@@ -13,6 +13,13 @@
 //! when the largest possible reply might not fit our receive threshold, and
 //! a Reply chunk when the largest reply, after those results are reduced,
 //! still might not (§5.3.3; see `docs/spec-notes.md`).
+//!
+//! When the peer has advertised its chunk-list limits (Version Two
+//! transport properties, `docs/v2-transport-properties.md`), the lists stay
+//! within them: a call whose DDP items would need more Read segments than
+//! the peer takes is not reduced (Long, one Position-Zero segment), and a
+//! reply with more DDP-eligible results than the peer takes Write chunks
+//! gets none (the results come back inline or in the Reply chunk).
 
 use bytes::{Bytes, BytesMut};
 use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain};
@@ -95,6 +102,10 @@ pub(crate) struct CallParams {
     /// The largest message we can receive.
     pub(crate) recv_threshold: u32,
     pub(crate) max_message: u32,
+    /// The peer's chunk-list limits, when it advertised them.
+    pub(crate) peer_limits: Option<rpcrdma_wire::Limits>,
+    /// The largest message the peer accepts through chunks, when known.
+    pub(crate) peer_max_message: Option<u32>,
 }
 
 /// Registrations made so far, released if planning fails.
@@ -201,11 +212,18 @@ fn plan_inner<P: ProtectionDomain>(
 ) -> Result<(Header, Vec<Bytes>, MessageForm), CallError> {
     let recv = p.recv_threshold as usize;
     let send = p.send_threshold as usize;
+    let max_reads = p
+        .peer_limits
+        .map_or(usize::MAX, |l| l.max_read_segments as usize);
+    let max_writes = p
+        .peer_limits
+        .map_or(usize::MAX, |l| l.max_write_chunks as usize);
 
     // Reply resources first: they go in every form of the call.
     let max_reply = hints.max_reply.map(|m| m as usize);
     let want_writes = hints.reduce
         && !hints.ddp_results.is_empty()
+        && hints.ddp_results.len() <= max_writes
         && max_reply.is_none_or(|m| reply_header_len(p.version, &[], None) + m > recv);
     if want_writes {
         for &max in &hints.ddp_results {
@@ -271,17 +289,32 @@ fn plan_inner<P: ProtectionDomain>(
         return Ok((plain, pieces, MessageForm::Short));
     }
 
-    let reduce = hints.reduce && payload.has_items();
     if payload.stream_len() > p.max_message as usize {
         return Err(CallError::TooLarge(
             "the call exceeds the largest message this end sends through chunks",
         ));
     }
+    if p.peer_max_message
+        .is_some_and(|m| payload.stream_len() > m as usize)
+    {
+        return Err(CallError::TooLarge(
+            "the call exceeds the largest message the peer accepts (its transport properties)",
+        ));
+    }
+    let items = if hints.reduce && payload.has_items() {
+        item_positions(payload)
+    } else {
+        Vec::new()
+    };
+    // Within the peer's Read segment limit: Chunked needs one segment per
+    // item, a reduced Long call one more.
+    let reduce = !items.is_empty() && items.len() <= max_reads;
+    let reduce_long = !items.is_empty() && items.len() < max_reads;
 
     // Chunked: every DDP item becomes a Read chunk at its position.
     let mut item_reads = Vec::new();
     if reduce {
-        for (position, data) in item_positions(payload) {
+        for (position, data) in items {
             let target = regs.source(data)?;
             item_reads.push(ReadSegment { position, target });
         }
@@ -294,7 +327,15 @@ fn plan_inner<P: ProtectionDomain>(
     }
 
     // Long: the (reduced) stream in a Position-Zero Read chunk.
-    let stream = if reduce {
+    if !reduce_long {
+        // Registered for a Chunked attempt, but one segment too many for
+        // the peer alongside the Position-Zero chunk: send unreduced.
+        item_reads.clear();
+        for mr in regs.sources.drain(..) {
+            let _ = mr.deregister();
+        }
+    }
+    let stream = if reduce_long {
         payload.inline().clone()
     } else {
         concat(&stream_pieces(payload, 0).0)

@@ -130,12 +130,25 @@ impl<P: ProtectionDomain> Engine<P> {
 
     /// Sends queued calls while credits allow.
     pub(crate) fn pump_calls(&mut self, now: Instant) {
+        // Version Two optional offers go first (each holds a credit).
+        self.send_offers(now);
         while self.failed.is_none() && self.req_enabled && !self.queue.is_empty() {
             if !self.credits.available() {
-                let abandoned = self.calls.values().filter(|c| c.released).count();
+                let abandoned =
+                    self.calls.values().filter(|c| c.released).count() + self.abandoned_offers();
                 if abandoned > 0 && abandoned as u32 >= self.credits.granted() {
                     self.fail(EngineError::CreditsLost(self.credits.granted()));
                 }
+                return;
+            }
+            if self
+                .queue
+                .front()
+                .is_some_and(|p| self.opt_calls.contains_key(&p.xid))
+            {
+                // The upper layer chose the XID of an unanswered optional
+                // offer: wait for its answer so every RDMA2_ERROR names
+                // one message.
                 return;
             }
             let Some(version) = self.send_version() else {
@@ -150,6 +163,7 @@ impl<P: ProtectionDomain> Engine<P> {
 
     fn transmit(&mut self, now: Instant, pending: Pending, version: u32) {
         let t = self.thresholds();
+        let adj = self.features.adjustments();
         let credits = match self.cfg.role {
             Role::Client => self.cfg.credits_request,
             Role::Server => self.cfg.backchannel_credits.max(1),
@@ -161,6 +175,8 @@ impl<P: ProtectionDomain> Engine<P> {
             send_threshold: t.send,
             recv_threshold: t.recv,
             max_message: self.cfg.max_message,
+            peer_limits: adj.peer_limits,
+            peer_max_message: adj.peer_max_message,
         };
         let plan = match plan_call(&self.pd, &pending.payload, &pending.hints, &params) {
             Ok(p) => p,
@@ -227,6 +243,7 @@ impl<P: ProtectionDomain> Engine<P> {
         self.credits.put();
         self.credits.grant(msg.header.credits());
         if self.version == VersionState::Probing {
+            self.seed_opt_xid(xid);
             self.settle(msg.header.vers(), false);
         }
         if call.released {
@@ -341,6 +358,9 @@ impl<P: ProtectionDomain> Engine<P> {
 
     /// An `RDMA_ERROR` naming `xid`.
     pub(crate) fn on_rdma_error(&mut self, xid: u32, body: ErrorBody) {
+        if self.on_optional_error(xid, body) {
+            return;
+        }
         let Some(mut call) = self.calls.remove(&xid) else {
             tracing::debug!(xid, "RDMA_ERROR for no outstanding call");
             return;

@@ -44,6 +44,11 @@ pub struct Stats {
     pub rdma_writes: u64,
     /// Calls the upper layer abandoned before their reply.
     pub released_early: u64,
+    /// `RDMA2_OPTIONAL` messages sent (offers and answers).
+    pub options_sent: u64,
+    /// `RDMA2_OPTIONAL` messages received of a supported type (others are
+    /// answered by the decoder and counted in `bad_messages`).
+    pub options_received: u64,
 }
 
 impl Stats {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use rpcrdma_engine::{FeatureInfo, FeatureState, TRANSPORT_PROPERTIES};
 use rpcrdma_oncrpc::{ClientConfig, RpcError};
 use rpcrdma_wire::PrivateData;
 
@@ -40,6 +41,51 @@ fn describe(p: &PrivateData) -> String {
     )
 }
 
+/// The transport properties line (Version Two optional feature,
+/// `docs/v2-transport-properties.md`).
+fn describe_properties(f: Option<&FeatureInfo>, version: u32) -> String {
+    let Some(f) = f else {
+        return "off (not offered)".into();
+    };
+    if version != 2 {
+        return "not used (Version One connection)".into();
+    }
+    let a = &f.adjustments;
+    match (&f.state, a.peer_recv_size, a.peer_send_size, a.peer_limits) {
+        (FeatureState::Active, Some(r), Some(s), Some(l)) => format!(
+            "active: the peer receives up to {r} B, sends up to {s} B, takes {} Read segments, {} Write chunks, {} segments per chunk, messages up to {} B through chunks",
+            l.max_read_segments,
+            l.max_write_chunks,
+            l.max_segments_per_chunk,
+            a.peer_max_message.unwrap_or(0)
+        ),
+        (state, ..) => state.to_string(),
+    }
+}
+
+fn properties_json(f: Option<&FeatureInfo>) -> serde_json::Value {
+    let Some(f) = f else {
+        return serde_json::Value::Null;
+    };
+    let a = &f.adjustments;
+    let peer = match (&f.state, a.peer_recv_size, a.peer_send_size, a.peer_limits) {
+        (FeatureState::Active, Some(r), Some(s), Some(l)) => serde_json::json!({
+            "recv_size": r,
+            "send_size": s,
+            "max_read_segments": l.max_read_segments,
+            "max_write_chunks": l.max_write_chunks,
+            "max_segments_per_chunk": l.max_segments_per_chunk,
+            "max_message": a.peer_max_message,
+        }),
+        _ => serde_json::Value::Null,
+    };
+    serde_json::json!({
+        "opttype": f.opttype.0,
+        "state": f.state.name(),
+        "peer": peer,
+    })
+}
+
 /// Runs `rpcrdma probe`.
 pub(crate) fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     let addr = resolve(&a.addr)?;
@@ -51,12 +97,22 @@ pub(crate) fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
         let mut config = ClientConfig::default();
         config.timeout = Duration::from_secs(10);
         let c = connect(addr, TransportKind::Rdma, &a.rdma, config).await?;
-        let null = c.client.null(a.prog, a.vers).await;
+        let mut null = c.client.null(a.prog, a.vers).await;
         let t = c
             .rdma
             .as_ref()
             .and_then(|h| h.transport())
             .context("no RPC-over-RDMA connection was made")?;
+        let offered = |t: &rpcrdma_transport::RdmaTransport<_>| {
+            t.info()
+                .feature(TRANSPORT_PROPERTIES)
+                .is_some_and(|f| f.state == FeatureState::Offered)
+        };
+        if null.is_ok() && offered(&t) {
+            // The Version Two transport properties offer went out after the
+            // first reply; its answer precedes the reply to a second call.
+            null = c.client.null(a.prog, a.vers).await;
+        }
         let info = t.info();
         let raw = t.peer_private_data().clone();
         let (version, fell_back) = t.negotiated().unwrap_or((0, false));
@@ -88,6 +144,7 @@ pub(crate) fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
                 "thresholds": {"send": info.thresholds.send, "recv": info.thresholds.recv},
                 "remote_invalidation": info.remote_invalidation,
                 "credits_granted": info.credits_granted,
+                "transport_properties": properties_json(info.feature(TRANSPORT_PROPERTIES)),
                 "null_call": {"prog": a.prog, "vers": a.vers, "ok": null_ok, "result": null_desc},
             });
             println!("{v}");
@@ -117,6 +174,11 @@ pub(crate) fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
                 if info.remote_invalidation { "used (both set R)" } else { "not used" }
             );
             println!("  credits granted: {}", info.credits_granted);
+            println!(
+                "  transport properties (RDMA2_OPTIONAL {:#010x}): {}",
+                TRANSPORT_PROPERTIES.0,
+                describe_properties(info.feature(TRANSPORT_PROPERTIES), version)
+            );
             println!("  NULL call to program {} v{}: {null_desc}", a.prog, a.vers);
         }
         Ok(if version == 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })

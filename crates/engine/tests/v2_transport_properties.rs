@@ -1085,3 +1085,83 @@ proptest! {
         prop_assert!(pair.server.engine.error().is_none());
     }
 }
+
+// ----- the specification document ---------------------------------------------
+
+/// The draft's extraction script (§4), applied to `text`:
+/// `grep '^ *///' | sed 's?^ /// ??' | sed 's?^ *///$??'`.
+fn extract_xdr(text: &str) -> String {
+    text.lines()
+        .filter(|l| l.trim_start().starts_with("///"))
+        .map(|l| {
+            let l = l.strip_prefix(" /// ").unwrap_or(l);
+            if l.trim_start() == "///" {
+                ""
+            } else {
+                l
+            }
+        })
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+#[test]
+fn docs_xdr_matches_the_code() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/v2-transport-properties.md"
+    );
+    let doc = std::fs::read_to_string(path).expect("docs/v2-transport-properties.md");
+    let xdr = extract_xdr(&doc);
+    assert!(
+        !xdr.contains("///"),
+        "every XDR line starts with exactly ' /// ': {xdr}"
+    );
+    assert!(xdr.contains(&format!(
+        "const RPCRDMA2_OPT_XPRT_PROPS = {:#010x};",
+        TRANSPORT_PROPERTIES.0
+    )));
+    let body = xdr
+        .split("struct rpcrdma2_xprt_props {")
+        .nth(1)
+        .and_then(|s| s.split("};").next())
+        .expect("the struct");
+    let fields: Vec<&str> = body
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "uint32 rdma_xp_recv_size;",
+            "uint32 rdma_xp_send_size;",
+            "uint32 rdma_xp_max_read_segs;",
+            "uint32 rdma_xp_max_write_chunks;",
+            "uint32 rdma_xp_max_chunk_segs;",
+            "uint32 rdma_xp_max_message;",
+        ]
+    );
+    assert_eq!(fields.len() * 4, rpcrdma_engine::TRANSPORT_PROPERTIES_LEN);
+    // The order of the fields is the order of the encoding.
+    let p = TransportProperties {
+        recv_size: 1,
+        send_size: 2,
+        max_read_segments: 3,
+        max_write_chunks: 4,
+        max_segments_per_chunk: 5,
+        max_message: 6,
+    };
+    assert_eq!(
+        hex(&p.to_optinfo()),
+        "00000001 00000002 00000003 00000004 00000005 00000006"
+    );
+    // The golden vectors printed in the document are the ones pinned here.
+    let flat: String = doc.chars().filter(|c| !c.is_whitespace()).collect();
+    for v in [GOLDEN_OFFER, GOLDEN_ANSWER, GOLDEN_INVAL_OPTION] {
+        assert!(
+            flat.contains(&v.replace(' ', "")),
+            "{v} not in the document"
+        );
+    }
+}

@@ -679,6 +679,66 @@ fn x5_the_offer_holds_a_credit_until_answered() {
     assert_eq!(pair.client.engine.info().calls_in_flight, 0);
 }
 
+/// The message's first word, if it is a plain Send of bytes.
+fn posted_xid(wr: &rpcrdma_verbs::SendWr) -> u32 {
+    let rpcrdma_verbs::SendOp::Send { sges, .. } = &wr.op else {
+        panic!("{wr:?}")
+    };
+    let Some(rpcrdma_verbs::Sge::Bytes(b)) = sges.first() else {
+        panic!("{wr:?}")
+    };
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+#[test]
+fn x5_with_a_grant_of_two_the_offer_leaves_room_for_one_call() {
+    let mut pair = Pair::new();
+    for xid in 1..=5u32 {
+        send(
+            &mut pair,
+            xid,
+            call(xid, 0, &[], &[]),
+            ReplyHints::default(),
+        );
+    }
+    assert_eq!(pair.drop_next_send(true).map(|w| posted_xid(&w)), Some(1));
+    let mut m = BytesMut::new();
+    V2Header {
+        xid: 1,
+        credits: 2,
+        body: V2Body::Msg {
+            direction: Direction::Reply,
+            chunks: ChunkLists::default(),
+        },
+    }
+    .encode_into(&mut m);
+    m.extend_from_slice(&reply(1, &[]).flatten());
+    pair.inject(true, &m);
+    forms(&mut pair, 1);
+    // Exactly the offer and call 2 go out; call 3 waits for a credit.
+    let first = pair.drop_next_send(true).expect("the offer");
+    assert_eq!(posted_xid(&first), 0x8000_0001);
+    let second = pair.drop_next_send(true).expect("call 2");
+    assert_eq!(posted_xid(&second), 2);
+    assert!(pair.drop_next_send(true).is_none(), "call 3 must wait");
+    assert_eq!(pair.client.engine.info().calls_in_flight, 2);
+    // The answer frees the offer's credit: call 3 goes.
+    pair.inject(
+        true,
+        &optional_msg(
+            0x8000_0001,
+            2,
+            Direction::Reply,
+            TRANSPORT_PROPERTIES.0,
+            &good_props().to_optinfo(),
+            &[],
+        ),
+    );
+    assert_eq!(tp_state(&pair.client.engine), FeatureState::Active);
+    assert_eq!(pair.drop_next_send(true).map(|w| posted_xid(&w)), Some(3));
+    assert!(pair.drop_next_send(true).is_none());
+}
+
 #[test]
 fn x8_an_unanswered_offer_is_dropped_and_keeps_its_credit() {
     let mut o = PairOptions::default();
@@ -796,9 +856,22 @@ fn x7_calls_respect_the_peers_chunk_limits() {
             call(4, 3, &[], &[Bytes::from(vec![7u8; 300 * 1024])]),
             ReplyHints::default(),
         );
+        // 2000 bytes of arguments and two DDP-eligible items: too big for
+        // a Chunked call, so Long, whose Position-Zero chunk makes a third
+        // Read segment when reduced.
+        let items: Vec<Bytes> = (0..2u8).map(|i| Bytes::from(vec![i; 8192])).collect();
+        send(
+            &mut pair,
+            5,
+            call(5, 3, &filler(2000), &items),
+            ReplyHints::default(),
+        );
         serve(&mut pair, |xid, m| {
             let mut d = Decoder::with_ddp(m);
             d.skip(40).unwrap();
+            if xid == 5 {
+                d.skip(2000).unwrap();
+            }
             if xid == 3 {
                 let mut pe = PayloadEncoder::new();
                 let mut e = pe.encoder();
@@ -815,7 +888,7 @@ fn x7_calls_respect_the_peers_chunk_limits() {
             }
             reply(xid, &n.to_be_bytes())
         });
-        let outcomes: Vec<Event> = (2..=4).map(|x| take_outcome(&mut pair, x)).collect();
+        let outcomes: Vec<Event> = (2..=5).map(|x| take_outcome(&mut pair, x)).collect();
         (pair, outcomes)
     };
 
@@ -823,7 +896,7 @@ fn x7_calls_respect_the_peers_chunk_limits() {
     let mut plain = o.clone();
     plain.client.transport_properties = false;
     let (_, out) = run(plain);
-    for e in &out[..2] {
+    for e in [&out[0], &out[1], &out[3]] {
         assert!(
             matches!(e, Event::CallFailed { error: CallError::RdmaError { code }, .. } if *code == ErrCode::BADHEADER),
             "{e:?}"
@@ -861,6 +934,14 @@ fn x7_calls_respect_the_peers_chunk_limits() {
             ..
         } if m.contains("peer accepts")
     ));
+    let Event::Reply {
+        call_form, message, ..
+    } = &out[3]
+    else {
+        panic!("{:?}", out[3])
+    };
+    assert_eq!(*call_form, MessageForm::Long, "unreduced: one Read segment");
+    assert_eq!(&message.inline()[24..28], &(2 * 8192u32).to_be_bytes());
     assert_eq!(pair.server.engine.stats().bad_messages, 0);
     no_leaks(&pair);
 }

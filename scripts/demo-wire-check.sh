@@ -26,7 +26,7 @@
 # payload is exactly the demo's diagnostic header (xid 0xfadeNNNN, vers 1,
 # rdma_proc 9) and a later frame carries tshark's decode of our server's
 # RDMA_ERROR for the same XID with errcode 2 (ERR_BADHEADER). Any other
-# failing frame fails the script.
+# failing frame fails the script. Details: docs/testing-campaign.md.
 #
 # Usage: scripts/demo-wire-check.sh [--port N] [--bin PATH] [--out DIR]
 #   --port N    server port (default: a free port)

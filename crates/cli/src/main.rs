@@ -36,6 +36,8 @@ enum Command {
     /// rdma-core's rping (client or server) over software iWARP: Send/Recv,
     /// RDMA Read and RDMA Write, verified; talks to the real rping on siw.
     Rping(cmd::rping::RpingArgs),
+    /// Benchmarks (e.g. `bench verbs`: the software iWARP provider against raw TCP).
+    Bench(cmd::bench::BenchArgs),
 }
 
 fn init_logging(filter: Option<&str>) {

@@ -1,16 +1,21 @@
 //! Completion queues.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, Weak};
 
 use rpcrdma_verbs::{CompletionQueue, WorkCompletion};
 use tokio::sync::Notify;
+
+use crate::qp::QpInner;
 
 #[derive(Debug)]
 struct CqInner {
     q: Mutex<VecDeque<WorkCompletion>>,
     capacity: usize,
     notify: Notify,
+    /// Queue pairs whose completions come here.
+    owners: Mutex<Vec<Weak<QpInner>>>,
 }
 
 /// A completion queue (a cheap handle; clones share the queue).
@@ -30,6 +35,7 @@ impl Cq {
                 q: Mutex::new(VecDeque::with_capacity(capacity.min(4096))),
                 capacity: capacity.max(1),
                 notify: Notify::new(),
+                owners: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -59,6 +65,24 @@ impl Cq {
         res
     }
 
+    pub(crate) fn attach(&self, qp: &Arc<QpInner>) {
+        let mut o = self.inner.owners.lock().unwrap_or_else(|p| p.into_inner());
+        o.retain(|w| w.strong_count() > 0);
+        if !o.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(qp))) {
+            o.push(Arc::downgrade(qp));
+        }
+    }
+
+    /// The one live queue pair feeding this queue, if there is exactly one.
+    fn sole_owner(&self) -> Option<Arc<QpInner>> {
+        let mut o = self.inner.owners.lock().unwrap_or_else(|p| p.into_inner());
+        o.retain(|w| w.strong_count() > 0);
+        match &o[..] {
+            [one] => one.upgrade(),
+            _ => None,
+        }
+    }
+
     /// Completions waiting.
     pub fn len(&self) -> usize {
         self.lock().len()
@@ -78,19 +102,64 @@ impl CompletionQueue for Cq {
         n
     }
 
+    /// Waits for a completion. When one queue pair feeds this queue, the
+    /// waiting task reads that queue pair's socket itself (its I/O task
+    /// stands aside meanwhile): the completion is produced and consumed on
+    /// one task, with no hop between tasks.
     async fn wait(&self) {
         loop {
-            let notified = self.inner.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if !self.lock().is_empty() {
-                return;
+            // The queue pair to read from ourselves, if any. The `Notified`
+            // lives only in this block: it must not be registered while we
+            // publish our own completions (that would wake this very task and
+            // cost the runtime an extra turn).
+            let reader = {
+                let notified = self.inner.notify.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if !self.lock().is_empty() {
+                    return;
+                }
+                match self.sole_owner() {
+                    Some(qp) if qp.wants_read() => {
+                        let consumer = Consumer::enter(&qp);
+                        tokio::select! {
+                            biased;
+                            _ = &mut notified => None,
+                            r = qp.readable() => r.ok().map(|()| consumer),
+                        }
+                    }
+                    _ => {
+                        notified.await;
+                        None
+                    }
+                }
+            };
+            if let Some(consumer) = reader {
+                consumer.0.read_ready();
             }
-            notified.await;
         }
     }
 
     fn capacity(&self) -> usize {
         self.inner.capacity
+    }
+}
+
+/// Marks a task reading a queue pair's socket from a completion-queue wait;
+/// on leaving, hands reading back to the I/O task.
+struct Consumer(Arc<QpInner>);
+
+impl Consumer {
+    fn enter(qp: &Arc<QpInner>) -> Self {
+        qp.consumers.fetch_add(1, Ordering::AcqRel);
+        Consumer(qp.clone())
+    }
+}
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        if self.0.consumers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.wake_io();
+        }
     }
 }

@@ -9,6 +9,7 @@
 //! finishes writes the socket could not take at once.
 
 use std::io::{self, IoSlice, IoSliceMut};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rpcrdma_iwarp::conn::{ConnError, Connection, Event};
@@ -47,6 +48,9 @@ pub(crate) struct QpInner {
     wake: Notify,
     closed: watch::Sender<Option<DisconnectReason>>,
     caps: QpCaps,
+    /// Tasks reading the socket from a completion-queue wait; while there
+    /// are any, the I/O task does not wait for readability itself.
+    pub(crate) consumers: AtomicUsize,
 }
 
 /// A connected queue pair. Dropping it closes the connection gracefully.
@@ -58,6 +62,19 @@ pub struct Qp {
 impl QpInner {
     fn lock(&self) -> MutexGuard<'_, QpState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn wants_read(&self) -> bool {
+        let st = self.lock();
+        !st.shut && st.conn.wants_read()
+    }
+
+    pub(crate) async fn readable(&self) -> io::Result<()> {
+        self.stream.readable().await
+    }
+
+    pub(crate) fn wake_io(&self) {
+        self.wake.notify_one();
     }
 
     /// Writes what the connection has queued, as far as the socket takes it.
@@ -99,25 +116,25 @@ impl QpInner {
         }
     }
 
-    /// Publishes collected completions (after the state lock is released
-    /// the caller passes them in).
-    fn publish(&self, mut send: Vec<WorkCompletion>, mut recv: Vec<WorkCompletion>) {
-        let overrun =
-            self.send_cq.push_all(&mut send).is_err() | self.recv_cq.push_all(&mut recv).is_err();
+    /// Moves collected completions to the completion queues (under the
+    /// state lock, so the vectors keep their capacity; the CQ locks are
+    /// leaves). A full queue fails the connection.
+    fn publish(&self, st: &mut QpState) {
+        let overrun = self.send_cq.push_all(&mut st.send_wcs).is_err()
+            | self.recv_cq.push_all(&mut st.recv_wcs).is_err();
         if overrun {
-            let mut st = self.lock();
             st.conn.handle_transport_error(
                 "completion queue overrun: size the CQ for the queues attached to it".into(),
             );
-            self.collect(&mut st);
-            let (s, r) = (
-                std::mem::take(&mut st.send_wcs),
-                std::mem::take(&mut st.recv_wcs),
-            );
-            drop(st);
-            let _ = self.send_cq.push_all(&mut { s });
-            let _ = self.recv_cq.push_all(&mut { r });
+            self.collect(st);
+            let _ = self.send_cq.push_all(&mut st.send_wcs);
+            let _ = self.recv_cq.push_all(&mut st.recv_wcs);
             self.wake.notify_one();
+        }
+        if let Some(reason) = st.reason.clone() {
+            if self.closed.borrow().is_none() {
+                self.closed.send_replace(Some(reason));
+            }
         }
     }
 
@@ -127,16 +144,9 @@ impl QpInner {
         let r = f(&mut st);
         self.flush(&mut st);
         self.collect(&mut st);
+        self.publish(&mut st);
         let wake = st.conn.wants_write() || st.conn.wants_close() || st.reason.is_some();
-        let (s, rv) = (
-            std::mem::take(&mut st.send_wcs),
-            std::mem::take(&mut st.recv_wcs),
-        );
-        if let Some(reason) = st.reason.clone() {
-            self.closed.send_replace(Some(reason));
-        }
         drop(st);
-        self.publish(s, rv);
         if wake {
             self.wake.notify_one();
         }
@@ -145,7 +155,7 @@ impl QpInner {
 
     /// Reads what the socket has, within the budget. Returns false once the
     /// stream ended or failed.
-    fn read_ready(&self) -> bool {
+    pub(crate) fn read_ready(&self) -> bool {
         let mut st = self.lock();
         let mut alive = true;
         for _ in 0..READ_BUDGET {
@@ -180,15 +190,7 @@ impl QpInner {
         }
         self.flush(&mut st);
         self.collect(&mut st);
-        let (s, r) = (
-            std::mem::take(&mut st.send_wcs),
-            std::mem::take(&mut st.recv_wcs),
-        );
-        if let Some(reason) = st.reason.clone() {
-            self.closed.send_replace(Some(reason));
-        }
-        drop(st);
-        self.publish(s, r);
+        self.publish(&mut st);
         alive
     }
 }
@@ -200,7 +202,7 @@ async fn run(inner: Arc<QpInner>) {
         let notified = inner.wake.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let (want_read, want_write, want_close) = {
+        let (readable, want_write, want_close) = {
             let st = inner.lock();
             (
                 stream_alive && st.conn.wants_read(),
@@ -208,16 +210,22 @@ async fn run(inner: Arc<QpInner>) {
                 st.conn.wants_close(),
             )
         };
+        let deferred = readable && inner.consumers.load(Ordering::Acquire) > 0;
+        let want_read = readable && !deferred;
         if want_close {
             break;
         }
         tokio::select! {
             r = inner.stream.readable(), if want_read => {
+                if inner.consumers.load(Ordering::Acquire) > 0 {
+                    // A completion-queue waiter was woken by the same
+                    // readiness and reads instead.
+                    continue;
+                }
                 match r {
                     Ok(()) => stream_alive = inner.read_ready(),
                     Err(e) => inner.with(|st| st.conn.handle_transport_error(e.to_string())),
                 }
-                tokio::task::yield_now().await;
             }
             r = inner.stream.writable(), if want_write => {
                 match r {
@@ -295,7 +303,10 @@ impl Qp {
             wake: Notify::new(),
             closed,
             caps,
+            consumers: AtomicUsize::new(0),
         });
+        inner.send_cq.attach(&inner);
+        inner.recv_cq.attach(&inner);
         // Deliver anything that arrived with the MPA exchange.
         inner.with(|_| ());
         tokio::spawn(run(inner.clone()));

@@ -1,5 +1,6 @@
 //! Subcommand implementations, one module each.
 
+pub(crate) mod bench;
 pub(crate) mod call;
 pub(crate) mod connect;
 pub(crate) mod decode;
@@ -22,5 +23,6 @@ pub(crate) fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(args),
         Command::Call(args) => call::run(args),
         Command::Probe(args) => probe::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }

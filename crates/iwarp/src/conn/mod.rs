@@ -55,7 +55,7 @@ use crate::mr::MrTable;
 use crate::rdmap::{queue, Opcode, ReadRequest, Terminate, READ_REQUEST_LEN};
 pub use rx::RecvBuffers;
 use rx::Rx;
-use tx::{push_message, Mark, Tx};
+use tx::{push_message, push_small, Mark, Tx, INLINE_COPY_MAX};
 
 /// Default largest ULPDU per FPDU we send: near the 64 KiB MPA maximum, a
 /// multiple of 4 so that tagged FPDUs need no pad.
@@ -865,7 +865,6 @@ impl Connection {
                 solicited,
                 invalidate,
             } => {
-                let (pieces, total) = Self::gather(&sges, mrs)?;
                 let opcode = match (solicited, invalidate.is_some()) {
                     (false, false) => Opcode::SEND,
                     (false, true) => Opcode::SEND_INVALIDATE,
@@ -873,18 +872,27 @@ impl Connection {
                     (true, true) => Opcode::SEND_SE_INVALIDATE,
                 };
                 let inv = invalidate.unwrap_or(0);
-                let msn = self.next_tx_msn(queue::SEND);
-                push_message(
-                    &mut self.tx,
-                    crc,
-                    max_ulpdu,
-                    UNTAGGED_HEADER_LEN,
-                    &pieces,
-                    total,
-                    |off, last| {
-                        DdpHeader::untagged(last, opcode, inv, queue::SEND, msn, off as u32)
-                    },
-                );
+                let total: usize = sges.iter().map(Sge::len).sum();
+                if total <= INLINE_COPY_MAX && total + UNTAGGED_HEADER_LEN <= max_ulpdu {
+                    // Small Send: one contiguous FPDU, no payload references.
+                    let msn = self.next_tx_msn(queue::SEND);
+                    let h = DdpHeader::untagged(true, opcode, inv, queue::SEND, msn, 0);
+                    self.push_small_from(&h, &sges, total, mrs)?;
+                } else {
+                    let (pieces, total) = Self::gather(&sges, mrs)?;
+                    let msn = self.next_tx_msn(queue::SEND);
+                    push_message(
+                        &mut self.tx,
+                        crc,
+                        max_ulpdu,
+                        UNTAGGED_HEADER_LEN,
+                        &pieces,
+                        total,
+                        |off, last| {
+                            DdpHeader::untagged(last, opcode, inv, queue::SEND, msn, off as u32)
+                        },
+                    );
+                }
                 self.tx.mark(Mark::Sq(seq));
             }
             SendOp::Write { sges, remote } => {
@@ -935,6 +943,39 @@ impl Connection {
             }
             // Refused by check_wr at post time.
             _ => self.set_sq_result(seq, WcStatus::LocalQpOperation, 0),
+        }
+        Ok(())
+    }
+
+    /// Queues one small FPDU whose payload is gathered from `sges`.
+    fn push_small_from(
+        &mut self,
+        h: &DdpHeader,
+        sges: &[Sge],
+        total: usize,
+        mrs: &MrTable,
+    ) -> Result<(), crate::mr::AccessError> {
+        let mut owned: [Option<Bytes>; 4] = Default::default();
+        let mut slices: [&[u8]; 4] = [&[]; 4];
+        if sges.len() <= 4 {
+            for (i, s) in sges.iter().enumerate() {
+                if let Sge::Region(r) = s {
+                    owned[i] =
+                        Some(mrs.source(r.lkey, r.addr, r.len as usize, Access::LOCAL_READ)?);
+                }
+            }
+            for (i, s) in sges.iter().enumerate() {
+                slices[i] = match (s, &owned[i]) {
+                    (Sge::Bytes(b), _) => &b[..],
+                    (_, Some(b)) => &b[..],
+                    _ => &[],
+                };
+            }
+            push_small(&mut self.tx, self.crc, h, &slices[..sges.len()], total);
+        } else {
+            let (pieces, _) = Self::gather(sges, mrs)?;
+            let refs: Vec<&[u8]> = pieces.iter().map(|b| &b[..]).collect();
+            push_small(&mut self.tx, self.crc, h, &refs, total);
         }
         Ok(())
     }

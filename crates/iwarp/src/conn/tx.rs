@@ -148,6 +148,35 @@ impl Tx {
     }
 }
 
+/// Messages up to this size are copied into their FPDU (one buffer, one
+/// slice to write); larger payloads are referenced, never copied.
+pub(crate) const INLINE_COPY_MAX: usize = 512;
+
+/// Queues a message that fits one FPDU as one contiguous buffer: header,
+/// payload (copied from `pieces`), pad and CRC.
+pub(crate) fn push_small(
+    tx: &mut Tx,
+    crc: bool,
+    header: &DdpHeader,
+    pieces: &[&[u8]],
+    total: usize,
+) {
+    let hdr_len = header.buffer_len();
+    let ulpdu = hdr_len + total;
+    let pad = pad_len(ulpdu);
+    let mut v = Vec::with_capacity(MPA_LEN_FIELD + ulpdu + pad + MPA_CRC_LEN);
+    // ulpdu <= hdr_len + INLINE_COPY_MAX < 65535.
+    v.extend_from_slice(&(ulpdu as u16).to_be_bytes());
+    header.emit(&mut v);
+    for p in pieces {
+        v.extend_from_slice(p);
+    }
+    v.resize(v.len() + pad, 0);
+    let c = if crc { crc32c::crc32c(&v) } else { 0 };
+    v.extend_from_slice(&crc_to_wire(c));
+    tx.push(Bytes::from(v));
+}
+
 /// Splits a message (`pieces`, `total` octets) into FPDUs of at most
 /// `max_ulpdu` octets of ULPDU and queues them. `header(offset, last)`
 /// builds each segment's DDP header, all of length `hdr_len`.

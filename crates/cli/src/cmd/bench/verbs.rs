@@ -1,0 +1,581 @@
+//! `rpcrdma bench verbs`: the software iWARP provider against raw TCP on
+//! loopback, both run between the same two threads (one current-thread
+//! tokio runtime each):
+//!
+//! * 1 MiB RDMA Write throughput vs a raw TCP stream of 1 MiB writes;
+//! * 1 MiB RDMA Read throughput vs the same raw TCP stream;
+//! * 64-byte Send/Recv ping-pong round trip vs a raw TCP ping-pong.
+//!
+//! Each figure is the median of several rounds. Progress goes to stderr;
+//! the result is a table, or one JSON object with `--json`.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use bytes::{Bytes, BytesMut};
+use clap::Args;
+use rpcrdma_softiwarp::{Cq, Options, Pd, Qp, SoftIwarp};
+use rpcrdma_verbs::{
+    Access, CompletionQueue, ConnectRequest, Device, Listener, MemoryRegion, ProtectionDomain,
+    QpCaps, QpParams, QueuePair, RecvWr, RemoteAddr, SendWr, Sge, WcStatus, WorkCompletion,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const MIB: usize = 1 << 20;
+
+/// Arguments of `rpcrdma bench verbs`.
+#[derive(Debug, Args)]
+pub(crate) struct VerbsArgs {
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Negotiate MPA CRC32c (off by default, as Linux siw).
+    #[arg(long)]
+    crc: bool,
+    /// MiB moved per throughput round.
+    #[arg(long, default_value_t = 512)]
+    mib: usize,
+    /// Round trips per ping-pong round.
+    #[arg(long, default_value_t = 20_000)]
+    round_trips: usize,
+    /// Rounds; each round measures raw TCP and then ours, back to back.
+    /// Figures and per-round ratios are reported as medians.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// 1 MiB operations kept in flight.
+    #[arg(long, default_value_t = 8)]
+    window: usize,
+    /// Run only these measures (for quick iterations; the ratios of the
+    /// others are then reported as null).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    only: Vec<Measure>,
+}
+
+/// One of the measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Measure {
+    /// RDMA Write throughput (and the raw TCP stream).
+    Write,
+    /// RDMA Read throughput (and the raw TCP stream).
+    Read,
+    /// Send/Recv ping-pong (and the raw TCP ping-pong).
+    Pingpong,
+}
+
+/// Runs `f` on a fresh current-thread runtime in a new OS thread.
+fn on_thread<T, F>(name: &str, f: F) -> std::thread::JoinHandle<anyhow::Result<T>>
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = anyhow::Result<T>> + Send + 'static,
+{
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("tokio runtime")?
+                .block_on(f)
+        })
+        .expect("spawn thread")
+}
+
+fn join<T>(h: std::thread::JoinHandle<anyhow::Result<T>>) -> anyhow::Result<T> {
+    h.join().map_err(|_| anyhow!("benchmark thread panicked"))?
+}
+
+/// A finite number as JSON, or null for a measure that was not run.
+fn num(x: f64) -> serde_json::Value {
+    serde_json::Number::from_f64(x).map_or(serde_json::Value::Null, serde_json::Value::Number)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+// ------------------------------------------------------------------ raw TCP
+
+/// Raw TCP stream: thread A writes `mib` 1 MiB buffers, thread B reads
+/// them; returns bytes per second as B sees them.
+fn tcp_stream(mib: usize) -> anyhow::Result<f64> {
+    let (addr_tx, addr_rx) = std_mpsc::channel::<SocketAddr>();
+    let barrier = Arc::new(Barrier::new(2));
+    let b2 = barrier.clone();
+    let b = on_thread("bench-b", async move {
+        let l = TcpListener::bind("127.0.0.1:0").await?;
+        addr_tx.send(l.local_addr()?)?;
+        let (mut s, _) = l.accept().await?;
+        s.set_nodelay(true)?;
+        let mut buf = vec![0u8; MIB];
+        let total = mib * MIB;
+        let mut got = 0;
+        b2.wait();
+        let t0 = Instant::now();
+        while got < total {
+            let n = s.read(&mut buf).await?;
+            if n == 0 {
+                bail!("TCP stream ended early");
+            }
+            got += n;
+        }
+        Ok(total as f64 / t0.elapsed().as_secs_f64())
+    });
+    let a = on_thread("bench-a", async move {
+        let addr = addr_rx.recv()?;
+        let mut s = TcpStream::connect(addr).await?;
+        s.set_nodelay(true)?;
+        let buf = vec![0x5au8; MIB];
+        barrier.wait();
+        for _ in 0..mib {
+            s.write_all(&buf).await?;
+        }
+        s.flush().await?;
+        Ok(())
+    });
+    join(a)?;
+    join(b)
+}
+
+/// Raw TCP ping-pong of 64-byte messages; returns the mean round trip in
+/// seconds.
+fn tcp_pingpong(iters: usize) -> anyhow::Result<f64> {
+    let (addr_tx, addr_rx) = std_mpsc::channel::<SocketAddr>();
+    let b = on_thread("bench-b", async move {
+        let l = TcpListener::bind("127.0.0.1:0").await?;
+        addr_tx.send(l.local_addr()?)?;
+        let (mut s, _) = l.accept().await?;
+        s.set_nodelay(true)?;
+        let mut m = [0u8; 64];
+        for _ in 0..iters + iters / 10 {
+            s.read_exact(&mut m).await?;
+            s.write_all(&m).await?;
+        }
+        Ok(0.0)
+    });
+    let a = on_thread("bench-a", async move {
+        let addr = addr_rx.recv()?;
+        let mut s = TcpStream::connect(addr).await?;
+        s.set_nodelay(true)?;
+        let mut m = [7u8; 64];
+        let warm = iters / 10;
+        let mut t0 = Instant::now();
+        for i in 0..iters + warm {
+            if i == warm {
+                t0 = Instant::now();
+            }
+            s.write_all(&m).await?;
+            s.read_exact(&mut m).await?;
+        }
+        Ok(t0.elapsed().as_secs_f64() / iters as f64)
+    });
+    let rtt = join(a)?;
+    join(b)?;
+    Ok(rtt)
+}
+
+// ------------------------------------------------------------------ verbs
+
+struct Side {
+    pd: Pd,
+    scq: Cq,
+    rcq: Cq,
+    qp: Qp,
+}
+
+/// What thread A tells thread B (and back) outside the data path.
+enum Ctl {
+    Addr(SocketAddr),
+    Region(RemoteAddr),
+}
+
+fn caps() -> QpCaps {
+    QpCaps {
+        send_depth: 256,
+        recv_depth: 256,
+        ird: 32,
+        ord: 32,
+    }
+}
+
+fn options(crc: bool) -> Options {
+    Options {
+        crc,
+        ..Options::default()
+    }
+}
+
+async fn server_side(crc: bool, to_a: std_mpsc::Sender<Ctl>) -> anyhow::Result<Side> {
+    let dev = SoftIwarp::new();
+    let l = dev.listen("127.0.0.1:0".parse()?, options(crc)).await?;
+    to_a.send(Ctl::Addr(l.local_addr()))?;
+    let (pd, scq, rcq) = (dev.alloc_pd(), dev.create_cq(1024), dev.create_cq(1024));
+    let req = l.accept().await?;
+    let qp = req
+        .accept(
+            QpParams {
+                pd: &pd,
+                send_cq: &scq,
+                recv_cq: &rcq,
+                caps: caps(),
+                options: options(crc),
+            },
+            Bytes::new(),
+        )
+        .await?;
+    Ok(Side { pd, scq, rcq, qp })
+}
+
+async fn client_side(crc: bool, addr: SocketAddr) -> anyhow::Result<Side> {
+    let dev = SoftIwarp::new();
+    let (pd, scq, rcq) = (dev.alloc_pd(), dev.create_cq(1024), dev.create_cq(1024));
+    let (qp, _) = dev
+        .connect(
+            addr,
+            QpParams {
+                pd: &pd,
+                send_cq: &scq,
+                recv_cq: &rcq,
+                caps: caps(),
+                options: options(crc),
+            },
+            Bytes::new(),
+        )
+        .await?;
+    Ok(Side { pd, scq, rcq, qp })
+}
+
+async fn wait_one(cq: &Cq, out: &mut Vec<WorkCompletion>) -> anyhow::Result<WorkCompletion> {
+    loop {
+        if let Some(wc) = out.pop() {
+            if wc.status != WcStatus::Success {
+                bail!("work request {} failed: {:?}", wc.wr_id, wc.status);
+            }
+            return Ok(wc);
+        }
+        // No timer here: a dead peer flushes every request, which wakes us.
+        if cq.poll(out, 64) == 0 {
+            cq.wait().await;
+        } else {
+            out.reverse();
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Write,
+    Read,
+}
+
+/// 1 MiB RDMA Writes (A -> B, then a Send) or Reads (A <- B), `window` in
+/// flight; returns bytes per second.
+fn verbs_throughput(op: Op, crc: bool, mib: usize, window: usize) -> anyhow::Result<f64> {
+    let (to_a, from_b) = std_mpsc::channel::<Ctl>();
+    let (to_b, from_a) = std_mpsc::channel::<()>();
+    let barrier = Arc::new(Barrier::new(2));
+    let b2 = barrier.clone();
+    let b = on_thread("bench-b", async move {
+        let s = server_side(crc, to_a.clone()).await?;
+        // A sink for Writes or a source for Reads.
+        let mr = match op {
+            Op::Write => {
+                s.pd.register_mut(BytesMut::zeroed(MIB), Access::REMOTE_WRITE)?
+            }
+            Op::Read => {
+                s.pd.register_bytes(Bytes::from(vec![0xa5u8; MIB]), Access::REMOTE_READ)?
+            }
+        };
+        s.qp.post_recv(RecvWr {
+            wr_id: 1,
+            buf: BytesMut::zeroed(64),
+        })?;
+        to_a.send(Ctl::Region(mr.remote(0)))?;
+        let _ = tokio::task::spawn_blocking(move || b2.wait()).await;
+        let t0 = Instant::now();
+        let mut wcs = Vec::new();
+        // Writes end with a Send; Reads end when A says so. Either way B's
+        // I/O task does the work.
+        wait_one(&s.rcq, &mut wcs).await?;
+        let secs = t0.elapsed().as_secs_f64();
+        let _ = from_a.recv();
+        drop(mr);
+        Ok(secs)
+    });
+    let a = on_thread("bench-a", async move {
+        let Ctl::Addr(addr) = from_b.recv()? else {
+            bail!("expected the server address")
+        };
+        let s = client_side(crc, addr).await?;
+        let Ctl::Region(remote) = from_b.recv()? else {
+            bail!("expected the remote region")
+        };
+        let local = match op {
+            Op::Write => {
+                s.pd.register_bytes(Bytes::from(vec![0x3cu8; MIB]), Access::LOCAL_READ)?
+            }
+            Op::Read => {
+                s.pd.register_mut(BytesMut::zeroed(MIB), Access::LOCAL_WRITE)?
+            }
+        };
+        let _ = tokio::task::spawn_blocking(move || barrier.wait()).await;
+        let t0 = Instant::now();
+        let mut wcs = Vec::new();
+        let (mut posted, mut done) = (0usize, 0usize);
+        while done < mib {
+            while posted < mib && posted - done < window {
+                let wr = match op {
+                    Op::Write => {
+                        SendWr::write(posted as u64, vec![Sge::Region(local.sge(0, MIB))], remote)
+                    }
+                    Op::Read => SendWr::read(posted as u64, local.sge(0, MIB), remote),
+                };
+                s.qp.post_send(wr)?;
+                posted += 1;
+            }
+            wait_one(&s.scq, &mut wcs).await?;
+            done += 1;
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        // Tell B we are done (Writes: B measures until this Send arrives).
+        s.qp.post_send(SendWr::send(
+            u64::MAX,
+            vec![Sge::Bytes(Bytes::from_static(b"done"))],
+        ))?;
+        wait_one(&s.scq, &mut wcs).await?;
+        let _ = to_b.send(());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        s.qp.disconnect().await;
+        Ok(secs)
+    });
+    let a_secs = join(a)?;
+    let b_secs = join(b)?;
+    let secs = match op {
+        // Write throughput as the target sees it (data placed, Send seen).
+        Op::Write => b_secs,
+        // Read throughput as the reader sees it (data placed, completed).
+        Op::Read => a_secs,
+    };
+    Ok((mib * MIB) as f64 / secs)
+}
+
+/// 64-byte Send/Recv ping-pong; returns the mean round trip in seconds.
+fn verbs_pingpong(crc: bool, iters: usize) -> anyhow::Result<f64> {
+    let (to_a, from_b) = std_mpsc::channel::<Ctl>();
+    let warm = iters / 10;
+    let total = iters + warm;
+    let b = on_thread("bench-b", async move {
+        let s = server_side(crc, to_a).await?;
+        let msg = Bytes::from(vec![1u8; 64]);
+        for i in 0..16 {
+            s.qp.post_recv(RecvWr {
+                wr_id: i,
+                buf: BytesMut::zeroed(64),
+            })?;
+        }
+        let mut wcs = Vec::new();
+        for _ in 0..total {
+            let wc = wait_one(&s.rcq, &mut wcs).await?;
+            let mut buf = wc.buf.unwrap_or_default();
+            buf.resize(64, 0);
+            s.qp.post_recv(RecvWr {
+                wr_id: wc.wr_id,
+                buf,
+            })?;
+            let mut wr = SendWr::send(0, vec![Sge::Bytes(msg.clone())]);
+            wr.signaled = false;
+            s.qp.post_send(wr)?;
+        }
+        s.qp.closed().await;
+        drop(s.scq);
+        Ok(0.0)
+    });
+    let a = on_thread("bench-a", async move {
+        let Ctl::Addr(addr) = from_b.recv()? else {
+            bail!("expected the server address")
+        };
+        let s = client_side(crc, addr).await?;
+        let msg = Bytes::from(vec![2u8; 64]);
+        for i in 0..16 {
+            s.qp.post_recv(RecvWr {
+                wr_id: i,
+                buf: BytesMut::zeroed(64),
+            })?;
+        }
+        let mut wcs = Vec::new();
+        let mut t0 = Instant::now();
+        for i in 0..total {
+            if i == warm {
+                t0 = Instant::now();
+            }
+            let mut wr = SendWr::send(0, vec![Sge::Bytes(msg.clone())]);
+            wr.signaled = false;
+            s.qp.post_send(wr)?;
+            let wc = wait_one(&s.rcq, &mut wcs).await?;
+            let mut buf = wc.buf.unwrap_or_default();
+            buf.resize(64, 0);
+            s.qp.post_recv(RecvWr {
+                wr_id: wc.wr_id,
+                buf,
+            })?;
+        }
+        let rtt = t0.elapsed().as_secs_f64() / iters as f64;
+        s.qp.disconnect().await;
+        Ok(rtt)
+    });
+    let rtt = join(a)?;
+    join(b)?;
+    Ok(rtt)
+}
+
+// ------------------------------------------------------------------ report
+
+fn note(what: &str, round: usize, n: usize, x: f64) {
+    eprintln!("bench verbs: round {round}/{n}: {what}: {x:.6e}");
+}
+
+/// Median figures and the median of per-round ratios (each ratio compares
+/// two measurements taken back to back, under the same machine load).
+#[derive(Default)]
+struct Series {
+    tcp: Vec<f64>,
+    ours: Vec<f64>,
+    ratio: Vec<f64>,
+}
+
+impl Series {
+    fn push(&mut self, tcp: f64, ours: f64, ratio: f64) {
+        self.tcp.push(tcp);
+        self.ours.push(ours);
+        self.ratio.push(ratio);
+    }
+
+    fn medians(&self) -> (f64, f64, f64) {
+        if self.ratio.is_empty() {
+            return (f64::NAN, f64::NAN, f64::NAN);
+        }
+        (
+            median(self.tcp.clone()),
+            median(self.ours.clone()),
+            median(self.ratio.clone()),
+        )
+    }
+}
+
+/// Runs `rpcrdma bench verbs`.
+pub(crate) fn run(a: VerbsArgs) -> anyhow::Result<ExitCode> {
+    if a.mib == 0 || a.round_trips == 0 || a.rounds == 0 || a.window == 0 {
+        bail!("--mib, --round-trips, --rounds and --window must be at least 1");
+    }
+    let n = a.rounds;
+    let want = |m: Measure| a.only.is_empty() || a.only.contains(&m);
+    let (mut write, mut read, mut ping) = (Series::default(), Series::default(), Series::default());
+    for r in 1..=n {
+        if want(Measure::Write) || want(Measure::Read) {
+            let tcp = tcp_stream(a.mib).context("raw TCP stream")?;
+            note("raw TCP stream (B/s)", r, n, tcp);
+            if want(Measure::Write) {
+                let w =
+                    verbs_throughput(Op::Write, a.crc, a.mib, a.window).context("RDMA Write")?;
+                note("RDMA Write 1 MiB (B/s)", r, n, w);
+                write.push(tcp, w, w / tcp);
+            }
+            if want(Measure::Read) {
+                let x = verbs_throughput(Op::Read, a.crc, a.mib, a.window).context("RDMA Read")?;
+                note("RDMA Read 1 MiB (B/s)", r, n, x);
+                read.push(tcp, x, x / tcp);
+            }
+        }
+        if want(Measure::Pingpong) {
+            let tcp = tcp_pingpong(a.round_trips).context("raw TCP ping-pong")?;
+            note("raw TCP 64 B ping-pong RTT (s)", r, n, tcp);
+            let ours = verbs_pingpong(a.crc, a.round_trips).context("Send/Recv ping-pong")?;
+            note("Send/Recv 64 B ping-pong RTT (s)", r, n, ours);
+            ping.push(tcp, ours, ours / tcp);
+        }
+    }
+    let (_, write_bw, r_w) = write.medians();
+    let (_, read_bw, r_r) = read.medians();
+    // Both throughput series pair with the same TCP rounds.
+    let tcp_rounds = if write.tcp.is_empty() {
+        &read.tcp
+    } else {
+        &write.tcp
+    };
+    let tcp_bw = if tcp_rounds.is_empty() {
+        f64::NAN
+    } else {
+        median(tcp_rounds.clone())
+    };
+    let (tcp_rtt, send_rtt, r_p) = ping.medians();
+    let ratios = (r_w, r_r, r_p);
+    if a.json {
+        let v = serde_json::json!({
+            "bench": "verbs",
+            "provider": "softiwarp",
+            "transport": "TCP loopback, two threads, one current-thread tokio runtime each",
+            "crc": a.crc,
+            "rounds": n,
+            "mib_per_round": a.mib,
+            "round_trips_per_round": a.round_trips,
+            "window": a.window,
+            "tcp_stream_mib_per_s": num(tcp_bw / MIB as f64),
+            "write_1mib_mib_per_s": num(write_bw / MIB as f64),
+            "read_1mib_mib_per_s": num(read_bw / MIB as f64),
+            "tcp_pingpong_rtt_us": num(tcp_rtt * 1e6),
+            "send64_pingpong_rtt_us": num(send_rtt * 1e6),
+            "ratios": {
+                "write_1mib_vs_tcp": num(ratios.0),
+                "read_1mib_vs_tcp": num(ratios.1),
+                "send64_rtt_vs_tcp": num(ratios.2),
+            },
+            "goals": {
+                "write_1mib_vs_tcp": ">= 0.9",
+                "read_1mib_vs_tcp": ">= 0.85",
+                "send64_rtt_vs_tcp": "<= 1.2",
+            },
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "software iWARP vs raw TCP on loopback (medians of {n} paired rounds, CRC {})",
+            if a.crc { "on" } else { "off" }
+        );
+        println!(
+            "{:<28} {:>14} {:>14} {:>8} {:>8}",
+            "measure", "ours", "raw TCP", "ratio", "goal"
+        );
+        let mbs = |x: f64| format!("{:.0} MiB/s", x / MIB as f64);
+        let us = |x: f64| format!("{:.1} us", x * 1e6);
+        println!(
+            "{:<28} {:>14} {:>14} {:>8.3} {:>8}",
+            "RDMA Write 1 MiB",
+            mbs(write_bw),
+            mbs(tcp_bw),
+            ratios.0,
+            ">=0.9"
+        );
+        println!(
+            "{:<28} {:>14} {:>14} {:>8.3} {:>8}",
+            "RDMA Read 1 MiB",
+            mbs(read_bw),
+            mbs(tcp_bw),
+            ratios.1,
+            ">=0.85"
+        );
+        println!(
+            "{:<28} {:>14} {:>14} {:>8.3} {:>8}",
+            "Send/Recv 64 B RTT",
+            us(send_rtt),
+            us(tcp_rtt),
+            ratios.2,
+            "<=1.2"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -11,14 +11,15 @@ use tokio::time::{timeout_at, Instant};
 use tracing::Instrument;
 
 use crate::auth::Credential;
+use crate::backchannel::ClientKey;
 use crate::codec::{Marshal, Unmarshal};
-use crate::conn::{lock, ConnOps, Connection, ServeLimits, XidAlloc};
+use crate::conn::{lock, ConnOps, Connection, OpenAs, ServeLimits, SharedXids, Side, XidAlloc};
 use crate::error::{MessageError, RpcError, TransportError};
 use crate::msg::{
     decode_header, AcceptedStatus, CallHeader, Header, OpaqueAuth, RejectedReply, ReplyBody,
 };
 use crate::service::{BoxFuture, Services};
-use crate::transport::{CallHints, Connector};
+use crate::transport::{CallHints, Connector, Transport};
 
 /// Client settings. Defaults are documented on each field.
 #[derive(Debug, Clone)]
@@ -38,10 +39,19 @@ pub struct ClientConfig {
     /// Credential sent with every call (default `AUTH_NONE`).
     pub credential: Credential,
     /// Programs this client serves to the peer on its connections
-    /// (reverse direction; default none: such calls get `PROG_UNAVAIL`).
+    /// (reverse direction; default none). When there are any, the client
+    /// enables reverse-direction calls on every new connection before its
+    /// first call ([`crate::Transport::enable_backchannel`], RFC 8167 §6);
+    /// its Upper Layer then tells the server (e.g. NFSv4.1
+    /// `CREATE_SESSION`). With none, reverse-direction calls are refused
+    /// by a transport that gates them (RPC-over-RDMA: `RDMA_ERROR`) and
+    /// answered `PROG_UNAVAIL` otherwise.
     pub services: Arc<Services>,
     /// Concurrency limit for those reverse-direction calls.
     pub serve_limits: ServeLimits,
+    /// The first XID (default: a random value). Fixing it makes runs
+    /// reproducible (traces, tests).
+    pub first_xid: Option<u32>,
 }
 
 impl Default for ClientConfig {
@@ -57,13 +67,30 @@ impl Default for ClientConfig {
                 per_connection: 16,
                 global: None,
             },
+            first_xid: None,
         }
     }
 }
 
+/// Why a connection source has no connection for a call.
+#[derive(Debug)]
+pub(crate) enum SourceError {
+    /// Connecting failed (may be retried).
+    Connect(TransportError),
+    /// The call's deadline passed.
+    Timeout,
+    /// A reverse-direction call on a connection whose client is not ready.
+    NotReady,
+    /// No connection of the client bound to `key` within the bound.
+    Gone { key: ClientKey, waited: Duration },
+    /// The source was shut down.
+    Shutdown,
+}
+
 /// Where a client's connections come from.
-trait ConnSource: Send + Sync + 'static {
-    fn get(&self) -> BoxFuture<'_, Result<Arc<dyn ConnOps>, TransportError>>;
+pub(crate) trait ConnSource: Send + Sync + 'static {
+    /// A connection to send on, by `deadline` at the latest.
+    fn get(&self, deadline: Instant) -> BoxFuture<'_, Result<Arc<dyn ConnOps>, SourceError>>;
     fn current(&self) -> Option<Arc<dyn ConnOps>>;
     fn shutdown(&self);
     fn can_reconnect(&self) -> bool;
@@ -73,13 +100,15 @@ trait ConnSource: Send + Sync + 'static {
 struct Fixed(Arc<dyn ConnOps>);
 
 impl ConnSource for Fixed {
-    fn get(&self) -> BoxFuture<'_, Result<Arc<dyn ConnOps>, TransportError>> {
+    fn get(&self, _deadline: Instant) -> BoxFuture<'_, Result<Arc<dyn ConnOps>, SourceError>> {
         let c = self.0.clone();
         Box::pin(async move {
-            if c.is_alive() {
-                Ok(c)
+            if !c.is_alive() {
+                Err(SourceError::Connect(TransportError::Closed))
+            } else if c.side() == Side::Server && !c.backchannel_ready() {
+                Err(SourceError::NotReady)
             } else {
-                Err(TransportError::Closed)
+                Ok(c)
             }
         })
     }
@@ -100,23 +129,54 @@ struct Reconnecting<C: Connector> {
     snapshot: Mutex<Option<Arc<dyn ConnOps>>>,
     services: Arc<Services>,
     limits: ServeLimits,
+    xids: SharedXids,
+}
+
+impl<C: Connector> Reconnecting<C> {
+    async fn connect(&self) -> Result<Arc<dyn ConnOps>, TransportError> {
+        let mut cur = self.current.lock().await;
+        if let Some(c) = cur.as_ref() {
+            if c.is_alive() {
+                return Ok(c.clone());
+            }
+        }
+        let transport = self.connector.connect().await?;
+        // RFC 8167 §6: take reverse-direction calls before the first call,
+        // so that the Upper Layer may announce it in any call.
+        let ready = !self.services.is_empty();
+        if ready {
+            if let Err(e) = transport.enable_backchannel() {
+                transport.close().await;
+                return Err(e);
+            }
+        }
+        let open = OpenAs {
+            side: Side::Client,
+            ready,
+            xids: self.xids.clone(),
+            registry: None,
+        };
+        let conn =
+            Connection::open_with(transport, self.services.clone(), self.limits.clone(), open);
+        tracing::debug!(
+            conn = conn.id(),
+            peer = conn.peer(),
+            backchannel = ready,
+            "connected"
+        );
+        *cur = Some(conn.ops.clone());
+        *lock(&self.snapshot) = Some(conn.ops.clone());
+        Ok(conn.ops)
+    }
 }
 
 impl<C: Connector> ConnSource for Reconnecting<C> {
-    fn get(&self) -> BoxFuture<'_, Result<Arc<dyn ConnOps>, TransportError>> {
+    fn get(&self, deadline: Instant) -> BoxFuture<'_, Result<Arc<dyn ConnOps>, SourceError>> {
         Box::pin(async move {
-            let mut cur = self.current.lock().await;
-            if let Some(c) = cur.as_ref() {
-                if c.is_alive() {
-                    return Ok(c.clone());
-                }
+            match timeout_at(deadline, self.connect()).await {
+                Err(_) => Err(SourceError::Timeout),
+                Ok(r) => r.map_err(SourceError::Connect),
             }
-            let transport = self.connector.connect().await?;
-            let conn = Connection::open(transport, self.services.clone(), self.limits.clone());
-            tracing::debug!(conn = conn.id(), peer = conn.peer(), "connected");
-            *cur = Some(conn.ops.clone());
-            *lock(&self.snapshot) = Some(conn.ops.clone());
-            Ok(conn.ops)
         })
     }
     fn current(&self) -> Option<Arc<dyn ConnOps>> {
@@ -134,23 +194,11 @@ impl<C: Connector> ConnSource for Reconnecting<C> {
 
 struct ClientInner {
     source: Box<dyn ConnSource>,
-    xids: XidSource,
+    /// Shared with every other client sending on the same connections, so
+    /// XIDs are unique among all their outstanding calls.
+    xids: SharedXids,
     in_flight: Semaphore,
     config: ClientConfig,
-}
-
-enum XidSource {
-    Own(Mutex<XidAlloc>),
-    Connection(Arc<dyn ConnOps>),
-}
-
-impl XidSource {
-    fn with<R>(&self, f: impl FnOnce(&mut XidAlloc) -> R) -> R {
-        match self {
-            Self::Own(m) => f(&mut lock(m)),
-            Self::Connection(c) => f(&mut lock(c.xids())),
-        }
-    }
 }
 
 impl Drop for ClientInner {
@@ -222,26 +270,27 @@ struct XidGuard {
 
 impl Drop for XidGuard {
     fn drop(&mut self) {
-        self.inner.xids.with(|x| x.free(self.xid));
+        lock(&self.inner.xids).free(self.xid);
     }
 }
 
 impl Client {
     /// A client that connects with `connector` when first used and
     /// reconnects after a connection is lost.
+    ///
+    /// If `config.services` is not empty, every connection takes
+    /// reverse-direction calls from before its first call (RFC 8167 §6).
     pub fn new<C: Connector>(connector: C, config: ClientConfig) -> Self {
+        let xids = XidAlloc::shared(config.first_xid);
         let source = Reconnecting {
             connector,
             current: tokio::sync::Mutex::new(None),
             snapshot: Mutex::new(None),
             services: config.services.clone(),
             limits: config.serve_limits.clone(),
+            xids: xids.clone(),
         };
-        Self::build(
-            Box::new(source),
-            XidSource::Own(Mutex::new(XidAlloc::new())),
-            config,
-        )
+        Self::build(Box::new(source), xids, config)
     }
 
     /// Like [`Client::new`], but connects now so that an unreachable server
@@ -250,20 +299,28 @@ impl Client {
         connector: C,
         config: ClientConfig,
     ) -> Result<Self, RpcError> {
+        let timeout = config.timeout;
         let c = Self::new(connector, config);
-        c.inner.source.get().await.map_err(RpcError::Connect)?;
-        Ok(c)
+        match c.inner.source.get(Instant::now() + timeout).await {
+            Ok(_) => Ok(c),
+            Err(SourceError::Connect(e)) => Err(RpcError::Connect(e)),
+            Err(_) => Err(RpcError::Connect(TransportError::Io(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no connection within the client timeout of {timeout:?}"),
+            )))),
+        }
     }
 
     pub(crate) fn on_connection(conn: Arc<dyn ConnOps>, config: ClientConfig) -> Self {
-        Self::build(
-            Box::new(Fixed(conn.clone())),
-            XidSource::Connection(conn),
-            config,
-        )
+        let xids = conn.xids().clone();
+        Self::build(Box::new(Fixed(conn)), xids, config)
     }
 
-    fn build(source: Box<dyn ConnSource>, xids: XidSource, config: ClientConfig) -> Self {
+    pub(crate) fn build(
+        source: Box<dyn ConnSource>,
+        xids: SharedXids,
+        config: ClientConfig,
+    ) -> Self {
         let cred = config.credential.to_opaque_auth();
         let timeout = config.timeout;
         Self {
@@ -321,7 +378,7 @@ impl Client {
         A: Marshal + ?Sized,
         R: Unmarshal + 'a,
     {
-        let xid = self.inner.xids.with(|x| x.alloc());
+        let xid = lock(&self.inner.xids).alloc();
         let xid_guard = XidGuard {
             inner: self.inner.clone(),
             xid,
@@ -394,16 +451,26 @@ impl Client {
                 }
             }
             tries += 1;
-            let conn = match timeout_at(deadline, inner.source.get()).await {
-                Err(_) => return Err(timed_out()),
-                Ok(Err(e)) => {
+            let conn = match inner.source.get(deadline).await {
+                Err(SourceError::Timeout) => return Err(timed_out()),
+                Err(SourceError::NotReady) => return Err(RpcError::BackchannelNotReady { xid }),
+                Err(SourceError::Shutdown) => return Err(RpcError::Shutdown),
+                Err(SourceError::Gone { key, waited }) => {
+                    return Err(RpcError::ClientGone {
+                        xid,
+                        key,
+                        waited,
+                        attempts: sends,
+                    })
+                }
+                Err(SourceError::Connect(e)) => {
                     tracing::debug!(error = %e, "no connection");
                     if sends == 0 && (tries > inner.config.max_retransmits || !reconnects) {
                         return Err(RpcError::Connect(e));
                     }
                     continue;
                 }
-                Ok(Ok(c)) => c,
+                Ok(c) => c,
             };
             let Some(rx) = conn.register(xid) else {
                 continue;
@@ -420,6 +487,12 @@ impl Client {
                 Err(_) => {
                     guard.finish().await;
                     return Err(timed_out());
+                }
+                Ok(Err(TransportError::BackchannelNotReady)) => {
+                    // Our transport refused a reverse-direction call (RFC
+                    // 8167 §6); the connection is fine.
+                    guard.finish().await;
+                    return Err(RpcError::BackchannelNotReady { xid });
                 }
                 Ok(Err(e)) => {
                     tracing::debug!(error = %e, "send failed; dropping the connection");

@@ -7,6 +7,19 @@
 //! client (calls out) at once: a server gets a client for the connection
 //! with [`Connection::client`], and a client serves the programs in its
 //! [`crate::ClientConfig::services`] on each of its connections.
+//!
+//! # Readiness (RFC 8167 §6)
+//!
+//! Reverse-direction calls are explicit at both ends:
+//!
+//! * a client whose [`crate::ClientConfig::services`] is not empty enables
+//!   reverse-direction calls on every new connection before its first call
+//!   ([`Transport::enable_backchannel`]);
+//! * a server sends none on a connection until its Upper Layer declares,
+//!   with [`Connection::peer_ready_for_callbacks`], that the client said
+//!   it takes them. Until then a reverse-direction call fails with
+//!   [`crate::RpcError::BackchannelNotReady`] and nothing is sent, over
+//!   every transport.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -18,6 +31,7 @@ use rpcrdma_xdr::Payload;
 use tokio::sync::{oneshot, watch, Semaphore};
 use tracing::Instrument;
 
+use crate::backchannel::{BackchannelError, Backchannels, ClientKey};
 use crate::client::{Client, ClientConfig};
 use crate::error::TransportError;
 use crate::service::{BoxFuture, Dispatch, Services};
@@ -50,25 +64,37 @@ impl Default for ServeLimits {
 
 pub(crate) type Outcome = Result<Payload, TransportError>;
 
-/// XIDs in use by outstanding calls; allocation starts at a random value.
+/// XIDs in use by outstanding calls; allocation starts at a random value
+/// (or at a fixed one, for reproducible runs).
 pub(crate) struct XidAlloc {
     next: u32,
     used: HashSet<u32>,
 }
 
+/// An XID allocator shared by every client that sends on the same
+/// connections.
+pub(crate) type SharedXids = Arc<Mutex<XidAlloc>>;
+
 impl XidAlloc {
-    pub(crate) fn new() -> Self {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0),
-        );
+    pub(crate) fn new(first: Option<u32>) -> Self {
+        let next = first.unwrap_or_else(|| {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(0),
+            );
+            h.finish() as u32
+        });
         Self {
-            next: h.finish() as u32,
+            next,
             used: HashSet::new(),
         }
+    }
+
+    pub(crate) fn shared(first: Option<u32>) -> SharedXids {
+        Arc::new(Mutex::new(Self::new(first)))
     }
 
     /// A fresh xid, unique among those not yet freed.
@@ -87,11 +113,31 @@ impl XidAlloc {
     }
 }
 
+/// Which end of the connection we are (RFC 8167 §2: the client
+/// establishes connections; our calls on a server's connection are
+/// reverse-direction calls).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// We connected: our calls are forward, received calls are reverse.
+    Client,
+    /// We accepted: received calls are forward, our calls are reverse.
+    Server,
+}
+
 /// The operations the client needs from a connection, with the transport
 /// type erased.
 pub(crate) trait ConnOps: Send + Sync + 'static {
     fn id(&self) -> u64;
     fn peer(&self) -> &str;
+    fn side(&self) -> Side;
+    /// Client side: we take reverse-direction calls. Server side: the
+    /// Upper Layer declared that the client does.
+    fn backchannel_ready(&self) -> bool;
+    /// Server side: tells the transport the client is ready, marks the
+    /// connection ready and records `key`; returns the key it had before.
+    fn declare_peer_ready(&self, key: ClientKey) -> Result<Option<ClientKey>, TransportError>;
+    fn client_key(&self) -> Option<ClientKey>;
+    fn backchannels(&self) -> Option<&Backchannels>;
     /// Starts waiting for the reply to `xid`; `None` if the connection is
     /// dead (or `xid` is already waited for).
     fn register(&self, xid: u32) -> Option<oneshot::Receiver<Outcome>>;
@@ -109,7 +155,7 @@ pub(crate) trait ConnOps: Send + Sync + 'static {
     /// Stops reading; finishes calls in progress, then closes.
     fn shutdown(&self);
     fn closed(&self) -> BoxFuture<'_, ()>;
-    fn xids(&self) -> &Mutex<XidAlloc>;
+    fn xids(&self) -> &SharedXids;
 }
 
 struct State {
@@ -126,7 +172,14 @@ struct Conn<T: Transport> {
     /// Set by an abort: calls in progress must not reply any more.
     aborted: AtomicBool,
     done: watch::Sender<bool>,
-    xids: Mutex<XidAlloc>,
+    xids: SharedXids,
+    side: Side,
+    /// See [`ConnOps::backchannel_ready`].
+    ready: AtomicBool,
+    /// Server side: the Upper Layer's name for the client, once declared.
+    key: Mutex<Option<ClientKey>>,
+    /// Server side: where the connection is bound to its key.
+    registry: Option<Backchannels>,
 }
 
 const STOP_NONE: u8 = 0;
@@ -176,6 +229,24 @@ impl<T: Transport> ConnOps for Conn<T> {
     fn peer(&self) -> &str {
         &self.peer
     }
+    fn side(&self) -> Side {
+        self.side
+    }
+    fn backchannel_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+    fn declare_peer_ready(&self, key: ClientKey) -> Result<Option<ClientKey>, TransportError> {
+        self.transport.peer_backchannel_ready()?;
+        let old = lock(&self.key).replace(key);
+        self.ready.store(true, Ordering::Release);
+        Ok(old)
+    }
+    fn client_key(&self) -> Option<ClientKey> {
+        lock(&self.key).clone()
+    }
+    fn backchannels(&self) -> Option<&Backchannels> {
+        self.registry.as_ref()
+    }
     fn register(&self, xid: u32) -> Option<oneshot::Receiver<Outcome>> {
         let mut st = lock(&self.state);
         if !st.alive || st.pending.contains_key(&xid) {
@@ -223,7 +294,7 @@ impl<T: Transport> ConnOps for Conn<T> {
             let _ = rx.wait_for(|d| *d).await;
         })
     }
-    fn xids(&self) -> &Mutex<XidAlloc> {
+    fn xids(&self) -> &SharedXids {
         &self.xids
     }
 }
@@ -243,12 +314,44 @@ impl fmt::Debug for Connection {
     }
 }
 
+/// How [`Connection::open_with`] sets a connection up.
+pub(crate) struct OpenAs {
+    pub(crate) side: Side,
+    /// Client side: whether reverse-direction calls were enabled.
+    pub(crate) ready: bool,
+    pub(crate) xids: SharedXids,
+    pub(crate) registry: Option<Backchannels>,
+}
+
 impl Connection {
-    /// Starts serving `transport`: a reader task routes replies to our
-    /// calls and runs the peer's calls against `services` within `limits`.
+    /// Starts serving `transport`, a connection we **accepted** (the server
+    /// side): a reader task routes replies to our calls and runs the
+    /// peer's calls against `services` within `limits`.
+    ///
+    /// Our calls on it ([`Connection::client`]) are reverse-direction
+    /// calls, refused until [`Connection::peer_ready_for_callbacks`]. The
+    /// connection has its own [`Backchannels`] registry;
+    /// [`crate::Server::serve`] uses the server's instead. A client's
+    /// connections are opened by [`Client`] itself.
     ///
     /// Must be called inside a tokio runtime.
     pub fn open<T: Transport>(transport: T, services: Arc<Services>, limits: ServeLimits) -> Self {
+        let registry = Backchannels::new(crate::server::DEFAULT_CALLBACK_WAIT, None);
+        let open = OpenAs {
+            side: Side::Server,
+            ready: false,
+            xids: registry.xids().clone(),
+            registry: Some(registry),
+        };
+        Self::open_with(transport, services, limits, open)
+    }
+
+    pub(crate) fn open_with<T: Transport>(
+        transport: T,
+        services: Arc<Services>,
+        limits: ServeLimits,
+        open: OpenAs,
+    ) -> Self {
         let id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
         let peer = transport.peer();
         let (stop, stop_rx) = watch::channel(STOP_NONE);
@@ -264,7 +367,11 @@ impl Connection {
             stop,
             aborted: AtomicBool::new(false),
             done,
-            xids: Mutex::new(XidAlloc::new()),
+            xids: open.xids,
+            side: open.side,
+            ready: AtomicBool::new(open.ready),
+            key: Mutex::new(None),
+            registry: open.registry,
         });
         let handle = Connection { ops: conn.clone() };
         let span = tracing::info_span!("rpc_conn", id, peer = %peer);
@@ -275,8 +382,92 @@ impl Connection {
     /// A client that calls the peer over this connection (no reconnect:
     /// calls fail with [`crate::RpcError::ConnectionLost`] if it closes).
     /// Its XIDs are unique among all clients of this connection.
+    ///
+    /// On a server's connection these are reverse-direction calls: they
+    /// fail with [`crate::RpcError::BackchannelNotReady`] until
+    /// [`Connection::peer_ready_for_callbacks`]. For calls that wait for
+    /// the client to reconnect, use [`Backchannels::client`].
     pub fn client(&self, config: ClientConfig) -> Client {
         Client::on_connection(self.ops.clone(), config)
+    }
+
+    /// Server side: the Upper Layer learned (for example from an NFSv4.1
+    /// `CREATE_SESSION` or `BIND_CONN_TO_SESSION`) that the client takes
+    /// reverse-direction calls on this connection (RFC 8167 §6).
+    /// Reverse-direction calls work from now on, and the connection is
+    /// bound to `key`, the Upper Layer's name for that client, in the
+    /// server's [`Backchannels`]: calls made with
+    /// [`Backchannels::client`] for `key` use it, and when it is lost they
+    /// wait for the next connection declared with the same key.
+    ///
+    /// Calling it again is harmless; with another key it rebinds the
+    /// connection.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use rpcrdma_oncrpc::{mem, ClientConfig, Connection, RpcError, ServeLimits, Services};
+    ///
+    /// let (_client_end, server_end) = mem::pair(mem::MemConfig::default());
+    /// let conn = Connection::open(server_end, Arc::new(Services::new()), ServeLimits::default());
+    /// let back = conn.client(ClientConfig::default());
+    /// // Not declared yet: refused on our side, nothing is sent.
+    /// let e = back.null(0x4000_0000, 1).await.unwrap_err();
+    /// assert!(matches!(e, RpcError::BackchannelNotReady { .. }));
+    /// conn.peer_ready_for_callbacks(7u64).unwrap();
+    /// assert!(conn.backchannel_ready());
+    /// # }
+    /// ```
+    pub fn peer_ready_for_callbacks(
+        &self,
+        key: impl Into<ClientKey>,
+    ) -> Result<(), BackchannelError> {
+        if self.ops.side() != Side::Server {
+            return Err(BackchannelError::ClientSide);
+        }
+        if !self.ops.is_alive() {
+            return Err(BackchannelError::Closed);
+        }
+        let key = key.into();
+        let old = self
+            .ops
+            .declare_peer_ready(key.clone())
+            .map_err(BackchannelError::Transport)?;
+        if let Some(registry) = self.ops.backchannels() {
+            if let Some(old) = old.filter(|o| *o != key) {
+                registry.unbind(&old, self.ops.id());
+            }
+            registry.bind(key, self.ops.clone());
+        }
+        Ok(())
+    }
+
+    /// Server side: whether the Upper Layer declared the client ready for
+    /// reverse-direction calls ([`Connection::peer_ready_for_callbacks`]).
+    /// Client side: whether we take reverse-direction calls on it (our
+    /// [`crate::ClientConfig::services`] is not empty).
+    pub fn backchannel_ready(&self) -> bool {
+        self.ops.backchannel_ready()
+    }
+
+    /// Server side: the key given to
+    /// [`Connection::peer_ready_for_callbacks`], if any.
+    pub fn client_key(&self) -> Option<ClientKey> {
+        self.ops.client_key()
+    }
+
+    /// Server side: the registry this connection binds its key in (the
+    /// server's, for connections served by a [`crate::Server`]). `None` on
+    /// a client's connection.
+    pub fn backchannels(&self) -> Option<Backchannels> {
+        self.ops.backchannels().cloned()
+    }
+
+    /// Whether we accepted this connection (the server side, whose calls
+    /// are reverse-direction calls).
+    pub fn is_server_side(&self) -> bool {
+        self.ops.side() == Side::Server
     }
 
     /// A description of the peer.

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use rpcrdma_xdr::XdrError;
 
+use crate::backchannel::ClientKey;
 use crate::msg::{AcceptStat, AuthFlavor, AuthStat};
 
 /// A message header that could not be decoded.
@@ -146,6 +147,16 @@ pub enum TransportError {
         /// Why it failed.
         source: std::io::Error,
     },
+    /// A reverse-direction call was refused by our own transport because
+    /// the client has not said it takes them on this connection (RFC 8167
+    /// §6). The connection stays up; the RPC layer reports it as
+    /// [`RpcError::BackchannelNotReady`].
+    #[error("the client has not enabled reverse-direction calls on this connection (RFC 8167 §6)")]
+    BackchannelNotReady,
+    /// The connection cannot carry reverse-direction calls at all (for
+    /// RPC-over-RDMA: no reverse-direction credits are configured).
+    #[error("this connection cannot carry reverse-direction calls: {0}")]
+    BackchannelUnsupported(&'static str),
     /// A transport-specific failure (e.g. an RPC-over-RDMA `RDMA_ERROR`
     /// for one call, or a verbs error).
     #[error("{0}")]
@@ -186,9 +197,33 @@ pub enum RpcError {
         #[source]
         source: TransportError,
     },
-    /// The client was shut down.
+    /// The client was shut down (or, for a reverse-direction client, the
+    /// server).
     #[error("the RPC client was shut down")]
     Shutdown,
+    /// A reverse-direction call on a connection whose client has not said
+    /// it takes them (RFC 8167 §6). Nothing was sent; the connection is
+    /// unaffected.
+    #[error("reverse-direction call {xid:#010x} refused: the client has not said it takes reverse-direction calls on this connection (RFC 8167 §6); the server's Upper Layer must call Connection::peer_ready_for_callbacks first")]
+    BackchannelNotReady {
+        /// Transaction id.
+        xid: u32,
+    },
+    /// A reverse-direction call found no connection from its client that
+    /// is ready for callbacks within the bound: the client's connection
+    /// was lost (or never declared ready) and the client did not come back
+    /// in time. A server cannot reconnect to a client (RFC 8167 §5.4).
+    #[error("reverse-direction call {xid:#010x}: no connection from client {key} ready for callbacks within {waited:?} (sent {attempts} time(s)); a server cannot reconnect (RFC 8167 §5.4): the client must reconnect and declare readiness again, or raise ServerConfig::callback_reconnect_wait")]
+    ClientGone {
+        /// Transaction id (kept across retransmissions).
+        xid: u32,
+        /// The Upper Layer's name for the client.
+        key: ClientKey,
+        /// How long the call waited for a connection.
+        waited: Duration,
+        /// Connections the call was sent on.
+        attempts: u32,
+    },
     /// `PROG_UNAVAIL`: the server does not offer the program.
     #[error("program {prog} is not available on the server (PROG_UNAVAIL)")]
     ProgUnavail {

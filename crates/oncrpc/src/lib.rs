@@ -51,6 +51,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+mod backchannel;
 mod client;
 mod codec;
 mod conn;
@@ -66,11 +67,12 @@ mod transport;
 mod util;
 
 pub use auth::{AuthSysParams, Credential};
+pub use backchannel::{BackchannelError, Backchannels, ClientKey};
 pub use client::{decode_reply, Client, ClientConfig};
 pub use codec::{Marshal, Unmarshal};
 pub use conn::{Connection, ServeLimits};
 pub use error::{AuthSysError, MessageError, RecordError, RpcError, TransportError};
-pub use server::{Server, ServerConfig};
+pub use server::{Server, ServerConfig, DEFAULT_CALLBACK_WAIT};
 pub use service::{
     encode_reply, encode_success, AuthPolicy, BoxFuture, CallInfo, Dispatch, ProcError, Services,
     Version,

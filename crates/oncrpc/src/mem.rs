@@ -21,6 +21,12 @@
 //! none — fails here as it would over RDMA. It also records
 //! [`Transport::release`] calls and can drop the connection on demand
 //! (fault injection).
+//!
+//! Reverse-direction readiness (RFC 8167 §6) is gated as over RDMA: the
+//! client end answers a call with an error until
+//! [`Transport::enable_backchannel`], and the server end refuses to send
+//! one ([`TransportError::BackchannelNotReady`]) until
+//! [`Transport::peer_backchannel_ready`].
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -105,6 +111,10 @@ struct Side {
     released: Mutex<Vec<u32>>,
     closed: AtomicBool,
     notify: Notify,
+    /// The end that connected (its received calls are reverse-direction).
+    client: bool,
+    /// Client end: takes reverse-direction calls. Server end: may send them.
+    backchannel: AtomicBool,
 }
 
 /// One end of an in-memory connection.
@@ -127,21 +137,24 @@ impl std::fmt::Debug for MemTransport {
 
 static PAIRS: AtomicUsize = AtomicUsize::new(0);
 
-/// A connected pair: (requester side, responder side). Either side may
-/// send calls; both roles work on both ends.
+/// A connected pair: (client end, server end). Either end may send calls:
+/// the server end's calls are reverse-direction calls, gated as the module
+/// documentation describes.
 pub fn pair(config: MemConfig) -> (MemTransport, MemTransport) {
     let n = PAIRS.fetch_add(1, Ordering::Relaxed);
     let (atx, arx) = mpsc::channel(config.queue.max(1));
     let (btx, brx) = mpsc::channel(config.queue.max(1));
-    let side = || {
+    let side = |client| {
         Arc::new(Side {
             stats: Mutex::new(MemStats::default()),
             released: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             notify: Notify::new(),
+            client,
+            backchannel: AtomicBool::new(false),
         })
     };
-    let (sa, sb) = (side(), side());
+    let (sa, sb) = (side(true), side(false));
     let a = MemTransport {
         tx: atx,
         rx: tokio::sync::Mutex::new(brx),
@@ -257,6 +270,9 @@ impl Transport for MemTransport {
         message: Payload,
         hints: &CallHints,
     ) -> Result<(), TransportError> {
+        if !self.me.client && !self.me.backchannel.load(Ordering::Acquire) {
+            return Err(TransportError::BackchannelNotReady);
+        }
         let threshold = self.config.inline_threshold;
         let no_reduce = hints.is_no_reduce();
         let (inline, moved) = reduce(&message, |_, _| !no_reduce);
@@ -371,6 +387,17 @@ impl Transport for MemTransport {
                     if peek_kind(&inline).map(|k| k.1) != Some(MsgType::CALL) {
                         continue;
                     }
+                    if self.me.client && !self.me.backchannel.load(Ordering::Acquire) {
+                        // As the RDMA engine does (RFC 8167 §6).
+                        self.bump(|s| s.errors += 1);
+                        let _ = self
+                            .put(Wire::Error {
+                                xid,
+                                reason: "reverse-direction call refused: the client has not enabled its backchannel (RFC 8167 §6)",
+                            })
+                            .await;
+                        continue;
+                    }
                     let message = match Payload::from_read_chunks(inline, read_chunks) {
                         Ok(m) => m,
                         Err(e) => {
@@ -422,6 +449,26 @@ impl Transport for MemTransport {
 
     fn peer(&self) -> String {
         self.name.clone()
+    }
+
+    fn enable_backchannel(&self) -> Result<(), TransportError> {
+        if !self.me.client {
+            return Err(TransportError::BackchannelUnsupported(
+                "enable_backchannel is for the client end of a mem pair",
+            ));
+        }
+        self.me.backchannel.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    fn peer_backchannel_ready(&self) -> Result<(), TransportError> {
+        if self.me.client {
+            return Err(TransportError::BackchannelUnsupported(
+                "peer_backchannel_ready is for the server end of a mem pair",
+            ));
+        }
+        self.me.backchannel.store(true, Ordering::Release);
+        Ok(())
     }
 }
 

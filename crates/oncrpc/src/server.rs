@@ -2,15 +2,20 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::{watch, Semaphore};
 use tracing::Instrument;
 
-use crate::conn::{lock, Connection, ServeLimits};
+use crate::backchannel::Backchannels;
+use crate::conn::{lock, Connection, OpenAs, ServeLimits, Side};
 use crate::service::Services;
 use crate::tcp::{TcpConfig, TcpTransport};
 use crate::transport::Transport;
+
+/// Default of [`ServerConfig::callback_reconnect_wait`]: 30 s.
+pub const DEFAULT_CALLBACK_WAIT: Duration = Duration::from_secs(30);
 
 /// Server limits. Defaults are documented on each field.
 #[derive(Debug, Clone)]
@@ -26,6 +31,15 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// TCP record and fragment settings (maximum record size: 32 MiB).
     pub tcp: TcpConfig,
+    /// How long a reverse-direction call from [`Backchannels::client`]
+    /// waits for its client to reconnect and declare readiness again
+    /// after its connection is lost, or to declare it at all (RFC 8167
+    /// §5.4; default [`DEFAULT_CALLBACK_WAIT`], 30 s). The call's own
+    /// timeout also applies.
+    pub callback_reconnect_wait: Duration,
+    /// The first reverse-direction XID (default: a random value). All
+    /// reverse-direction calls of the server share one XID space.
+    pub first_callback_xid: Option<u32>,
 }
 
 impl Default for ServerConfig {
@@ -35,6 +49,8 @@ impl Default for ServerConfig {
             max_in_flight: 1024,
             max_connections: 1024,
             tcp: TcpConfig::default(),
+            callback_reconnect_wait: DEFAULT_CALLBACK_WAIT,
+            first_callback_xid: None,
         }
     }
 }
@@ -46,6 +62,7 @@ struct Inner {
     connections: Mutex<Vec<Connection>>,
     stop: watch::Sender<bool>,
     listeners: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    backchannels: Backchannels,
 }
 
 /// Serves [`Services`] on any number of connections and listeners.
@@ -80,10 +97,13 @@ impl Server {
     /// A server for `services`.
     pub fn new(services: Services, config: ServerConfig) -> Self {
         let (stop, _) = watch::channel(false);
+        let backchannels =
+            Backchannels::new(config.callback_reconnect_wait, config.first_callback_xid);
         Self {
             inner: Arc::new(Inner {
                 services: Arc::new(services),
                 global: Arc::new(Semaphore::new(config.max_in_flight.max(1))),
+                backchannels,
                 config,
                 connections: Mutex::new(Vec::new()),
                 stop,
@@ -97,15 +117,32 @@ impl Server {
         &self.inner.services
     }
 
-    /// Serves one connection (any transport). The returned handle can make
-    /// calls back to the peer ([`Connection::client`]).
+    /// The server's registry of clients ready for reverse-direction calls
+    /// ([`Connection::peer_ready_for_callbacks`] binds a connection in
+    /// it); [`Backchannels::client`] makes calls that survive the loss of
+    /// a client's connection (RFC 8167 §5.4).
+    pub fn backchannels(&self) -> &Backchannels {
+        &self.inner.backchannels
+    }
+
+    /// Serves one connection (any transport) that we accepted. The
+    /// returned handle can make calls back to the peer
+    /// ([`Connection::client`]) once the Upper Layer declared the peer
+    /// ready ([`Connection::peer_ready_for_callbacks`], RFC 8167 §6).
     pub fn serve<T: Transport>(&self, transport: T) -> Connection {
-        let conn = Connection::open(
+        let backchannels = &self.inner.backchannels;
+        let conn = Connection::open_with(
             transport,
             self.inner.services.clone(),
             ServeLimits {
                 per_connection: self.inner.config.max_in_flight_per_connection,
                 global: Some(self.inner.global.clone()),
+            },
+            OpenAs {
+                side: Side::Server,
+                ready: false,
+                xids: backchannels.xids().clone(),
+                registry: Some(backchannels.clone()),
             },
         );
         let mut conns = lock(&self.inner.connections);
@@ -175,9 +212,11 @@ impl Server {
 
     /// Graceful shutdown: stops accepting connections, stops reading new
     /// calls, lets every call in progress send its reply, then closes all
-    /// connections. Returns when done.
+    /// connections. Returns when done. Reverse-direction calls waiting for
+    /// a client to reconnect fail with [`crate::RpcError::Shutdown`].
     pub async fn shutdown(&self) {
         self.inner.stop.send_replace(true);
+        self.inner.backchannels.shut();
         let listeners: Vec<_> = std::mem::take(&mut *lock(&self.inner.listeners));
         for l in listeners {
             let _ = l.await;

@@ -234,6 +234,11 @@ impl Services {
             .or_default()
     }
 
+    /// Whether no program is registered.
+    pub fn is_empty(&self) -> bool {
+        self.programs.is_empty()
+    }
+
     /// Whether (prog, vers) is registered.
     pub fn is_registered(&self, prog: u32, vers: u32) -> bool {
         self.programs

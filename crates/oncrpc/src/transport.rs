@@ -22,6 +22,11 @@
 //!   retransmitting on a new connection — *before* the caller sees the
 //!   outcome (RFC 8166 §5.4.1: memory registrations are invalidated there).
 //! * Credits and any flow control: `send_call` may wait for them.
+//! * Readiness for reverse-direction calls (RFC 8167 §6):
+//!   [`Transport::enable_backchannel`] on the client side,
+//!   [`Transport::peer_backchannel_ready`] on the server side. Both do
+//!   nothing by default (TCP needs nothing); RPC-over-RDMA posts receive
+//!   buffers for reverse calls and lifts its refusal.
 
 use std::future::Future;
 
@@ -185,6 +190,30 @@ pub trait Transport: Send + Sync + 'static {
 
     /// Closes the connection; `recv` then fails.
     fn close(&self) -> impl Future<Output = ()> + Send;
+
+    /// Client side: start accepting reverse-direction calls on this
+    /// connection (RFC 8167 §6). [`crate::Client`] calls it on every new
+    /// connection, before its first call, when it serves programs
+    /// ([`crate::ClientConfig::services`]). An error means the connection
+    /// cannot carry them (e.g. no reverse-direction credits configured).
+    ///
+    /// The default does nothing: a transport without its own gate (TCP)
+    /// hands every call up anyway.
+    fn enable_backchannel(&self) -> Result<(), TransportError> {
+        Ok(())
+    }
+
+    /// Server side: the Upper Layer learned that the client takes
+    /// reverse-direction calls on this connection (RFC 8167 §6); sending
+    /// them is allowed from now on. Called by
+    /// [`crate::Connection::peer_ready_for_callbacks`]. A transport that
+    /// refuses a reverse-direction call before this returns
+    /// [`TransportError::BackchannelNotReady`] from `send_call`.
+    ///
+    /// The default does nothing (TCP needs nothing).
+    fn peer_backchannel_ready(&self) -> Result<(), TransportError> {
+        Ok(())
+    }
 
     /// A short description of the peer for logs (e.g. `tcp 127.0.0.1:2049`).
     fn peer(&self) -> String;

@@ -138,6 +138,11 @@ fn services(probe: Arc<Probe>) -> Services {
             }
         })
         .proc(p::CALLBACK, |info: CallInfo, x: u32| async move {
+            // The Upper Layer learned from this call that the client takes
+            // reverse-direction calls (RFC 8167 §6).
+            info.connection
+                .peer_ready_for_callbacks(u64::from(info.xid))
+                .map_err(|_| ProcError::SystemErr)?;
             let back = info.connection.client(ClientConfig::default());
             let r: u32 = back
                 .call(CB_PROG, 1, 1, &x, &CallHints::new())
@@ -716,7 +721,8 @@ async fn reverse_direction(rig: Rig) {
         .await
         .unwrap();
     assert_eq!(r, 15);
-    // A client that serves nothing answers reverse calls with PROG_UNAVAIL.
+    // A client that serves nothing does not take reverse calls: over mem
+    // (as over RDMA) they are refused, over TCP answered PROG_UNAVAIL.
     let plain = rig.client(quick());
     let e = plain
         .call::<_, u32>(PROG, 2, p::CALLBACK, &5u32, &CallHints::new())

@@ -319,6 +319,10 @@ fn fatal_error(e: &EngineError) -> TransportError {
 fn api_error(e: ApiError) -> TransportError {
     match e {
         ApiError::Failed(f) => fatal_error(&f),
+        // A reverse-direction call before the client is ready (RFC 8167
+        // §6): refused on our side; the RPC layer reports it without
+        // dropping the connection.
+        ApiError::BackchannelNotReady => TransportError::BackchannelNotReady,
         other => TransportError::Backend(Box::new(RdmaError::Api(other))),
     }
 }
@@ -424,6 +428,36 @@ impl<D: Device> Transport for RdmaTransport<D> {
         }
         self.inner.wake.notify_one();
         self.inner.qp.disconnect().await;
+    }
+
+    /// [`RdmaTransport::enable_backchannel`]: the engine takes reverse-direction
+    /// calls from now on (the RPC layer calls this on a client's new
+    /// connection before its first call when the client serves programs).
+    fn enable_backchannel(&self) -> Result<(), TransportError> {
+        let mut s = self.lock();
+        match s.engine.enable_backchannel() {
+            Ok(()) => Ok(()),
+            Err(ApiError::BackchannelNotReady) => Err(TransportError::BackchannelUnsupported(
+                "the client's EngineConfig::backchannel_credits is 0 or its receive queue has no room for reverse-direction calls",
+            )),
+            Err(e) => Err(api_error(e)),
+        }
+    }
+
+    /// [`RdmaTransport::peer_backchannel_ready`]: reverse-direction calls may
+    /// be sent from now on (called by the RPC layer's
+    /// `Connection::peer_ready_for_callbacks`).
+    fn peer_backchannel_ready(&self) -> Result<(), TransportError> {
+        let mut s = self.lock();
+        let r = s.engine.peer_backchannel_ready(Instant::now());
+        self.flush(&mut s);
+        match r {
+            Ok(()) => Ok(()),
+            Err(ApiError::BackchannelNotReady) => Err(TransportError::BackchannelUnsupported(
+                "the server's EngineConfig::backchannel_credits is 0",
+            )),
+            Err(e) => Err(api_error(e)),
+        }
     }
 
     fn peer(&self) -> String {

@@ -23,6 +23,8 @@
 pub mod conn;
 pub mod ddp;
 pub mod fpdu;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod mpa;
 pub mod mr;
 pub mod rdmap;

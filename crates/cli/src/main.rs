@@ -36,7 +36,8 @@ enum Command {
     /// rdma-core's rping (client or server) over software iWARP: Send/Recv,
     /// RDMA Read and RDMA Write, verified; talks to the real rping on siw.
     Rping(cmd::rping::RpingArgs),
-    /// Benchmarks (e.g. `bench verbs`: the software iWARP provider against raw TCP).
+    /// Benchmarks: RPC-over-RDMA vs ONC RPC/TCP vs raw TCP (default), or
+    /// `bench verbs`: the software iWARP provider against raw TCP.
     Bench(cmd::bench::BenchArgs),
 }
 
@@ -52,7 +53,24 @@ fn init_logging(filter: Option<&str>) {
         .init();
 }
 
+/// Restores the default action of SIGPIPE, so that `rpcrdma ... | head`
+/// ends quietly instead of failing on a broken pipe (Rust ignores SIGPIPE).
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn default_sigpipe() {
+    // SAFETY: called once at start-up before any thread exists; `signal`
+    // with SIG_DFL for SIGPIPE has no preconditions and touches no memory
+    // of ours.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn default_sigpipe() {}
+
 fn main() -> std::process::ExitCode {
+    default_sigpipe();
     let cli = Cli::parse();
     init_logging(cli.log.as_deref());
     match cmd::run(cli.command) {

@@ -206,8 +206,11 @@ async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         .first()
         .map(RdmaTransport::stats)
         .unwrap_or_default();
+    let props = info
+        .feature(rpcrdma_engine::TRANSPORT_PROPERTIES)
+        .map_or("not registered", |f| f.state.name());
     println!(
-        "RPC-over-RDMA version {version}{} | inline thresholds: send {} B, receive {} B | remote invalidation: {} | credits granted: {}",
+        "RPC-over-RDMA version {version}{} | inline thresholds: send {} B, receive {} B | remote invalidation: {} | credits granted: {} | v2 transport properties: {props}",
         if fell_back { " (fell back from 2)" } else { "" },
         info.thresholds.send,
         info.thresholds.recv,

@@ -40,6 +40,10 @@ pub(crate) struct RdmaOpts {
     /// Ask for MPA CRC32c on every FPDU.
     #[arg(long)]
     pub(crate) crc: bool,
+    /// Do not offer or accept the experimental Version Two transport
+    /// properties feature (docs/v2-transport-properties.md).
+    #[arg(long)]
+    pub(crate) no_transport_properties: bool,
     /// MPA revision to request (1 or 2).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
     pub(crate) mpa_revision: u8,
@@ -50,6 +54,7 @@ impl RdmaOpts {
         c.inline_send = self.inline;
         c.inline_recv = self.inline;
         c.remote_invalidate = !self.no_remote_invalidate;
+        c.transport_properties = !self.no_transport_properties;
         c.versions = match self.version {
             VersionArg::V1 => VersionRange::V1_ONLY,
             VersionArg::V2 => VersionRange::V2_ONLY,

@@ -1,5 +1,8 @@
-//! `rpcrdma bench`: measurements, one target per subcommand.
+//! `rpcrdma bench`: measurements. Without a target it measures RPC-over-RDMA
+//! against ONC RPC over TCP and raw TCP (`rpc.rs`); `bench verbs` measures
+//! the software iWARP provider against raw TCP (`verbs.rs`).
 
+pub(crate) mod rpc;
 pub(crate) mod verbs;
 
 use std::process::ExitCode;
@@ -8,12 +11,15 @@ use clap::{Args, Subcommand};
 
 /// Arguments of `rpcrdma bench`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub(crate) struct BenchArgs {
     #[command(subcommand)]
-    target: BenchTarget,
+    target: Option<BenchTarget>,
+    #[command(flatten)]
+    rpc: rpc::RpcBenchArgs,
 }
 
-/// What to measure.
+/// What to measure (default: the RPC-level comparison).
 #[derive(Debug, Subcommand)]
 enum BenchTarget {
     /// The software iWARP verbs provider against raw TCP on loopback,
@@ -25,6 +31,7 @@ enum BenchTarget {
 /// Runs `rpcrdma bench ...`.
 pub(crate) fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.target {
-        BenchTarget::Verbs(a) => verbs::run(a),
+        Some(BenchTarget::Verbs(a)) => verbs::run(a),
+        None => rpc::run(args.rpc),
     }
 }

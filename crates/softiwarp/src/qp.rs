@@ -191,6 +191,14 @@ impl QpInner {
         self.flush(&mut st);
         self.collect(&mut st);
         self.publish(&mut st);
+        // Read Responses (or a Terminate) the socket could not take yet:
+        // the I/O task waits for writability (this may run on a
+        // completion-queue waiter's task, which does not).
+        let wake = st.conn.wants_write() || st.conn.wants_close();
+        drop(st);
+        if wake {
+            self.wake.notify_one();
+        }
         alive
     }
 }

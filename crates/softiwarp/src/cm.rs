@@ -23,7 +23,7 @@ use crate::qp::Qp;
 use crate::SoftIwarp;
 
 /// Default [`Options::first_fpdu_delay`].
-pub const DEFAULT_FIRST_FPDU_DELAY: Duration = Duration::from_millis(100);
+pub const DEFAULT_FIRST_FPDU_DELAY: Duration = Duration::from_millis(50);
 
 /// Connection options of the software iWARP provider.
 ///
@@ -47,13 +47,14 @@ pub struct Options {
     /// Listener: connection requests waiting for `accept` (further ones
     /// wait in the TCP backlog).
     pub backlog: usize,
-    /// Initiator: when set-up ends without a peer-to-peer ready-to-receive
-    /// message (MPA revision 1, `p2p: Off`, or the responder declined
-    /// peer-to-peer mode), `connect` waits this long before returning, so
-    /// that our first FPDU does not reach the responder before it is ready
-    /// for it. Linux siw as responder sends its MPA Reply before it installs
-    /// its receive handler, and data arriving in between stays unread until
-    /// more data comes (docs/iwarp.md, "Linux siw interop"). Zero disables.
+    /// Initiator: after the MPA Reply, `connect` waits this long before it
+    /// sends the first FPDU (the peer-to-peer RTR, or the application's
+    /// first message) and returns, so that the first FPDU does not reach
+    /// the responder before it is ready for it. Linux siw as responder
+    /// sends its MPA Reply before it installs its receive handler, and data
+    /// arriving in between stays unread until more data comes; a lost RTR
+    /// leaves siw's connection half set up (docs/iwarp.md, "Linux siw
+    /// interop"). Zero disables.
     pub first_fpdu_delay: Duration,
 }
 
@@ -118,10 +119,16 @@ async fn drive_setup(
 ) -> io::Result<Event> {
     let mut scratch = MrTable::new(0);
     loop {
-        flush(stream, conn).await?;
         if let Some(ev) = conn.poll_event() {
+            // Established: what follows the Reply (an RTR) waits for the
+            // caller (see Options::first_fpdu_delay); anything else (a
+            // Terminate, a Reject) goes out now.
+            if !matches!(ev, Event::Established(_)) {
+                flush(stream, conn).await?;
+            }
             return Ok(ev);
         }
+        flush(stream, conn).await?;
         let readable = stream.readable();
         match conn.poll_timeout() {
             Some(d) => match tokio::time::timeout_at(d.into(), readable).await {
@@ -176,9 +183,9 @@ pub(crate) async fn connect(
     let pd = params.pd.inner.clone();
     match drive_setup(&stream, &mut conn, Some(&pd)).await? {
         Event::Established(n) => {
-            if n.rtr.is_none() && !params.options.first_fpdu_delay.is_zero() {
-                // No RTR told the responder that FPDUs follow: give it time
-                // to get ready for them (see Options::first_fpdu_delay).
+            // Give the responder time to get ready for FPDUs before the
+            // first one (RTR included) leaves: Qp::start flushes it.
+            if !params.options.first_fpdu_delay.is_zero() {
                 tokio::time::sleep(params.options.first_fpdu_delay).await;
             }
             let qp = Qp::start(

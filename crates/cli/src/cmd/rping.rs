@@ -118,11 +118,11 @@ pub(crate) struct RpingArgs {
     /// Peer-to-peer mode to offer (client, MPA revision 2).
     #[arg(long, value_enum, default_value = "write")]
     p2p: P2pArg,
-    /// Client: milliseconds to wait after MPA set-up before the first
-    /// message when no peer-to-peer RTR was agreed (Linux siw ignores data
-    /// that arrives right behind its MPA Reply); default 100.
-    #[arg(long)]
-    first_fpdu_delay_ms: Option<u64>,
+    /// Client: milliseconds to wait after the MPA Reply before sending
+    /// anything (the RTR or the first message): Linux siw ignores data that
+    /// arrives right behind its Reply.
+    #[arg(long, default_value_t = DEFAULT_FIRST_FPDU_DELAY.as_millis() as u64)]
+    first_fpdu_delay_ms: u64,
     /// Seconds allowed for each step (connection set-up, each completion).
     #[arg(long, default_value_t = 10)]
     timeout: u64,
@@ -179,9 +179,7 @@ pub(crate) fn run(args: RpingArgs) -> anyhow::Result<ExitCode> {
             revision: args.mpa_revision,
             crc: args.crc,
             p2p: args.p2p.into(),
-            first_fpdu_delay: args
-                .first_fpdu_delay_ms
-                .map_or(DEFAULT_FIRST_FPDU_DELAY, Duration::from_millis),
+            first_fpdu_delay: Duration::from_millis(args.first_fpdu_delay_ms),
             ..Options::default()
         },
     };

@@ -1,0 +1,241 @@
+# shellcheck shell=bash
+# common.sh - helpers shared by the interop scripts in this directory
+# (sourced, not run). They drive the QEMU guest of ../shared/interop (Linux
+# kernel siw, rping, nfsd) against our `rpcrdma` binary on 127.0.0.1.
+#
+# Environment:
+#   RPCRDMA_SHARED   the shared directory (default: ../shared beside the repo)
+#   RPCRDMA_BIN      use this rpcrdma binary instead of building one
+#   INTEROP_CACHE    guest cache (default ~/.cache/rpcrdma-interop)
+#   IOP_WORK         where logs and captures go (default: a new mktemp dir)
+#   IOP_KEEP=1       keep IOP_WORK even when everything passed
+#
+# Everything started here is stopped by its pid on exit; nothing else is
+# touched.
+
+IOP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+IOP_SHARED=${RPCRDMA_SHARED:-$(cd "$IOP_ROOT/.." && pwd)/shared}
+IOP_GUEST_DIR=$IOP_SHARED/interop
+IOP_WIRE_CHECK=$IOP_SHARED/oracle/wire-check.sh
+export INTEROP_CACHE=${INTEROP_CACHE:-$HOME/.cache/rpcrdma-interop}
+IOP_NAME=${IOP_NAME:-interop}
+IOP_PASS=0
+IOP_FAIL=0
+IOP_FAILED=()
+IOP_PIDS=()
+IOP_QEMU_PIDFILES=()
+IOP_T0=$SECONDS
+
+iop_log() { printf '[%s %3ds] %s\n' "$IOP_NAME" "$((SECONDS - IOP_T0))" "$*" >&2; }
+
+# iop_result NAME STATUS [DETAIL]: records and prints one check.
+iop_result() {
+    local name=$1 status=$2 detail=${3:-}
+    if [ "$status" = 0 ]; then
+        IOP_PASS=$((IOP_PASS + 1))
+        printf 'PASS  %s%s\n' "$name" "${detail:+  ($detail)}"
+    else
+        IOP_FAIL=$((IOP_FAIL + 1))
+        IOP_FAILED+=("$name")
+        printf 'FAIL  %s%s\n' "$name" "${detail:+  ($detail)}"
+    fi
+}
+
+# iop_summary: prints the summary; returns 0 only if every check passed
+# (and there was at least one).
+iop_summary() {
+    echo
+    echo "== $IOP_NAME: $IOP_PASS passed, $IOP_FAIL failed in $((SECONDS - IOP_T0)) s; logs and captures in $IOP_WORK"
+    if [ "$IOP_FAIL" -gt 0 ] || [ "$IOP_PASS" = 0 ]; then
+        for f in "${IOP_FAILED[@]}"; do echo "   failed: $f"; done
+        echo "== $IOP_NAME: FAIL"
+        return 1
+    fi
+    echo "== $IOP_NAME: PASS"
+    return 0
+}
+
+iop_setup_work() {
+    IOP_WORK=${IOP_WORK:-$(mktemp -d "/tmp/rpcrdma-$IOP_NAME.XXXXXX")}
+    mkdir -p "$IOP_WORK"
+    trap iop_cleanup EXIT
+    trap 'exit 130' INT TERM
+}
+
+# Stops every guest and background process this script started.
+iop_cleanup() {
+    local f p running
+    for f in "${IOP_QEMU_PIDFILES[@]}"; do
+        iop_stop_qemu "$f"
+    done
+    # Only background jobs of this shell that are still running.
+    running=" $(jobs -pr | tr '\n' ' ') "
+    for p in "${IOP_PIDS[@]}"; do
+        case "$running" in *" $p "*) kill "$p" 2>/dev/null ;; esac
+    done
+    for p in "${IOP_PIDS[@]}"; do
+        case "$running" in *" $p "*) iop_wait_pid "$p" 10 >/dev/null 2>&1 || kill -9 "$p" 2>/dev/null ;; esac
+    done
+    return 0
+}
+
+# iop_stop_qemu PIDFILE: stops the QEMU that wrote PIDFILE, if it still runs
+# (checked by its command line, so a reused pid is never hit).
+iop_stop_qemu() {
+    local f=$1 pid
+    [ -s "$f" ] || return 0
+    pid=$(cat "$f")
+    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "qemu-system.*-pidfile $f"; then
+        kill "$pid" 2>/dev/null
+    fi
+    return 0
+}
+
+# iop_wait_pid PID SECONDS: waits for a child to exit; returns its status,
+# or 124 if it is still running after SECONDS.
+iop_wait_pid() {
+    local pid=$1 limit=$2 i=0
+    while kill -0 "$pid" 2>/dev/null; do
+        if [ "$i" -ge $((limit * 5)) ]; then
+            return 124
+        fi
+        sleep 0.2
+        i=$((i + 1))
+    done
+    wait "$pid"
+}
+
+# iop_need COMMAND PACKAGE: installs PACKAGE with apt-get if COMMAND is
+# missing (root, or sudo).
+iop_need() {
+    command -v "$1" >/dev/null 2>&1 && return 0
+    local sudo=
+    [ "$(id -u)" = 0 ] || sudo=sudo
+    iop_log "installing $2 (for $1) with apt-get"
+    $sudo apt-get update -qq >&2 &&
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >&2
+}
+
+# iop_build: sets BIN to an rpcrdma binary (built unless RPCRDMA_BIN is set).
+iop_build() {
+    if [ -n "${RPCRDMA_BIN:-}" ]; then
+        BIN=$RPCRDMA_BIN
+    else
+        iop_log "building rpcrdma (cargo build -p rpcrdma-cli)"
+        (cd "$IOP_ROOT" && cargo build -q -p rpcrdma-cli --bin rpcrdma) || return 1
+        local target=${CARGO_TARGET_DIR:-$IOP_ROOT/target}
+        case "$target" in /*) ;; *) target=$IOP_ROOT/$target ;; esac
+        BIN=$target/debug/rpcrdma
+    fi
+    [ -x "$BIN" ] || { iop_log "no rpcrdma binary at $BIN"; return 1; }
+}
+
+# iop_prepare_guest: builds the guest (installs host packages with apt on
+# the first run) and sets GUEST_CACHE, the INTEROP_CACHE to boot from.
+#
+# The guest image of ../shared/interop lacks libgcc_s.so.1, which glibc
+# loads when a thread calls pthread_exit: rping's completion thread does so
+# at disconnect, so every rping in that guest aborts (exit 134) after its
+# last ping. Until build-guest.sh copies the library, this builds an overlay
+# cache beside INTEROP_CACHE whose initramfs is the shared one with a second
+# cpio archive holding the library appended (the kernel unpacks
+# concatenated archives in order); everything else is a symlink into the
+# shared cache.
+iop_prepare_guest() {
+    iop_log "preparing the guest (build-guest.sh; cached after the first run)"
+    "$IOP_GUEST_DIR/build-guest.sh" >"$IOP_WORK/build-guest.log" 2>&1 || {
+        iop_log "build-guest.sh failed; see $IOP_WORK/build-guest.log"
+        return 1
+    }
+    local real=$INTEROP_CACHE img=$INTEROP_CACHE/guest/initramfs.cpio.gz
+    if zcat "$img" | cpio -t --quiet 2>/dev/null | grep -q 'libgcc_s\.so\.1$'; then
+        GUEST_CACHE=$real
+        return 0
+    fi
+    local ov=${real%/}-libgcc lib
+    lib=$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64/ { print $NF; exit }')
+    if [ -z "$lib" ] || [ ! -e "$lib" ]; then
+        iop_log "libgcc_s.so.1 not found on the host"
+        return 1
+    fi
+    if [ ! -s "$ov/guest/initramfs.cpio.gz" ] || [ "$img" -nt "$ov/guest/initramfs.cpio.gz" ]; then
+        iop_log "guest lacks libgcc_s.so.1 (rping aborts at exit): overlay cache $ov"
+        mkdir -p "$ov/guest"
+        local e n
+        for e in "$real"/*; do
+            n=$(basename "$e")
+            case "$n" in guest | logs | initramfs-root | selftest-*) ;; *) ln -sfn "$e" "$ov/$n" ;; esac
+        done
+        ln -sfn "$real/guest/vmlinuz" "$ov/guest/vmlinuz"
+        cp "$real/guest/KERNEL_ABI" "$ov/guest/KERNEL_ABI"
+        local t
+        t=$(mktemp -d)
+        mkdir -p "$t$(dirname "$lib")"
+        cp -L "$lib" "$t$lib"
+        (cd "$t" && printf '%s\0' "${lib#/}" | cpio --null -o -H newc --quiet | gzip -1) >"$t/extra.cpio.gz"
+        cat "$img" "$t/extra.cpio.gz" >"$ov/guest/initramfs.cpio.gz.tmp"
+        mv "$ov/guest/initramfs.cpio.gz.tmp" "$ov/guest/initramfs.cpio.gz"
+        rm -rf "$t"
+    fi
+    GUEST_CACHE=$ov
+}
+
+# iop_guest_start NAME MODE [run-guest.sh options]: boots the guest in the
+# background; console log $IOP_WORK/NAME.log, capture $IOP_WORK/NAME.pcap.
+# Sets GUEST_PID (the run-guest.sh wrapper).
+iop_guest_start() {
+    local name=$1 mode=$2
+    shift 2
+    rm -f "$IOP_WORK/$name.log" "$IOP_WORK/$name.qemu.pid"
+    INTEROP_CACHE=$GUEST_CACHE "$IOP_GUEST_DIR/run-guest.sh" "$mode" \
+        --log "$IOP_WORK/$name.log" --pcap "$IOP_WORK/$name.pcap" \
+        --pidfile "$IOP_WORK/$name.qemu.pid" "$@" >"$IOP_WORK/$name.run-guest.out" 2>&1 &
+    GUEST_PID=$!
+    IOP_PIDS+=("$GUEST_PID")
+    IOP_QEMU_PIDFILES+=("$IOP_WORK/$name.qemu.pid")
+}
+
+# iop_guest_wait_line NAME REGEX SECONDS: waits for a console line; fails if
+# the guest ends first or the time runs out.
+iop_guest_wait_line() {
+    local name=$1 re=$2 limit=$3 i=0
+    while [ "$i" -lt $((limit * 5)) ]; do
+        grep -qE "$re" "$IOP_WORK/$name.log" 2>/dev/null && return 0
+        kill -0 "$GUEST_PID" 2>/dev/null || {
+            grep -qE "$re" "$IOP_WORK/$name.log" 2>/dev/null
+            return
+        }
+        sleep 0.2
+        i=$((i + 1))
+    done
+    return 1
+}
+
+# iop_guest_finish NAME SECONDS: lets the guest power off by itself within
+# SECONDS, else stops QEMU; returns run-guest.sh's status.
+iop_guest_finish() {
+    local name=$1 limit=$2 rc
+    iop_wait_pid "$GUEST_PID" "$limit"
+    rc=$?
+    if [ "$rc" = 124 ]; then
+        iop_log "$name: guest still running after ${limit}s; stopping it"
+        iop_stop_qemu "$IOP_WORK/$name.qemu.pid"
+        iop_wait_pid "$GUEST_PID" 15
+        rc=124
+    fi
+    return "$rc"
+}
+
+# iop_wire_check NAME PCAP [wire-check options]: tshark on a capture.
+iop_wire_check() {
+    local name=$1 pcap=$2
+    shift 2
+    if [ ! -s "$pcap" ]; then
+        iop_result "$name" 1 "no capture at $pcap"
+        return
+    fi
+    local out=${pcap%.pcap}.wire-check.txt rc
+    timeout 120 "$IOP_WIRE_CHECK" "$pcap" "$@" >"$out" 2>&1
+    rc=$?
+    iop_result "$name" "$rc" "$(tail -1 "$out")"
+}

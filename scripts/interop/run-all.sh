@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# run-all.sh - the kernel interop checks for CI: our stack against the Linux
+# kernel (siw, rping, nfsd/svcrdma) in the QEMU guest of ../shared/interop.
+#
+#   siw-rping.sh   software iWARP vs siw + rping, both roles (issue 3 item 6)
+#   nfsd-null.sh   rpcrdma call/probe vs the kernel NFS server, Version One
+#                  and Version Two negotiation with fallback (issue 5 item 10,
+#                  issue 6 item 5)
+#
+# Builds rpcrdma once (cargo build -p rpcrdma-cli) and the guest
+# (build-guest.sh installs its host packages with apt and downloads the
+# Debian kernel on the first run: root or sudo needed). Prints each script's
+# PASS/FAIL lines, then a summary with the time used against the budget
+# (IOP_BUDGET seconds, default 900). Exit status 0 only if both scripts
+# passed within the budget; a script that overruns its share is stopped.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")" || exit 2
+HERE=$(pwd)
+BUDGET=${IOP_BUDGET:-900}
+T0=$SECONDS
+WORK=${IOP_WORK_ROOT:-$(mktemp -d /tmp/rpcrdma-interop.XXXXXX)}
+mkdir -p "$WORK"
+
+export IOP_NAME=run-all
+# shellcheck source=common.sh
+. "$HERE/common.sh"
+if ! iop_build; then
+    echo "run-all: building rpcrdma failed"
+    exit 1
+fi
+export RPCRDMA_BIN=$BIN
+
+declare -A RC SECS
+for s in siw-rping nfsd-null; do
+    left=$((BUDGET - (SECONDS - T0)))
+    if [ "$left" -le 30 ]; then
+        echo "run-all: no time left for $s (budget ${BUDGET}s)"
+        RC[$s]=124
+        SECS[$s]=0
+        continue
+    fi
+    t=$SECONDS
+    IOP_WORK=$WORK/$s timeout --signal=TERM --kill-after=30 "$left" "$HERE/$s.sh"
+    RC[$s]=$?
+    SECS[$s]=$((SECONDS - t))
+    echo
+done
+
+total=$((SECONDS - T0))
+fail=0
+echo "== interop summary (logs and captures in $WORK)"
+for s in siw-rping nfsd-null; do
+    if [ "${RC[$s]}" = 0 ]; then r=PASS; else r="FAIL (exit ${RC[$s]})"; fail=1; fi
+    printf '   %-10s %-16s %4ss\n' "$s" "$r" "${SECS[$s]}"
+done
+printf '   total: %ss of a %ss budget\n' "$total" "$BUDGET"
+if [ "$total" -gt "$BUDGET" ]; then
+    echo "   over budget"
+    fail=1
+fi
+if [ "$fail" = 0 ]; then
+    echo "== interop: PASS"
+else
+    echo "== interop: FAIL"
+fi
+exit "$fail"

@@ -1,12 +1,14 @@
 //! The demo program over the RDMA-like in-memory transport (which enforces
 //! the Upper Layer Binding: Write chunks, Reply chunks, inline threshold)
-//! and over TCP under concurrency.
+//! and over TCP under concurrency, including CALLBACKS and the callback
+//! program in the reverse direction.
 
 use bytes::Bytes;
 use proptest::prelude::*;
 use rpcrdma_demoprog::{
-    checksum, pattern, pattern_mismatch, procs, serve_demo, ulb, DemoClient, DemoError, DemoStat,
-    EchoData, ReadArgs, ReadRes, WriteArgs, WriteRes, MAX_DATA, MAX_ECHO, PROGRAM, VERSION,
+    checksum, pattern, pattern_mismatch, procs, serve_callbacks, serve_demo, ulb, CallbackArgs,
+    CallbackCount, CallbackRes, CbEchoData, DemoClient, DemoError, DemoStat, EchoData, ReadArgs,
+    ReadRes, WriteArgs, WriteRes, CB_MAX_ECHO, MAX_CALLBACKS, MAX_DATA, MAX_ECHO, PROGRAM, VERSION,
 };
 use rpcrdma_oncrpc::mem::{self, MemConfig, MemConnector};
 use rpcrdma_oncrpc::tcp::TcpConnector;
@@ -238,5 +240,157 @@ proptest! {
         let flat = p.flatten();
         let mut d = Decoder::from_bytes(&flat);
         prop_assert_eq!(WriteArgs::unmarshal(&mut d).unwrap().data, data);
+    }
+}
+
+// ----- CALLBACKS and the callback program (reverse direction) ------------
+
+fn callback_client(connector: MemConnector) -> (DemoClient, CallbackCount) {
+    let mut services = Services::new();
+    let served = serve_callbacks(&mut services);
+    let mut config = ClientConfig::default();
+    config.services = std::sync::Arc::new(services);
+    (DemoClient::new(Client::new(connector, config)), served)
+}
+
+/// Every size class of CB_ECHO (Short, around the threshold, Long both
+/// ways) and CB_NULL, over the RDMA-like transport, which fails a call
+/// whose callback binding is wrong (a reply larger than its Reply chunk).
+#[tokio::test]
+async fn callbacks_over_the_rdma_like_transport() {
+    let (server, connector) = mem_rig();
+    let (demo, served) = callback_client(connector.clone());
+    assert_eq!(demo.callbacks(5, 0, 0).await.unwrap(), 0, "readiness only");
+    assert_eq!(demo.callbacks(5, 3, 0).await.unwrap(), 3, "CB_NULL");
+    let mut expected = 3;
+    for size in [1u32, 3, 1000, 1015, 1016, 1024, 4096, 20_000, CB_MAX_ECHO] {
+        assert_eq!(demo.callbacks(5, 2, size).await.unwrap(), 2, "size {size}");
+        expected += 2;
+    }
+    assert_eq!(served.get(), expected);
+    // The server's end sent the callbacks; large ones as Long calls.
+    let client_side = connector.probes()[0].stats();
+    assert!(client_side.reply_chunks >= 6, "{client_side:?}");
+    assert_eq!(client_side.errors, 0);
+    // MAX_CALLBACKS at once.
+    assert_eq!(
+        demo.callbacks(6, MAX_CALLBACKS, 16).await.unwrap(),
+        MAX_CALLBACKS
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn callbacks_over_tcp() {
+    let server = server();
+    let addr = server.serve_tcp("127.0.0.1:0").await.unwrap();
+    let mut services = Services::new();
+    let served = serve_callbacks(&mut services);
+    let mut config = ClientConfig::default();
+    config.services = std::sync::Arc::new(services);
+    let demo = DemoClient::new(Client::new(TcpConnector::new(addr), config));
+    assert_eq!(demo.callbacks(9, 16, 3000).await.unwrap(), 16);
+    assert_eq!(served.get(), 16);
+    // A client that serves nothing: over TCP the calls reach it and are
+    // answered PROG_UNAVAIL, so none succeeds.
+    let plain = DemoClient::new(Client::new(
+        TcpConnector::new(addr),
+        ClientConfig::default(),
+    ));
+    assert_eq!(plain.callbacks(10, 4, 0).await.unwrap(), 0);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn callbacks_limits_are_enforced_on_both_sides() {
+    let (server, connector) = mem_rig();
+    let (demo, served) = callback_client(connector);
+    assert!(matches!(
+        demo.callbacks(1, MAX_CALLBACKS + 1, 0).await,
+        Err(DemoError::TooLarge { .. })
+    ));
+    assert!(matches!(
+        demo.callbacks(1, 1, CB_MAX_ECHO + 1).await,
+        Err(DemoError::TooLarge { .. })
+    ));
+    // Bypassing the stub: the server does not decode them.
+    for (count, size) in [(MAX_CALLBACKS + 1, 0), (1, CB_MAX_ECHO + 1), (u32::MAX, 0)] {
+        let args = CallbackArgs {
+            client_id: 1,
+            count,
+            size,
+        };
+        let e = demo
+            .client()
+            .call::<_, CallbackRes>(PROGRAM, VERSION, procs::CALLBACKS, &args, &ulb::callbacks())
+            .await
+            .unwrap_err();
+        assert!(matches!(e, RpcError::GarbageArgs), "{e}");
+    }
+    assert_eq!(served.get(), 0);
+    server.shutdown().await;
+}
+
+/// The callback program's binding and CALLBACKS' results are exact for
+/// the largest reply.
+#[test]
+fn callback_ulb_sizes_hold() {
+    for n in [0u32, 1, 2, 3, 4, 5, 1023, 1024, CB_MAX_ECHO] {
+        let mut pe = PayloadEncoder::new();
+        CbEchoData(pattern(0, n as usize)).marshal(&mut pe.encoder());
+        let p = pe.finish();
+        assert!(!p.has_items(), "CB_ECHO has no DDP-eligible item");
+        assert_eq!(
+            p.stream_len() as u32,
+            ulb::cb_echo(n).results_limit().unwrap(),
+            "len {n}"
+        );
+        assert!(ulb::cb_echo(n).ddp_results().is_empty());
+    }
+    let mut pe = PayloadEncoder::new();
+    CallbackRes::Ok { succeeded: 7 }.marshal(&mut pe.encoder());
+    assert_eq!(
+        pe.finish().stream_len() as u32,
+        ulb::callbacks().results_limit().unwrap()
+    );
+    assert_eq!(ulb::cb_null().results_limit(), Some(0));
+}
+
+proptest! {
+    #[test]
+    fn callback_types_round_trip(client_id: u64, count in 0..=MAX_CALLBACKS, size in 0..=CB_MAX_ECHO, status in 1u32..10, data in proptest::collection::vec(any::<u8>(), 0..2000)) {
+        let args = CallbackArgs { client_id, count, size };
+        let mut pe = PayloadEncoder::new();
+        args.marshal(&mut pe.encoder());
+        let p = pe.finish();
+        let mut d = Decoder::with_ddp(&p);
+        prop_assert_eq!(CallbackArgs::unmarshal(&mut d).unwrap(), args);
+        prop_assert!(d.expect_end().is_ok());
+        for value in [CallbackRes::Ok { succeeded: count }, CallbackRes::Err(DemoStat(status))] {
+            let mut pe = PayloadEncoder::new();
+            value.marshal(&mut pe.encoder());
+            let p = pe.finish();
+            let mut d = Decoder::with_ddp(&p);
+            prop_assert_eq!(CallbackRes::unmarshal(&mut d).unwrap(), value);
+            prop_assert!(d.expect_end().is_ok());
+        }
+        let e = CbEchoData(Bytes::from(data));
+        let mut pe = PayloadEncoder::new();
+        e.marshal(&mut pe.encoder());
+        let p = pe.finish();
+        let mut d = Decoder::with_ddp(&p);
+        prop_assert_eq!(CbEchoData::unmarshal(&mut d).unwrap(), e);
+        prop_assert!(d.expect_end().is_ok());
+    }
+
+    /// Arbitrary bytes never panic the CALLBACKS argument decoder, and
+    /// whatever decodes is within the limits.
+    #[test]
+    fn callback_args_decoder_is_total(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
+        let b = Bytes::from(bytes);
+        let mut d = Decoder::from_bytes(&b);
+        if let Ok(a) = CallbackArgs::unmarshal(&mut d) {
+            prop_assert!(a.count <= MAX_CALLBACKS && a.size <= CB_MAX_ECHO);
+        }
     }
 }

@@ -3,13 +3,14 @@
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::Args;
 use rpcrdma_demoprog::{
-    checksum, pattern, pattern_mismatch, procs, serve_demo, ulb, DemoClient, ReadArgs, ReadRes,
-    WriteArgs, WriteRes, PROGRAM, VERSION,
+    checksum, pattern, pattern_mismatch, procs, serve_callbacks, serve_demo, ulb, DemoClient,
+    ReadArgs, ReadRes, WriteArgs, WriteRes, PROGRAM, VERSION,
 };
 use rpcrdma_engine::CallError;
 use rpcrdma_oncrpc::{Client, ClientConfig, Server, ServerConfig, Services};
@@ -74,7 +75,13 @@ async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         .options(args.rdma.options())
         .caps(args.rdma.caps());
     let handle = connector.handle();
-    let client = Client::connect(connector, ClientConfig::default())
+    // The client serves the demo's callback program, so it takes
+    // reverse-direction calls on its connection (RFC 8167 §6).
+    let mut callbacks = Services::new();
+    let served = serve_callbacks(&mut callbacks);
+    let mut client_config = ClientConfig::default();
+    client_config.services = Arc::new(callbacks);
+    let client = Client::connect(connector, client_config)
         .await
         .context("cannot connect to the demo server")?;
     let demo = DemoClient::new(client.clone());
@@ -179,6 +186,29 @@ async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         op: format!("Long reply: READ {}, no reduction", human(n as u64)),
         forms: forms(&transport),
         bytes: n as u64,
+        time: t.elapsed(),
+    });
+
+    // Reverse direction (RFC 8167): CALLBACKS declares the client ready
+    // (like NFSv4.1 CREATE_SESSION) and the server calls it back on the
+    // same connection while the forward call is outstanding.
+    let (n, len) = (8u32, 200u32);
+    let t = Instant::now();
+    let ok = demo
+        .callbacks(1, n, len)
+        .await
+        .context("CALLBACKS (reverse-direction calls) failed")?;
+    if ok != n || served.get() != u64::from(n) {
+        bail!(
+            "reverse-direction calls: {ok} of {n} answered correctly, {} served",
+            served.get()
+        );
+    }
+    let server_forms = svc.connections().first().map_or_else(|| "-".into(), forms);
+    rows.push(Row {
+        op: format!("reverse: {n} x CB_ECHO {}", human(len.into())),
+        forms: server_forms,
+        bytes: u64::from(n * len),
         time: t.elapsed(),
     });
 

@@ -49,8 +49,11 @@ pub struct ClientConfig {
     pub services: Arc<Services>,
     /// Concurrency limit for those reverse-direction calls.
     pub serve_limits: ServeLimits,
-    /// The first XID (default: a random value). Fixing it makes runs
-    /// reproducible (traces, tests).
+    /// The first XID of a client made by [`Client::new`] or
+    /// [`Client::connect`] (default: a random value). Fixing it makes runs
+    /// reproducible (traces, tests). Clients on a server's connections
+    /// share the server's reverse-direction XIDs instead
+    /// (`ServerConfig::first_callback_xid`).
     pub first_xid: Option<u32>,
 }
 

@@ -22,6 +22,13 @@
 //!   transport, routing replies to calls and calls to handlers), [`Client`]
 //!   (XIDs, timeouts, cancellation, reconnect and retransmission with the
 //!   same XID) and [`Server`] (listeners, limits, graceful shutdown).
+//! * **The reverse direction** (RFC 8167) — a client serves
+//!   [`ClientConfig::services`] on its connections and enables them before
+//!   its first call; a server calls back once its Upper Layer declares the
+//!   client ready ([`Connection::peer_ready_for_callbacks`], §6), on one
+//!   connection ([`Connection::client`]) or through [`Backchannels`], whose
+//!   calls wait (bounded) for the client to reconnect and are sent again
+//!   with the same XID (§5.4).
 //! * **rpcbind** — [`rpcbind`]: PMAP v2 and RPCBIND v3/v4 client, and
 //!   registration of a server's programs under any netid.
 //!

@@ -1,19 +1,28 @@
 //! Completion queues.
 
 use std::collections::VecDeque;
+use std::future::{poll_fn, Future};
+use std::pin::pin;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Poll, Waker};
 
 use rpcrdma_verbs::{CompletionQueue, WorkCompletion};
-use tokio::sync::Notify;
 
 use crate::qp::QpInner;
 
+#[derive(Debug, Default)]
+struct CqState {
+    q: VecDeque<WorkCompletion>,
+    /// Tasks waiting for a completion (usually one). Kept under the same
+    /// lock as the queue: one lock per push or poll, no separate notifier.
+    waiters: Vec<Waker>,
+}
+
 #[derive(Debug)]
 struct CqInner {
-    q: Mutex<VecDeque<WorkCompletion>>,
+    state: Mutex<CqState>,
     capacity: usize,
-    notify: Notify,
     /// Queue pairs whose completions come here.
     owners: Mutex<Vec<Weak<QpInner>>>,
 }
@@ -28,40 +37,51 @@ pub struct Cq {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Overrun;
 
+fn register(waiters: &mut Vec<Waker>, w: &Waker) {
+    if !waiters.iter().any(|x| x.will_wake(w)) {
+        waiters.push(w.clone());
+    }
+}
+
 impl Cq {
     pub(crate) fn new(capacity: usize) -> Self {
         Cq {
             inner: Arc::new(CqInner {
-                q: Mutex::new(VecDeque::with_capacity(capacity.min(4096))),
+                state: Mutex::new(CqState {
+                    q: VecDeque::with_capacity(capacity.min(4096)),
+                    waiters: Vec::new(),
+                }),
                 capacity: capacity.max(1),
-                notify: Notify::new(),
                 owners: Mutex::new(Vec::new()),
             }),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<WorkCompletion>> {
-        self.inner.q.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, CqState> {
+        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Adds completions; wakes waiters once.
+    /// Adds completions; wakes the waiters.
     pub(crate) fn push_all(&self, wcs: &mut Vec<WorkCompletion>) -> Result<(), Overrun> {
         if wcs.is_empty() {
             return Ok(());
         }
         let mut res = Ok(());
-        {
-            let mut q = self.lock();
+        let waiters = {
+            let mut st = self.lock();
             for wc in wcs.drain(..) {
-                if q.len() >= self.inner.capacity {
+                if st.q.len() >= self.inner.capacity {
                     tracing::error!(capacity = self.inner.capacity, "completion queue overrun");
                     res = Err(Overrun);
                     continue;
                 }
-                q.push_back(wc);
+                st.q.push_back(wc);
             }
+            std::mem::take(&mut st.waiters)
+        };
+        for w in waiters {
+            w.wake();
         }
-        self.inner.notify.notify_waiters();
         res
     }
 
@@ -76,16 +96,32 @@ impl Cq {
     /// The one live queue pair feeding this queue, if there is exactly one.
     fn sole_owner(&self) -> Option<Arc<QpInner>> {
         let mut o = self.inner.owners.lock().unwrap_or_else(|p| p.into_inner());
-        o.retain(|w| w.strong_count() > 0);
+        if o.len() > 1 {
+            o.retain(|w| w.strong_count() > 0);
+        }
         match &o[..] {
             [one] => one.upgrade(),
             _ => None,
         }
     }
 
+    /// Waits until a completion is pushed (or one is already there).
+    async fn wait_push(&self) {
+        poll_fn(|cx| {
+            let mut st = self.lock();
+            if st.q.is_empty() {
+                register(&mut st.waiters, cx.waker());
+                Poll::Pending
+            } else {
+                Poll::Ready(())
+            }
+        })
+        .await
+    }
+
     /// Completions waiting.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().q.len()
     }
 
     /// Whether no completion is waiting.
@@ -96,9 +132,9 @@ impl Cq {
 
 impl CompletionQueue for Cq {
     fn poll(&self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
-        let mut q = self.lock();
-        let n = q.len().min(max);
-        out.extend(q.drain(..n));
+        let mut st = self.lock();
+        let n = st.q.len().min(max);
+        out.extend(st.q.drain(..n));
         n
     }
 
@@ -107,35 +143,37 @@ impl CompletionQueue for Cq {
     /// stands aside meanwhile): the completion is produced and consumed on
     /// one task, with no hop between tasks.
     async fn wait(&self) {
+        let Some(qp) = self.sole_owner() else {
+            return self.wait_push().await;
+        };
+        let consumer = Consumer::enter(&qp);
         loop {
-            // The queue pair to read from ourselves, if any. The `Notified`
-            // lives only in this block: it must not be registered while we
-            // publish our own completions (that would wake this very task and
-            // cost the runtime an extra turn).
-            let reader = {
-                let notified = self.inner.notify.notified();
-                tokio::pin!(notified);
-                notified.as_mut().enable();
-                if !self.lock().is_empty() {
-                    return;
+            if !qp.wants_read() {
+                drop(consumer);
+                return self.wait_push().await;
+            }
+            let mut readable = pin!(qp.readable());
+            let socket_ready = poll_fn(|cx| {
+                let mut st = self.lock();
+                if !st.q.is_empty() {
+                    return Poll::Ready(false);
                 }
-                match self.sole_owner() {
-                    Some(qp) if qp.wants_read() => {
-                        let consumer = Consumer::enter(&qp);
-                        tokio::select! {
-                            biased;
-                            _ = &mut notified => None,
-                            r = qp.readable() => r.ok().map(|()| consumer),
-                        }
-                    }
-                    _ => {
-                        notified.await;
-                        None
-                    }
+                if readable.as_mut().poll(cx).is_ready() {
+                    // We are about to publish completions ourselves: do not
+                    // stay registered, or we would wake this very task.
+                    st.waiters.retain(|w| !w.will_wake(cx.waker()));
+                    return Poll::Ready(true);
                 }
-            };
-            if let Some(consumer) = reader {
-                consumer.0.read_ready();
+                register(&mut st.waiters, cx.waker());
+                Poll::Pending
+            })
+            .await;
+            if !socket_ready {
+                return;
+            }
+            qp.read_ready();
+            if !self.lock().q.is_empty() {
+                return;
             }
         }
     }

@@ -16,8 +16,10 @@ use rpcrdma_iwarp::conn::{ConnError, Connection, Event};
 use rpcrdma_verbs::{
     DisconnectReason, PostError, QpCaps, QueuePair, RecvWr, SendWr, WcOpcode, WorkCompletion,
 };
+use std::task::{Poll, Waker};
 use tokio::net::TcpStream;
-use tokio::sync::{watch, Notify};
+
+use tokio::sync::watch;
 
 use crate::cq::Cq;
 use crate::mem::PdInner;
@@ -45,12 +47,52 @@ pub(crate) struct QpInner {
     stream: TcpStream,
     send_cq: Cq,
     recv_cq: Cq,
-    wake: Notify,
+    wake: Signal,
     closed: watch::Sender<Option<DisconnectReason>>,
     caps: QpCaps,
     /// Tasks reading the socket from a completion-queue wait; while there
     /// are any, the I/O task does not wait for readability itself.
     pub(crate) consumers: AtomicUsize,
+}
+
+/// Wakes the I/O task: a flag and one waker (cheaper than a general
+/// notifier on the per-message path).
+#[derive(Debug, Default)]
+struct Signal {
+    set: std::sync::atomic::AtomicBool,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Signal {
+    fn notify_one(&self) {
+        self.set.store(true, Ordering::Release);
+        let w = self.waker.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(w) = w {
+            w.wake();
+        }
+    }
+
+    /// Resolves once `notify_one` was called since the last resolution.
+    async fn wait(&self) {
+        std::future::poll_fn(|cx| {
+            if self.set.swap(false, Ordering::AcqRel) {
+                return Poll::Ready(());
+            }
+            {
+                let mut w = self.waker.lock().unwrap_or_else(|p| p.into_inner());
+                match w.as_ref() {
+                    Some(old) if old.will_wake(cx.waker()) => {}
+                    _ => *w = Some(cx.waker().clone()),
+                }
+            }
+            if self.set.swap(false, Ordering::AcqRel) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
+    }
 }
 
 /// A connected queue pair. Dropping it closes the connection gracefully.
@@ -207,9 +249,6 @@ impl QpInner {
 async fn run(inner: Arc<QpInner>) {
     let mut stream_alive = true;
     loop {
-        let notified = inner.wake.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
         let (readable, want_write, want_close) = {
             let st = inner.lock();
             (
@@ -241,7 +280,7 @@ async fn run(inner: Arc<QpInner>) {
                     Err(e) => inner.with(|st| st.conn.handle_transport_error(e.to_string())),
                 }
             }
-            _ = &mut notified => {}
+            _ = inner.wake.wait() => {}
         }
     }
     // Everything queued (a Terminate, the last messages of a graceful close)
@@ -308,7 +347,7 @@ impl Qp {
             stream,
             send_cq,
             recv_cq,
-            wake: Notify::new(),
+            wake: Signal::default(),
             closed,
             caps,
             consumers: AtomicUsize::new(0),

@@ -165,7 +165,9 @@ async fn tour(
         (true, Some(inv2.rkey())),
     ];
     for (i, (solicited, invalidate)) in sends.into_iter().enumerate() {
-        let sges = vec![Sge::Bytes(Bytes::from(payload(&format!("send variant {i}"))))];
+        let sges = vec![Sge::Bytes(Bytes::from(payload(&format!(
+            "send variant {i}"
+        ))))];
         c.qp.post_send(SendWr {
             wr_id: i as u64,
             op: SendOp::Send {

@@ -142,6 +142,10 @@ pub struct Engine<P: ProtectionDomain> {
     recvs_posted: u32,
     recv_target: u32,
     recv_size: usize,
+    /// Received buffers, kept to be posted again once the upper layer has
+    /// dropped every view of them (receive buffers are reused, not
+    /// reallocated, in the steady state).
+    spare: VecDeque<Bytes>,
     pub(crate) events: VecDeque<Event>,
 
     // Requester side (our calls).
@@ -244,6 +248,7 @@ impl<P: ProtectionDomain> Engine<P> {
         }
         let mut e = Self {
             recv_size: cfg.recv_buffer_size(),
+            spare: VecDeque::new(),
             req_enabled: cfg.role == Role::Client,
             resp_enabled: cfg.role == Role::Server,
             cfg,
@@ -456,7 +461,11 @@ impl<P: ProtectionDomain> Engine<P> {
             Wr::Recv => {
                 let mut buf = wc.buf.unwrap_or_default();
                 buf.truncate(wc.byte_len as usize);
-                self.on_receive(now, buf.freeze(), wc.invalidated_rkey);
+                let buf = buf.freeze();
+                self.on_receive(now, buf.clone(), wc.invalidated_rkey);
+                if self.spare.len() < 2 * self.recv_target as usize {
+                    self.spare.push_back(buf);
+                }
                 self.top_up_receives();
             }
             Wr::Read { token } => self.on_read_done(token),
@@ -543,11 +552,30 @@ impl<P: ProtectionDomain> Engine<P> {
         while self.recvs_posted < self.recv_target {
             let wr_id = self.wr_id(Wr::Recv);
             self.recvs_posted += 1;
-            self.out_recv.push_back(RecvWr {
-                wr_id,
-                buf: BytesMut::zeroed(self.recv_size),
+            let buf = self.reusable_buffer().unwrap_or_else(|| {
+                self.stats.recv_buffers_allocated += 1;
+                BytesMut::zeroed(self.recv_size)
             });
+            self.out_recv.push_back(RecvWr { wr_id, buf });
         }
+    }
+
+    /// A received buffer nobody refers to any more, cleared for reuse.
+    fn reusable_buffer(&mut self) -> Option<BytesMut> {
+        for _ in 0..self.spare.len() {
+            let b = self.spare.pop_front()?;
+            match b.try_into_mut() {
+                Ok(mut m) if m.capacity() >= self.recv_size => {
+                    m.clear();
+                    m.resize(self.recv_size, 0);
+                    self.stats.recv_buffers_reused += 1;
+                    return Some(m);
+                }
+                Ok(_) => {}
+                Err(still_used) => self.spare.push_back(still_used),
+            }
+        }
+        None
     }
 
     /// Registers nothing; releases a region and counts it.

@@ -44,6 +44,11 @@ pub struct Stats {
     pub rdma_writes: u64,
     /// Calls the upper layer abandoned before their reply.
     pub released_early: u64,
+    /// Receive buffers allocated.
+    pub recv_buffers_allocated: u64,
+    /// Receive buffers posted again after their previous message was
+    /// released by every holder.
+    pub recv_buffers_reused: u64,
     /// `RDMA2_OPTIONAL` messages sent (offers and answers).
     pub options_sent: u64,
     /// `RDMA2_OPTIONAL` messages received of a supported type (others are

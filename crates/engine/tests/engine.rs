@@ -1085,3 +1085,35 @@ fn spec_e11_credits_held_by_abandoned_calls_fail_the_connection() {
     ));
     no_leaks(&pair);
 }
+
+/// Receive buffers are reused once the upper layer has dropped the message
+/// they carried; while it still holds one, that buffer is not touched.
+#[test]
+fn receive_buffers_are_reused_not_reallocated() {
+    let mut pair = Pair::new();
+    let initial = pair.client.engine.stats().recv_buffers_allocated;
+    let mut held = None;
+    for xid in 1..=50u32 {
+        pair.client
+            .engine
+            .send_call(
+                pair.now,
+                xid,
+                call(xid, 0, &[], None),
+                ReplyHints::default(),
+            )
+            .unwrap();
+        echo_server(&mut pair);
+        let (m, _, _) = take_reply(&mut pair, xid);
+        if xid == 3 {
+            held = Some(m); // the upper layer keeps this reply
+        }
+    }
+    let s = pair.client.engine.stats();
+    // Once warmed up, every repost took a buffer whose message was dropped.
+    assert!(s.recv_buffers_reused >= 45, "{s:?}");
+    assert!(s.recv_buffers_allocated <= initial + 2, "{s:?}");
+    // The held reply is intact: its buffer was never reposted.
+    let held = held.unwrap();
+    assert_eq!(&held.inline()[0..8], &[0, 0, 0, 3, 0, 0, 0, 1]);
+}

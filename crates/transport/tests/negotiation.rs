@@ -1,0 +1,184 @@
+//! Version negotiation over the real software iWARP provider
+//! (draft-cel-01 §5): v2↔v2, a v2 client against a Version One-only server
+//! (ERR_VERS, fallback, and the memory of it across connections), a v1
+//! client against a v2 server, and a probe that is never answered.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use rpcrdma_demoprog::{serve_demo, DemoClient};
+use rpcrdma_engine::{Engine, EngineConfig, VersionPolicy};
+use rpcrdma_oncrpc::{Client, ClientConfig, Server, ServerConfig, Services};
+use rpcrdma_softiwarp::{Options, SoftIwarp};
+use rpcrdma_transport::{serve_rdma, ListenConfig, RdmaConnector, RdmaTransport, VersionMemory};
+use rpcrdma_verbs::{ConnectRequest, Device, Listener, QpCaps, QpParams, QueuePair};
+use rpcrdma_wire::VersionRange;
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+fn no_delay() -> Options {
+    // Both ends are ours: no need to wait for a Linux siw listener.
+    Options {
+        first_fpdu_delay: Duration::ZERO,
+        ..Options::default()
+    }
+}
+
+async fn server(versions: VersionRange) -> (Server, SocketAddr) {
+    let mut services = Services::new();
+    serve_demo(&mut services);
+    let server = Server::new(services, ServerConfig::default());
+    let mut engine = EngineConfig::server();
+    engine.versions = versions;
+    let svc = serve_rdma(
+        &server,
+        SoftIwarp::new(),
+        "127.0.0.1:0".parse().unwrap(),
+        ListenConfig {
+            engine,
+            options: no_delay(),
+            caps: QpCaps::default(),
+        },
+    )
+    .await
+    .expect("listen");
+    let addr = svc.local_addr();
+    std::mem::forget(svc); // lives until the test's runtime ends
+    (server, addr)
+}
+
+fn client_cfg(policy: VersionPolicy) -> EngineConfig {
+    let mut c = EngineConfig::client();
+    c.client_version = policy;
+    c
+}
+
+async fn null_over(
+    addr: SocketAddr,
+    policy: VersionPolicy,
+    memory: &VersionMemory,
+) -> RdmaTransport<SoftIwarp> {
+    let connector = RdmaConnector::new(SoftIwarp::new(), addr, client_cfg(policy))
+        .options(no_delay())
+        .version_memory(memory.clone());
+    let handle = connector.handle();
+    let client = Client::connect(connector, ClientConfig::default())
+        .await
+        .expect("connect");
+    tokio::time::timeout(PATIENCE, DemoClient::new(client).null())
+        .await
+        .expect("NULL in time")
+        .expect("NULL");
+    handle.transport().expect("a connection")
+}
+
+#[tokio::test]
+async fn v2_client_and_v2_server_settle_on_2() {
+    let (_s, addr) = server(VersionRange::V1_AND_V2).await;
+    let t = null_over(addr, VersionPolicy::Negotiate, &VersionMemory::new()).await;
+    assert_eq!(t.negotiated(), Some((2, false)));
+}
+
+#[tokio::test]
+async fn v1_client_and_v2_server_settle_on_1() {
+    let (_s, addr) = server(VersionRange::V1_AND_V2).await;
+    let t = null_over(addr, VersionPolicy::V1, &VersionMemory::new()).await;
+    assert_eq!(t.negotiated(), Some((1, false)));
+}
+
+#[tokio::test]
+async fn v2_client_falls_back_and_remembers_across_connections() {
+    let (_s, addr) = server(VersionRange::V1_ONLY).await;
+    let memory = VersionMemory::new();
+    let t = null_over(addr, VersionPolicy::Negotiate, &memory).await;
+    assert_eq!(t.negotiated(), Some((1, true)), "ERR_VERS then fallback");
+    assert!(memory.lacks_v2(addr));
+    // A later connection to the same responder starts with Version One:
+    // no probe, no fallback.
+    let t = null_over(addr, VersionPolicy::Negotiate, &memory).await;
+    assert_eq!(t.negotiated(), Some((1, false)));
+}
+
+/// A responder that takes the connection but never answers the Version
+/// Two probe (draft §5.2: "a lost or dropped first message"): the client
+/// gives up on Version Two after its negotiation timeout, remembers it,
+/// reconnects and completes the call in Version One.
+#[tokio::test]
+async fn unanswered_probe_means_version_one_on_the_next_connection() {
+    let dev = SoftIwarp::new();
+    let listener = dev
+        .listen("127.0.0.1:0".parse().unwrap(), no_delay())
+        .await
+        .unwrap();
+    let addr = listener.local_addr();
+    let mut services = Services::new();
+    serve_demo(&mut services);
+    let server = Server::new(services, ServerConfig::default());
+    let srv = server.clone();
+    let dev2 = dev.clone();
+    let acceptor = tokio::spawn(async move {
+        let mut held = Vec::new();
+        let mut versions_seen = Vec::new();
+        for n in 0..2 {
+            let req = listener.accept().await.expect("request");
+            let peer = req.peer_addr();
+            let peer_pd = req.private_data().clone();
+            let pd = dev2.alloc_pd();
+            let cq = dev2.create_cq(512);
+            let ours = Bytes::copy_from_slice(&EngineConfig::server().private_data().to_bytes());
+            let qp = req
+                .accept(
+                    QpParams {
+                        pd: &pd,
+                        send_cq: &cq,
+                        recv_cq: &cq,
+                        caps: QpCaps::default(),
+                        options: no_delay(),
+                    },
+                    ours,
+                )
+                .await
+                .expect("accept");
+            if n == 0 {
+                // Post receives so the probe lands, then never answer.
+                for i in 0..8 {
+                    qp.post_recv(rpcrdma_verbs::RecvWr {
+                        wr_id: i,
+                        buf: bytes::BytesMut::zeroed(4096),
+                    })
+                    .unwrap();
+                }
+                held.push((qp, cq, pd));
+                continue;
+            }
+            let engine =
+                Engine::new(EngineConfig::server(), pd, qp.caps(), Some(&peer_pd)).unwrap();
+            let t: RdmaTransport<SoftIwarp> = RdmaTransport::new(engine, qp, cq, peer, peer_pd);
+            srv.serve(t.clone());
+            versions_seen.push(t);
+        }
+        (held, versions_seen)
+    });
+
+    let memory = VersionMemory::new();
+    let mut cfg = client_cfg(VersionPolicy::Negotiate);
+    cfg.negotiation_timeout = Duration::from_millis(300);
+    let connector = RdmaConnector::new(dev, addr, cfg)
+        .options(no_delay())
+        .version_memory(memory.clone());
+    let handle = connector.handle();
+    let mut ccfg = ClientConfig::default();
+    ccfg.reconnect_delay = Duration::from_millis(10);
+    let client = Client::connect(connector, ccfg).await.expect("connect");
+    let r = tokio::time::timeout(PATIENCE, DemoClient::new(client).null()).await;
+    r.expect("NULL in time").expect("NULL after the reconnect");
+    assert!(memory.lacks_v2(addr), "the unanswered probe was remembered");
+    let t = handle.transport().expect("second connection");
+    assert_eq!(t.negotiated(), Some((1, false)));
+    let (_held, served) = tokio::time::timeout(PATIENCE, acceptor)
+        .await
+        .expect("acceptor done")
+        .unwrap();
+    assert_eq!(served[0].info().version, Some(1));
+}

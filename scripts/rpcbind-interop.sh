@@ -114,6 +114,29 @@ SERVER_PID=
 check "the server unregistered on SIGTERM" \
     bash -c "! rpcinfo -p 127.0.0.1 | grep -Eq '^ +$PROG '"
 
+# RPC-over-RDMA registration (RFC 8166 §11: netid "rdma"): `rpcrdma serve
+# --rpcbind` registers the demo program for its RDMA listener. (rpcbind's
+# GETADDR answers for the netid of the transport a query arrives on, so
+# the rdma entry is checked in the full table, as rpcinfo shows it.)
+cargo build -q -p rpcrdma-cli
+RDMA_PORT=20071
+"$TARGET/debug/rpcrdma" serve --listen 127.0.0.1:$RDMA_PORT --rpcbind --duration 30 \
+    >"$WORK/rdma.out" 2>"$WORK/rdma.err" &
+SERVER_PID=$!
+for _ in $(seq 300); do
+    grep -q '^registered with rpcbind' "$WORK/rdma.out" 2>/dev/null && break
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.1
+done
+UADDR="127.0.0.1.$((RDMA_PORT / 256)).$((RDMA_PORT % 256))"
+check "rpcrdma serve --rpcbind registers netid rdma at $UADDR" \
+    bash -c "rpcinfo 127.0.0.1 | grep -Eq '^ +$PROG +1 +rdma +$UADDR '"
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID" || true
+SERVER_PID=
+check "rpcrdma serve unregistered netid rdma on SIGTERM" \
+    bash -c "! rpcinfo 127.0.0.1 | grep -Eq '^ +$PROG +1 +rdma '"
+
 echo
 echo "rpcbind interop: $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -101,24 +101,35 @@ async fn serve(
     }
 
     let stop = async {
-        match a.duration {
-            Some(s) => tokio::time::sleep(std::time::Duration::from_secs(s)).await,
-            None => {
-                #[cfg(unix)]
-                {
-                    use tokio::signal::unix::{signal, SignalKind};
-                    let mut term = signal(SignalKind::terminate()).unwrap_or_else(|_| {
-                        signal(SignalKind::interrupt()).expect("SIGINT handler")
-                    });
-                    tokio::select! {
-                        _ = tokio::signal::ctrl_c() => {}
-                        _ = term.recv() => {}
+        let deadline = async {
+            match a.duration {
+                Some(s) => tokio::time::sleep(std::time::Duration::from_secs(s)).await,
+                None => std::future::pending().await,
+            }
+        };
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut term = signal(SignalKind::terminate()).ok();
+            let term = async {
+                match term.as_mut() {
+                    Some(t) => {
+                        t.recv().await;
                     }
+                    None => std::future::pending().await,
                 }
-                #[cfg(not(unix))]
-                {
-                    let _ = tokio::signal::ctrl_c().await;
-                }
+            };
+            tokio::select! {
+                () = deadline => {}
+                _ = tokio::signal::ctrl_c() => {}
+                () = term => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::select! {
+                () = deadline => {}
+                _ = tokio::signal::ctrl_c() => {}
             }
         }
     };

@@ -11,7 +11,15 @@ use clap::{Args, Subcommand};
 
 /// Arguments of `rpcrdma bench`.
 #[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_long_help = "Method: paired rounds. Thread wake-up times on small virtual machines swing \
+between runs, so figures taken apart are not comparable. Each round measures raw TCP, \
+RPC-over-RDMA and ONC RPC/TCP back to back (RPC-over-RDMA in the middle, the order flipped \
+every round); each ratio is computed within a round, and the report gives the median of the \
+per-round ratios beside the median of each raw figure (--json: also every round's figures). \
+No side spins or busy-polls: every measure waits in epoll like the raw TCP baseline."
+)]
 pub(crate) struct BenchArgs {
     #[command(subcommand)]
     target: Option<BenchTarget>,

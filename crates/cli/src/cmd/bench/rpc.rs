@@ -5,9 +5,22 @@
 //! Thread "server" runs the demo program over RPC-over-RDMA and over TCP
 //! plus raw TCP echo and sink endpoints; thread "client" measures. Each
 //! thread has its own current-thread tokio runtime, so both sides of every
-//! measure run on the same two threads. Each measure is repeated
-//! `--rounds` times and the median is reported; ratios are computed from
-//! figures taken in this same run (never against stored numbers).
+//! measure run on the same two threads.
+//!
+//! # Method: paired rounds
+//!
+//! The time a thread takes to wake up on a small virtual machine swings
+//! between runs (a few microseconds when the other vCPU is busy, tens when
+//! it went idle), so figures taken minutes apart are not comparable. Each
+//! of `--rounds` rounds therefore measures every pair back to back: the
+//! raw TCP ping-pong and the RPC-over-RDMA NULL round trip (and ONC
+//! RPC/TCP NULL), then the raw TCP stream, ONC RPC/TCP READ and WRITE and
+//! RPC-over-RDMA READ and WRITE. Within a pair the order alternates from
+//! round to round (theirs first in odd rounds, ours first in even ones),
+//! so a slow drift of the machine favours neither side. A ratio is
+//! computed per round from the two figures of that round; the report
+//! gives the median of the per-round ratios beside the median of each raw
+//! figure. Ratios are never computed against stored numbers.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -40,14 +53,16 @@ pub(crate) struct RpcBenchArgs {
     /// Print one JSON object (progress still goes to stderr).
     #[arg(long)]
     pub(crate) json: bool,
-    /// Rounds per measure (the median is reported).
-    #[arg(long, default_value_t = 5)]
+    /// Rounds. Each round measures every pair (theirs and ours) back to
+    /// back, alternating which goes first; the report gives the median of
+    /// the per-round ratios and the median of each raw figure.
+    #[arg(long, default_value_t = 7)]
     pub(crate) rounds: usize,
-    /// Round trips per latency round.
-    #[arg(long, default_value_t = 4000)]
+    /// Round trips per latency measure.
+    #[arg(long, default_value_t = 3000)]
     pub(crate) round_trips: usize,
-    /// MiB moved per throughput round.
-    #[arg(long, default_value_t = 128)]
+    /// MiB moved per throughput measure.
+    #[arg(long, default_value_t = 96)]
     pub(crate) mib: usize,
     /// Calls kept outstanding for the throughput and rate measures.
     #[arg(long, default_value_t = 8)]
@@ -251,22 +266,45 @@ async fn rpc_throughput(
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
 }
 
+/// One figure per round.
+#[derive(Default)]
+struct Series(Vec<f64>);
+
+impl Series {
+    fn median(&self) -> f64 {
+        median(self.0.clone())
+    }
+}
+
+/// Every figure of every round, and the per-round ratios.
+#[derive(Default)]
 struct Results {
-    tcp_rtt: f64,
-    tcp_stream: f64,
-    oncrpc_null_rtt: f64,
-    oncrpc_read: f64,
-    oncrpc_write: f64,
-    rdma_null_rtt: f64,
-    rdma_null_rate: f64,
-    rdma_read: f64,
-    rdma_write: f64,
+    tcp_rtt: Series,
+    tcp_stream: Series,
+    oncrpc_null_rtt: Series,
+    oncrpc_read: Series,
+    oncrpc_write: Series,
+    rdma_null_rtt: Series,
+    rdma_null_rate: Series,
+    rdma_read: Series,
+    rdma_write: Series,
+    null_rtt_vs_tcp: Series,
+    read_vs_tcp: Series,
+    write_vs_tcp: Series,
+    read_vs_oncrpc: Series,
+    write_vs_oncrpc: Series,
     version: u32,
 }
+
+/// Measures per round (for the progress bar).
+const MEASURES_PER_ROUND: u64 = 10;
 
 async fn client(args: RpcBenchArgs, a: Addrs, bar: ProgressBar) -> anyhow::Result<Results> {
     let mut cfg = ClientConfig::default();
@@ -294,58 +332,81 @@ async fn client(args: RpcBenchArgs, a: Addrs, bar: ProgressBar) -> anyhow::Resul
         args.outstanding.max(1),
         args.rounds.max(1),
     );
-    let measure = |name: &str| {
-        bar.set_message(name.to_string());
-        name.to_string()
-    };
-    macro_rules! med {
-        ($name:expr, $e:expr) => {{
-            let label = measure($name);
-            let mut v = Vec::with_capacity(rounds);
-            for _ in 0..rounds {
-                v.push($e.await.with_context(|| label.clone())?);
+    let mut r = Results::default();
+    for round in 1..=rounds {
+        macro_rules! step {
+            ($name:expr, $e:expr) => {{
+                bar.set_message(format!("round {round}/{rounds}: {}", $name));
+                let v = $e.await.with_context(|| $name)?;
                 bar.inc(1);
-            }
-            median(v)
-        }};
+                v
+            }};
+        }
+        // Each triplet puts ours between raw TCP and ONC RPC/TCP, so it is
+        // measured right next to both; the order flips every round.
+        macro_rules! triplet {
+            ($tcp:expr, $ours:expr, $oncrpc:expr) => {{
+                if round % 2 == 1 {
+                    let t = $tcp;
+                    let o = $ours;
+                    let c = $oncrpc;
+                    (t, o, c)
+                } else {
+                    let c = $oncrpc;
+                    let o = $ours;
+                    let t = $tcp;
+                    (t, o, c)
+                }
+            }};
+        }
+        let (tcp_rtt, rdma_null, oncrpc_null) = triplet!(
+            step!("raw TCP 64 B ping-pong", tcp_pingpong(a.echo, n)),
+            step!("RPC-over-RDMA NULL round trip", null_rtt(&rdma, n)),
+            step!("ONC RPC/TCP NULL round trip", null_rtt(&tcp, n))
+        );
+        let rate = step!("RPC-over-RDMA NULL rate", null_rate(&rdma, n * 4, 32));
+        let (tcp_bw_r, rdma_read, oncrpc_read) = triplet!(
+            step!("raw TCP stream", tcp_stream(a.sink, mib, &data)),
+            step!(
+                "RPC-over-RDMA READ 1 MiB",
+                rpc_throughput(&rdma, mib, k, false, &data)
+            ),
+            step!(
+                "ONC RPC/TCP READ 1 MiB",
+                rpc_throughput(&tcp, mib, k, false, &data)
+            )
+        );
+        let (tcp_bw_w, rdma_write, oncrpc_write) = triplet!(
+            step!("raw TCP stream", tcp_stream(a.sink, mib, &data)),
+            step!(
+                "RPC-over-RDMA WRITE 1 MiB",
+                rpc_throughput(&rdma, mib, k, true, &data)
+            ),
+            step!(
+                "ONC RPC/TCP WRITE 1 MiB",
+                rpc_throughput(&tcp, mib, k, true, &data)
+            )
+        );
+        r.tcp_rtt.0.push(tcp_rtt);
+        r.oncrpc_null_rtt.0.push(oncrpc_null);
+        r.rdma_null_rtt.0.push(rdma_null);
+        r.rdma_null_rate.0.push(rate);
+        r.tcp_stream.0.extend([tcp_bw_r, tcp_bw_w]);
+        r.oncrpc_read.0.push(oncrpc_read);
+        r.oncrpc_write.0.push(oncrpc_write);
+        r.rdma_read.0.push(rdma_read);
+        r.rdma_write.0.push(rdma_write);
+        r.null_rtt_vs_tcp.0.push(rdma_null / tcp_rtt);
+        r.read_vs_tcp.0.push(rdma_read / tcp_bw_r);
+        r.write_vs_tcp.0.push(rdma_write / tcp_bw_w);
+        r.read_vs_oncrpc.0.push(rdma_read / oncrpc_read);
+        r.write_vs_oncrpc.0.push(rdma_write / oncrpc_write);
     }
-    let tcp_rtt = med!("raw TCP 64 B ping-pong", tcp_pingpong(a.echo, n));
-    let tcp_stream_bw = med!("raw TCP stream", tcp_stream(a.sink, mib, &data));
-    let oncrpc_null_rtt = med!("ONC RPC/TCP NULL round trip", null_rtt(&tcp, n));
-    let oncrpc_read = med!(
-        "ONC RPC/TCP READ 1 MiB",
-        rpc_throughput(&tcp, mib, k, false, &data)
-    );
-    let oncrpc_write = med!(
-        "ONC RPC/TCP WRITE 1 MiB",
-        rpc_throughput(&tcp, mib, k, true, &data)
-    );
-    let rdma_null_rtt = med!("RPC-over-RDMA NULL round trip", null_rtt(&rdma, n));
-    let rdma_null_rate = med!("RPC-over-RDMA NULL rate", null_rate(&rdma, n * 4, 32));
-    let rdma_read = med!(
-        "RPC-over-RDMA READ 1 MiB",
-        rpc_throughput(&rdma, mib, k, false, &data)
-    );
-    let rdma_write = med!(
-        "RPC-over-RDMA WRITE 1 MiB",
-        rpc_throughput(&rdma, mib, k, true, &data)
-    );
-    let version = handle
+    r.version = handle
         .transport()
         .and_then(|t| t.negotiated())
         .map_or(0, |(v, _)| v);
-    Ok(Results {
-        tcp_rtt,
-        tcp_stream: tcp_stream_bw,
-        oncrpc_null_rtt,
-        oncrpc_read,
-        oncrpc_write,
-        rdma_null_rtt,
-        rdma_null_rate,
-        rdma_read,
-        rdma_write,
-        version,
-    })
+    Ok(r)
 }
 
 fn on_thread<T, F>(name: &str, f: F) -> std::thread::JoinHandle<anyhow::Result<T>>
@@ -374,8 +435,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
     if args.rounds == 0 || args.round_trips == 0 || args.mib == 0 {
         bail!("--rounds, --round-trips and --mib must be at least 1");
     }
-    let measures = 9u64;
-    let bar = ProgressBar::new(measures * args.rounds as u64);
+    let bar = ProgressBar::new(MEASURES_PER_ROUND * args.rounds as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -393,29 +453,35 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
     bar.finish_and_clear();
     let r = res?;
 
-    let null_rtt_vs_tcp = r.rdma_null_rtt / r.tcp_rtt;
-    let read_vs_tcp = r.rdma_read / r.tcp_stream;
-    let write_vs_tcp = r.rdma_write / r.tcp_stream;
-    let read_vs_oncrpc = r.rdma_read / r.oncrpc_read;
-    let write_vs_oncrpc = r.rdma_write / r.oncrpc_write;
+    let null_rtt_vs_tcp = r.null_rtt_vs_tcp.median();
+    let read_vs_tcp = r.read_vs_tcp.median();
+    let write_vs_tcp = r.write_vs_tcp.median();
+    let read_vs_oncrpc = r.read_vs_oncrpc.median();
+    let write_vs_oncrpc = r.write_vs_oncrpc.median();
     let mibs = |x: f64| x / MIB as f64;
+    let per_round = |s: &Series, scale: f64| -> Vec<serde_json::Value> {
+        s.0.iter().map(|x| num(x * scale)).collect()
+    };
     if args.json {
         let v = serde_json::json!({
             "bench": "rpc",
             "provider": "softiwarp",
             "setup": "loopback; client and server on two threads, one current-thread tokio runtime each",
+            "method": "paired rounds: each round measures raw TCP, RPC-over-RDMA and ONC RPC/TCP back to back (order flipped every round); ratios are medians of per-round ratios, figures medians of per-round figures",
             "rpcrdma_version": r.version,
             "rounds": args.rounds,
+            "round_trips": args.round_trips,
+            "mib_per_measure": args.mib,
             "outstanding": args.outstanding,
-            "raw_tcp_pingpong_rtt_us": num(r.tcp_rtt * 1e6),
-            "raw_tcp_stream_mib_per_s": num(mibs(r.tcp_stream)),
-            "oncrpc_tcp_null_rtt_us": num(r.oncrpc_null_rtt * 1e6),
-            "oncrpc_tcp_read_1mib_mib_per_s": num(mibs(r.oncrpc_read)),
-            "oncrpc_tcp_write_1mib_mib_per_s": num(mibs(r.oncrpc_write)),
-            "rpcrdma_null_rtt_us": num(r.rdma_null_rtt * 1e6),
-            "rpcrdma_null_rate_per_s": num(r.rdma_null_rate),
-            "rpcrdma_read_1mib_mib_per_s": num(mibs(r.rdma_read)),
-            "rpcrdma_write_1mib_mib_per_s": num(mibs(r.rdma_write)),
+            "raw_tcp_pingpong_rtt_us": num(r.tcp_rtt.median() * 1e6),
+            "raw_tcp_stream_mib_per_s": num(mibs(r.tcp_stream.median())),
+            "oncrpc_tcp_null_rtt_us": num(r.oncrpc_null_rtt.median() * 1e6),
+            "oncrpc_tcp_read_1mib_mib_per_s": num(mibs(r.oncrpc_read.median())),
+            "oncrpc_tcp_write_1mib_mib_per_s": num(mibs(r.oncrpc_write.median())),
+            "rpcrdma_null_rtt_us": num(r.rdma_null_rtt.median() * 1e6),
+            "rpcrdma_null_rate_per_s": num(r.rdma_null_rate.median()),
+            "rpcrdma_read_1mib_mib_per_s": num(mibs(r.rdma_read.median())),
+            "rpcrdma_write_1mib_mib_per_s": num(mibs(r.rdma_write.median())),
             "ratios": {
                 "null_rtt_vs_tcp": num(null_rtt_vs_tcp),
                 "read_1mib_vs_tcp": num(read_vs_tcp),
@@ -430,36 +496,46 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
                 "read_1mib_vs_oncrpc_tcp": ">= 1.0",
                 "write_1mib_vs_oncrpc_tcp": ">= 1.0",
             },
+            "per_round": {
+                "raw_tcp_pingpong_rtt_us": per_round(&r.tcp_rtt, 1e6),
+                "rpcrdma_null_rtt_us": per_round(&r.rdma_null_rtt, 1e6),
+                "oncrpc_tcp_null_rtt_us": per_round(&r.oncrpc_null_rtt, 1e6),
+                "null_rtt_vs_tcp": per_round(&r.null_rtt_vs_tcp, 1.0),
+                "read_1mib_vs_tcp": per_round(&r.read_vs_tcp, 1.0),
+                "write_1mib_vs_tcp": per_round(&r.write_vs_tcp, 1.0),
+                "read_1mib_vs_oncrpc_tcp": per_round(&r.read_vs_oncrpc, 1.0),
+                "write_1mib_vs_oncrpc_tcp": per_round(&r.write_vs_oncrpc, 1.0),
+            },
         });
         println!("{v}");
     } else {
         println!(
-            "RPC-over-RDMA v{} (software iWARP) vs ONC RPC/TCP vs raw TCP, loopback, median of {} rounds",
+            "RPC-over-RDMA v{} (software iWARP) vs ONC RPC/TCP vs raw TCP, loopback, {} paired rounds",
             r.version, args.rounds
         );
-        println!("{:<34} {:>16}", "measure", "result");
+        println!("{:<34} {:>16}", "measure (median)", "result");
         let us = |x: f64| format!("{:.1} us", x * 1e6);
         let bw = |x: f64| format!("{:.0} MiB/s", mibs(x));
         for (name, v) in [
-            ("raw TCP 64 B ping-pong RTT", us(r.tcp_rtt)),
-            ("raw TCP stream", bw(r.tcp_stream)),
-            ("ONC RPC/TCP NULL RTT", us(r.oncrpc_null_rtt)),
-            ("ONC RPC/TCP READ 1 MiB", bw(r.oncrpc_read)),
-            ("ONC RPC/TCP WRITE 1 MiB", bw(r.oncrpc_write)),
-            ("RPC-over-RDMA NULL RTT", us(r.rdma_null_rtt)),
+            ("raw TCP 64 B ping-pong RTT", us(r.tcp_rtt.median())),
+            ("raw TCP stream", bw(r.tcp_stream.median())),
+            ("ONC RPC/TCP NULL RTT", us(r.oncrpc_null_rtt.median())),
+            ("ONC RPC/TCP READ 1 MiB", bw(r.oncrpc_read.median())),
+            ("ONC RPC/TCP WRITE 1 MiB", bw(r.oncrpc_write.median())),
+            ("RPC-over-RDMA NULL RTT", us(r.rdma_null_rtt.median())),
             (
                 "RPC-over-RDMA NULL rate (32 out)",
-                format!("{:.0} /s", r.rdma_null_rate),
+                format!("{:.0} /s", r.rdma_null_rate.median()),
             ),
-            ("RPC-over-RDMA READ 1 MiB", bw(r.rdma_read)),
-            ("RPC-over-RDMA WRITE 1 MiB", bw(r.rdma_write)),
+            ("RPC-over-RDMA READ 1 MiB", bw(r.rdma_read.median())),
+            ("RPC-over-RDMA WRITE 1 MiB", bw(r.rdma_write.median())),
         ] {
             println!("{name:<34} {v:>16}");
         }
         println!();
         println!(
             "{:<34} {:>8} {:>8}",
-            "ratio (ours / theirs)", "value", "goal"
+            "ratio (ours / theirs)", "median", "goal"
         );
         for (name, v, goal) in [
             ("NULL RTT vs raw TCP ping-pong", null_rtt_vs_tcp, "<= 1.3"),

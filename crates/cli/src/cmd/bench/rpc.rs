@@ -67,8 +67,45 @@ pub(crate) struct RpcBenchArgs {
     /// Calls kept outstanding for the throughput and rate measures.
     #[arg(long, default_value_t = 8)]
     pub(crate) outstanding: usize,
+    /// Run only these measures (for quick iterations; the figures and
+    /// ratios of the others are then reported as null).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub(crate) only: Vec<Measure>,
     #[command(flatten)]
     pub(crate) rdma: RdmaOpts,
+}
+
+/// One group of measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Measure {
+    /// NULL round trip (raw TCP ping-pong, RPC-over-RDMA, ONC RPC/TCP).
+    Null,
+    /// RPC-over-RDMA NULL rate with many calls outstanding.
+    Rate,
+    /// 1 MiB READ (raw TCP stream, RPC-over-RDMA, ONC RPC/TCP).
+    Read,
+    /// 1 MiB WRITE (raw TCP stream, RPC-over-RDMA, ONC RPC/TCP).
+    Write,
+}
+
+impl RpcBenchArgs {
+    fn wants(&self, m: Measure) -> bool {
+        self.only.is_empty() || self.only.contains(&m)
+    }
+
+    /// Measures per round (for the progress bar).
+    fn measures_per_round(&self) -> u64 {
+        [
+            (Measure::Null, 3),
+            (Measure::Rate, 1),
+            (Measure::Read, 3),
+            (Measure::Write, 3),
+        ]
+        .iter()
+        .filter(|(m, _)| self.wants(*m))
+        .map(|(_, n)| n)
+        .sum()
+    }
 }
 
 struct Addrs {
@@ -303,9 +340,6 @@ struct Results {
     version: u32,
 }
 
-/// Measures per round (for the progress bar).
-const MEASURES_PER_ROUND: u64 = 10;
-
 async fn client(args: RpcBenchArgs, a: Addrs, bar: ProgressBar) -> anyhow::Result<Results> {
     let mut cfg = ClientConfig::default();
     cfg.max_in_flight = 256;
@@ -359,48 +393,57 @@ async fn client(args: RpcBenchArgs, a: Addrs, bar: ProgressBar) -> anyhow::Resul
                 }
             }};
         }
-        let (tcp_rtt, rdma_null, oncrpc_null) = triplet!(
-            step!("raw TCP 64 B ping-pong", tcp_pingpong(a.echo, n)),
-            step!("RPC-over-RDMA NULL round trip", null_rtt(&rdma, n)),
-            step!("ONC RPC/TCP NULL round trip", null_rtt(&tcp, n))
-        );
-        let rate = step!("RPC-over-RDMA NULL rate", null_rate(&rdma, n * 4, 32));
-        let (tcp_bw_r, rdma_read, oncrpc_read) = triplet!(
-            step!("raw TCP stream", tcp_stream(a.sink, mib, &data)),
-            step!(
-                "RPC-over-RDMA READ 1 MiB",
-                rpc_throughput(&rdma, mib, k, false, &data)
-            ),
-            step!(
-                "ONC RPC/TCP READ 1 MiB",
-                rpc_throughput(&tcp, mib, k, false, &data)
-            )
-        );
-        let (tcp_bw_w, rdma_write, oncrpc_write) = triplet!(
-            step!("raw TCP stream", tcp_stream(a.sink, mib, &data)),
-            step!(
-                "RPC-over-RDMA WRITE 1 MiB",
-                rpc_throughput(&rdma, mib, k, true, &data)
-            ),
-            step!(
-                "ONC RPC/TCP WRITE 1 MiB",
-                rpc_throughput(&tcp, mib, k, true, &data)
-            )
-        );
-        r.tcp_rtt.0.push(tcp_rtt);
-        r.oncrpc_null_rtt.0.push(oncrpc_null);
-        r.rdma_null_rtt.0.push(rdma_null);
-        r.rdma_null_rate.0.push(rate);
-        r.tcp_stream.0.extend([tcp_bw_r, tcp_bw_w]);
-        r.oncrpc_read.0.push(oncrpc_read);
-        r.oncrpc_write.0.push(oncrpc_write);
-        r.rdma_read.0.push(rdma_read);
-        r.rdma_write.0.push(rdma_write);
-        r.null_rtt_vs_tcp.0.push(rdma_null / tcp_rtt);
-        r.read_vs_tcp.0.push(rdma_read / tcp_bw_r);
-        r.write_vs_tcp.0.push(rdma_write / tcp_bw_w);
-        r.read_vs_oncrpc.0.push(rdma_read / oncrpc_read);
-        r.write_vs_oncrpc.0.push(rdma_write / oncrpc_write);
+        if args.wants(Measure::Null) {
+            let (tcp_rtt, rdma_null, oncrpc_null) = triplet!(
+                step!("raw TCP 64 B ping-pong", tcp_pingpong(a.echo, n)),
+                step!("RPC-over-RDMA NULL round trip", null_rtt(&rdma, n)),
+                step!("ONC RPC/TCP NULL round trip", null_rtt(&tcp, n))
+            );
+            r.tcp_rtt.0.push(tcp_rtt);
+            r.oncrpc_null_rtt.0.push(oncrpc_null);
+            r.rdma_null_rtt.0.push(rdma_null);
+            r.null_rtt_vs_tcp.0.push(rdma_null / tcp_rtt);
+        }
+        if args.wants(Measure::Rate) {
+            let rate = step!("RPC-over-RDMA NULL rate", null_rate(&rdma, n * 4, 32));
+            r.rdma_null_rate.0.push(rate);
+        }
+        if args.wants(Measure::Read) {
+            let (tcp_bw, rdma_read, oncrpc_read) = triplet!(
+                step!("raw TCP stream", tcp_stream(a.sink, mib, &data)),
+                step!(
+                    "RPC-over-RDMA READ 1 MiB",
+                    rpc_throughput(&rdma, mib, k, false, &data)
+                ),
+                step!(
+                    "ONC RPC/TCP READ 1 MiB",
+                    rpc_throughput(&tcp, mib, k, false, &data)
+                )
+            );
+            r.tcp_stream.0.push(tcp_bw);
+            r.oncrpc_read.0.push(oncrpc_read);
+            r.rdma_read.0.push(rdma_read);
+            r.read_vs_tcp.0.push(rdma_read / tcp_bw);
+            r.read_vs_oncrpc.0.push(rdma_read / oncrpc_read);
+        }
+        if args.wants(Measure::Write) {
+            let (tcp_bw, rdma_write, oncrpc_write) = triplet!(
+                step!("raw TCP stream", tcp_stream(a.sink, mib, &data)),
+                step!(
+                    "RPC-over-RDMA WRITE 1 MiB",
+                    rpc_throughput(&rdma, mib, k, true, &data)
+                ),
+                step!(
+                    "ONC RPC/TCP WRITE 1 MiB",
+                    rpc_throughput(&tcp, mib, k, true, &data)
+                )
+            );
+            r.tcp_stream.0.push(tcp_bw);
+            r.oncrpc_write.0.push(oncrpc_write);
+            r.rdma_write.0.push(rdma_write);
+            r.write_vs_tcp.0.push(rdma_write / tcp_bw);
+            r.write_vs_oncrpc.0.push(rdma_write / oncrpc_write);
+        }
     }
     r.version = handle
         .transport()
@@ -435,7 +478,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
     if args.rounds == 0 || args.round_trips == 0 || args.mib == 0 {
         bail!("--rounds, --round-trips and --mib must be at least 1");
     }
-    let bar = ProgressBar::new(MEASURES_PER_ROUND * args.rounds as u64);
+    let bar = ProgressBar::new(args.measures_per_round() * args.rounds as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),

@@ -24,7 +24,14 @@ use crate::features::{FeatureInfo, Registry, TransportPropertiesFeature};
 use crate::hdr;
 use crate::marshal::{Provided, ReplyHints};
 use crate::optional::OptCall;
+use crate::pool::BufPool;
 use crate::stats::Stats;
+
+/// Most sink buffers a connection keeps for reuse.
+const SINK_POOL_COUNT: usize = 32;
+/// Most octets of sink buffers a connection keeps for reuse: an idle
+/// connection holds at most this much memory it no longer uses.
+const SINK_POOL_BYTES: usize = 32 << 20;
 
 /// A call waiting to be sent.
 #[derive(Debug, Clone)]
@@ -146,6 +153,9 @@ pub struct Engine<P: ProtectionDomain> {
     /// dropped every view of them (receive buffers are reused, not
     /// reallocated, in the steady state).
     spare: VecDeque<Bytes>,
+    /// Sink buffers (Read chunks we pull, Write and Reply chunks we
+    /// provide) handed to the upper layer, reused once it drops them.
+    pub(crate) sinks: BufPool,
     pub(crate) events: VecDeque<Event>,
 
     // Requester side (our calls).
@@ -249,6 +259,7 @@ impl<P: ProtectionDomain> Engine<P> {
         let mut e = Self {
             recv_size: cfg.recv_buffer_size(),
             spare: VecDeque::new(),
+            sinks: BufPool::new(SINK_POOL_COUNT, SINK_POOL_BYTES),
             req_enabled: cfg.role == Role::Client,
             resp_enabled: cfg.role == Role::Server,
             cfg,
@@ -576,6 +587,12 @@ impl<P: ProtectionDomain> Engine<P> {
             }
         }
         None
+    }
+
+    /// Copies the sink pool's counters into the stats.
+    pub(crate) fn sync_pool_stats(&mut self) {
+        self.stats.sink_buffers_allocated = self.sinks.allocated;
+        self.stats.sink_buffers_reused = self.sinks.reused;
     }
 
     /// Registers nothing; releases a region and counts it.

@@ -83,6 +83,7 @@ mod features;
 mod hdr;
 mod marshal;
 mod optional;
+mod pool;
 mod reply;
 mod requester;
 mod responder;

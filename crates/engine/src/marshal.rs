@@ -21,7 +21,7 @@
 //! reply with more DDP-eligible results than the peer takes Write chunks
 //! gets none (the results come back inline or in the Reply chunk).
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain};
 use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{ChunkLists, Header, ReadSegment, Segment, WriteChunk};
@@ -30,6 +30,7 @@ use rpcrdma_xdr::{round_up, Payload};
 use crate::error::CallError;
 use crate::event::MessageForm;
 use crate::hdr;
+use crate::pool::BufPool;
 use crate::stream::{concat, item_positions, stream_pieces};
 
 /// What a call's Upper Layer Binding says about its reply (RFC 8166 §8).
@@ -111,6 +112,8 @@ pub(crate) struct CallParams {
 /// Registrations made so far, released if planning fails.
 struct Regs<'p, P: ProtectionDomain> {
     pd: &'p P,
+    /// Free sink buffers to reuse.
+    pool: &'p mut BufPool,
     sources: Vec<P::Mr>,
     writes: Vec<Provided<P::Mr>>,
     reply: Option<Provided<P::Mr>>,
@@ -133,12 +136,10 @@ impl<P: ProtectionDomain> Regs<'_, P> {
     }
 
     fn sink(&mut self, len: u32) -> Result<Provided<P::Mr>, CallError> {
+        let buf = self.pool.take_or_alloc(len as usize);
         let mr = self
             .pd
-            .register_mut(
-                BytesMut::zeroed(len as usize),
-                Access::LOCAL_WRITE | Access::REMOTE_WRITE,
-            )
+            .register_mut(buf, Access::LOCAL_WRITE | Access::REMOTE_WRITE)
             .map_err(CallError::Register)?;
         let segment = Segment {
             handle: mr.rkey(),
@@ -178,12 +179,14 @@ fn reply_header_len(version: u32, writes: &[WriteChunk], reply: Option<&WriteChu
 /// Plans one call: registers its chunks and builds its header.
 pub(crate) fn plan_call<P: ProtectionDomain>(
     pd: &P,
+    pool: &mut BufPool,
     payload: &Payload,
     hints: &ReplyHints,
     p: &CallParams,
 ) -> Result<CallPlan<P::Mr>, CallError> {
     let mut regs = Regs {
         pd,
+        pool,
         sources: Vec::new(),
         writes: Vec::new(),
         reply: None,

@@ -178,9 +178,16 @@ impl<P: ProtectionDomain> Engine<P> {
             peer_limits: adj.peer_limits,
             peer_max_message: adj.peer_max_message,
         };
-        let plan = match plan_call(&self.pd, &pending.payload, &pending.hints, &params) {
+        let plan = match plan_call(
+            &self.pd,
+            &mut self.sinks,
+            &pending.payload,
+            &pending.hints,
+            &params,
+        ) {
             Ok(p) => p,
             Err(error) => {
+                self.sync_pool_stats();
                 self.events.push_back(Event::CallFailed {
                     xid: pending.xid,
                     error,
@@ -189,6 +196,7 @@ impl<P: ProtectionDomain> Engine<P> {
             }
         };
         self.stats.registrations += plan.registrations() as u64;
+        self.sync_pool_stats();
         match plan.form {
             MessageForm::Short => self.stats.calls_short += 1,
             MessageForm::Chunked => self.stats.calls_chunked += 1,
@@ -228,7 +236,9 @@ impl<P: ProtectionDomain> Engine<P> {
             self.drop_mr(mr);
         }
         for p in call.writes.into_iter().chain(call.reply) {
-            self.drop_mr(p.mr);
+            if let Some(b) = self.drop_mr(p.mr) {
+                self.sinks.keep(b.freeze());
+            }
         }
     }
 
@@ -310,11 +320,19 @@ impl<P: ProtectionDomain> Engine<P> {
         let mut writes = Vec::with_capacity(call.writes.len());
         for p in call.writes {
             let seg = p.segment;
-            writes.push((seg, self.drop_mr(p.mr)));
+            let buf = self.drop_mr(p.mr).map(MrBuffer::freeze);
+            if let Some(b) = &buf {
+                self.sinks.keep(b.clone());
+            }
+            writes.push((seg, buf));
         }
         let reply = call.reply.map(|p| {
             let seg = p.segment;
-            (seg, self.drop_mr(p.mr))
+            let buf = self.drop_mr(p.mr).map(MrBuffer::freeze);
+            if let Some(b) = &buf {
+                self.sinks.keep(b.clone());
+            }
+            (seg, buf)
         });
 
         if !chunks.reads.is_empty() {
@@ -434,11 +452,10 @@ fn written_len(
     }
 }
 
-fn take_prefix(buf: Option<MrBuffer>, len: usize) -> Result<Bytes, CallError> {
-    let Some(buf) = buf else {
+fn take_prefix(buf: Option<Bytes>, len: usize) -> Result<Bytes, CallError> {
+    let Some(mut b) = buf else {
         return Err(CallError::BadReply("chunk memory could not be recovered"));
     };
-    let mut b = buf.freeze();
     if len > b.len() {
         return Err(CallError::BadReply("chunk length beyond its memory"));
     }

@@ -237,10 +237,8 @@ impl<P: ProtectionDomain> Engine<P> {
         let mut reads = Vec::new();
         for (position, segs) in groups {
             let len: usize = segs.iter().map(|s| s.length as usize).sum();
-            let mr = match self
-                .pd
-                .register_mut(BytesMut::zeroed(len), Access::LOCAL_WRITE)
-            {
+            let buf = self.sinks.take_or_alloc(len);
+            let mr = match self.pd.register_mut(buf, Access::LOCAL_WRITE) {
                 Ok(mr) => mr,
                 Err(e) => {
                     tracing::warn!(xid, error = %e, "cannot register a Read sink");
@@ -254,6 +252,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 }
             };
             self.stats.registrations += 1;
+            self.sync_pool_stats();
             let mut off = 0usize;
             for s in segs.iter().filter(|s| s.length > 0) {
                 let wr_id = self.wr_id(Wr::Read { token });
@@ -316,6 +315,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 p.mr.and_then(|mr| self.drop_mr(mr))
                     .map(|b| b.freeze())
                     .unwrap_or_default();
+            self.sinks.keep(data.clone());
             chunks.push((p.position, data));
         }
         let Some(call) = self.incoming.get_mut(&token) else {

@@ -49,6 +49,11 @@ pub struct Stats {
     /// Receive buffers posted again after their previous message was
     /// released by every holder.
     pub recv_buffers_reused: u64,
+    /// Sink buffers (RDMA Read sinks, Write and Reply chunks) allocated.
+    pub sink_buffers_allocated: u64,
+    /// Sink buffers reused after the upper layer dropped the data they
+    /// carried.
+    pub sink_buffers_reused: u64,
     /// `RDMA2_OPTIONAL` messages sent (offers and answers).
     pub options_sent: u64,
     /// `RDMA2_OPTIONAL` messages received of a supported type (others are

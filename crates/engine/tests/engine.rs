@@ -1117,3 +1117,75 @@ fn receive_buffers_are_reused_not_reallocated() {
     let held = held.unwrap();
     assert_eq!(&held.inline()[0..8], &[0, 0, 0, 3, 0, 0, 0, 1]);
 }
+
+/// Sink buffers (the Write chunk of a READ-like reply at the client, the
+/// Read chunk sink of a WRITE-like call at the server) are reused once the
+/// upper layer has dropped the data; while it holds the data, its buffer
+/// stays untouched and a new one is allocated.
+#[test]
+fn sink_buffers_are_reused_once_dropped() {
+    let mut pair = Pair::new();
+    let hints = ReplyHints {
+        ddp_results: vec![64 * 1024],
+        max_reply: Some(64 * 1024 + 64),
+        reduce: true,
+    };
+    let mut held = None;
+    for xid in 1..=6u32 {
+        // READ-like: the reply's data comes back in our Write chunk.
+        let c = call(xid, 2, &[], None);
+        pair.client
+            .engine
+            .send_call(pair.now, xid, c, hints.clone())
+            .unwrap();
+        serve(&mut pair, |xid, _| {
+            reply(xid, &[], Some(pattern(64 * 1024, xid as u8)))
+        });
+        let (m, _, rf) = take_reply(&mut pair, xid);
+        assert_eq!(rf, MessageForm::Chunked);
+        let mut d = Decoder::with_ddp(&m);
+        d.skip(24).unwrap();
+        assert_eq!(
+            d.get_opaque_ddp(1 << 20).unwrap(),
+            pattern(64 * 1024, xid as u8)
+        );
+        if xid == 2 {
+            held = Some(m);
+        }
+        // WRITE-like: the server pulls our Read chunk into its sink.
+        let wx = 100 + xid;
+        let c = call(wx, 3, &[], Some(pattern(64 * 1024, wx as u8)));
+        pair.client
+            .engine
+            .send_call(pair.now, wx, c, ReplyHints::default())
+            .unwrap();
+        serve(&mut pair, |xid, m| {
+            let mut d = Decoder::with_ddp(m);
+            d.skip(40).unwrap();
+            let got = d.get_opaque_ddp(1 << 20).unwrap();
+            assert_eq!(got, pattern(64 * 1024, xid as u8));
+            reply(xid, &[], None)
+        });
+        let _ = take_reply(&mut pair, wx);
+    }
+    let c = pair.client.engine.stats();
+    // Call 1 allocated; call 2's buffer was held, so call 3 allocated a
+    // second one; every later call reused a dropped one.
+    assert_eq!(
+        (c.sink_buffers_allocated, c.sink_buffers_reused),
+        (2, 4),
+        "{c:?}"
+    );
+    let s = pair.server.engine.stats();
+    assert_eq!(
+        (s.sink_buffers_allocated, s.sink_buffers_reused),
+        (1, 5),
+        "{s:?}"
+    );
+    // The held reply is intact.
+    let held = held.unwrap();
+    let mut d = Decoder::with_ddp(&held);
+    d.skip(24).unwrap();
+    assert_eq!(d.get_opaque_ddp(1 << 20).unwrap(), pattern(64 * 1024, 2));
+    no_leaks(&pair);
+}

@@ -410,6 +410,12 @@ impl<P: ProtectionDomain> Engine<P> {
         self.events.pop_front()
     }
 
+    /// Whether [`Engine::poll_event`] has something (a driver whose reader
+    /// sleeps wakes it only then).
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// When [`Engine::handle_timeout`] must next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
         match (self.deadline, self.next_optional_deadline()) {
@@ -470,12 +476,15 @@ impl<P: ProtectionDomain> Engine<P> {
         }
         match kind {
             Wr::Recv => {
-                let mut buf = wc.buf.unwrap_or_default();
-                buf.truncate(wc.byte_len as usize);
-                let buf = buf.freeze();
-                self.on_receive(now, buf.clone(), wc.invalidated_rkey);
+                // The buffer comes back with its posted length; the message
+                // is its first `byte_len` octets. The whole buffer is kept to
+                // be posted again (without clearing) once the upper layer
+                // has dropped every view of the message.
+                let full = wc.buf.unwrap_or_default().freeze();
+                let len = (wc.byte_len as usize).min(full.len());
+                self.on_receive(now, full.slice(..len), wc.invalidated_rkey);
                 if self.spare.len() < 2 * self.recv_target as usize {
-                    self.spare.push_back(buf);
+                    self.spare.push_back(full);
                 }
                 self.top_up_receives();
             }
@@ -571,13 +580,15 @@ impl<P: ProtectionDomain> Engine<P> {
         }
     }
 
-    /// A received buffer nobody refers to any more, cleared for reuse.
+    /// A received buffer nobody refers to any more, for reuse. It is not
+    /// cleared: a completion reports only the octets its message filled.
     fn reusable_buffer(&mut self) -> Option<BytesMut> {
         for _ in 0..self.spare.len() {
             let b = self.spare.pop_front()?;
             match b.try_into_mut() {
                 Ok(mut m) if m.capacity() >= self.recv_size => {
-                    m.clear();
+                    // Normally already recv_size long; resizing zeroes only
+                    // what it adds.
                     m.resize(self.recv_size, 0);
                     self.stats.recv_buffers_reused += 1;
                     return Some(m);

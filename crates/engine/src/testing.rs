@@ -431,7 +431,6 @@ impl Pair {
         };
         let n = bytes.len().min(r.buf.len());
         r.buf[..n].copy_from_slice(&bytes[..n]);
-        r.buf.truncate(n);
         let mut c = wc(r.wr_id, WcOpcode::Recv, WcStatus::Success, n as u32);
         c.buf = Some(r.buf);
         end.engine.handle_completion(self.now, c);
@@ -507,8 +506,7 @@ fn execute(fabric: &Fabric, me: &mut End, peer: &mut End, wr: SendWr) {
                 Err(s) => s,
                 Ok(data) => match record_send(me, peer, &data, invalidate) {
                     None => WcStatus::RemoteOperation,
-                    Some(mut r) if r.buf.len() < data.len() => {
-                        r.buf.clear();
+                    Some(r) if r.buf.len() < data.len() => {
                         let mut c = wc(r.wr_id, WcOpcode::Recv, WcStatus::LocalLength, 0);
                         c.buf = Some(r.buf);
                         peer.completions.push_back(c);
@@ -527,7 +525,6 @@ fn execute(fabric: &Fabric, me: &mut End, peer: &mut End, wr: SendWr) {
                             }
                         }
                         r.buf[..data.len()].copy_from_slice(&data);
-                        r.buf.truncate(data.len());
                         let mut c = wc(r.wr_id, WcOpcode::Recv, status, data.len() as u32);
                         c.invalidated_rkey = inv;
                         c.buf = Some(r.buf);

@@ -41,8 +41,7 @@ fn main() {
         a.poll_transmit(&mut wire);
         b.handle_bytes(&wire, &mut tb);
         let wc = b.poll_completion().expect("completion");
-        let mut buf = wc.buf.expect("buffer");
-        buf.resize(64, 0);
+        let buf = wc.buf.expect("buffer");
         b.post_recv(RecvWr {
             wr_id: wc.wr_id,
             buf,

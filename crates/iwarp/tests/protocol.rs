@@ -88,7 +88,7 @@ fn mpa_setup_every_mode_both_directions() {
                         .iter()
                         .filter(|w| w.opcode == WcOpcode::Recv)
                         .collect();
-                assert_eq!(&got[0].buf.as_ref().unwrap()[..], b"from b");
+                assert_eq!(got[0].data().unwrap(), b"from b");
                 // What the responder sent: the Reply, then FPDUs.
                 let (mpa, _) = decode_stream(&p.b.sent, crc);
                 assert!(is_reply(&mpa));
@@ -167,7 +167,7 @@ fn send_variants_segmentation_and_flags() {
             assert_eq!(wc.status, WcStatus::Success);
             assert_eq!(wc.wr_id, 10 + i as u64);
             assert_eq!(wc.byte_len, 250);
-            assert_eq!(&wc.buf.as_ref().unwrap()[..], &msg[..]);
+            assert_eq!(wc.data().unwrap(), &msg[..]);
             assert_eq!(wc.solicited, ops[i].0);
             assert_eq!(wc.invalidated_rkey, ops[i].1);
         }
@@ -198,7 +198,7 @@ fn send_variants_segmentation_and_flags() {
 fn zero_length_send_and_unsignaled() {
     let mut p = connected(Config::default(), Config::default());
     recv(&mut p.b, 1, 0);
-    recv(&mut p.b, 2, 4);
+    recv(&mut p.b, 2, 16);
     let mut wr = SendWr::send(5, vec![]);
     wr.signaled = false;
     p.a.conn.post_send(wr, &mut p.a.mrs).unwrap();
@@ -208,7 +208,11 @@ fn zero_length_send_and_unsignaled() {
     p.drive();
     let wcs = p.b.take_wcs();
     assert_eq!((wcs[0].wr_id, wcs[0].byte_len), (1, 0));
-    assert_eq!(&wcs[1].buf.as_ref().unwrap()[..], b"abcd");
+    assert_eq!(wcs[1].data().unwrap(), b"abcd");
+    // Receive buffers come back with their posted length (verbs
+    // semantics); byte_len says how much the message filled.
+    assert_eq!(wcs[1].buf.as_ref().map(|b| b.len()), Some(16));
+    assert_eq!(wcs[1].byte_len, 4);
     // The unsignaled Send produced no completion.
     assert_eq!(
         p.a.take_wcs().iter().map(|w| w.wr_id).collect::<Vec<_>>(),
@@ -501,7 +505,7 @@ fn graceful_close_sends_queued_then_flushes() {
     );
     // The flushed receive gives its buffer back.
     assert_eq!(wcs[1].buf.as_ref().unwrap().len(), 8);
-    assert_eq!(&p.b.take_wcs()[0].buf.as_ref().unwrap()[..], b"last");
+    assert_eq!(p.b.take_wcs()[0].data().unwrap(), b"last");
     // The peer sees the FIN at a message boundary.
     p.eof_to_b();
     assert_eq!(p.b.closed_error(), Some(&ConnError::PeerClosed));
@@ -618,7 +622,7 @@ proptest! {
             p.drive();
             let wcs = p.b.take_wcs();
             prop_assert_eq!(wcs.len(), 1);
-            prop_assert_eq!(&wcs[0].buf.as_ref().unwrap()[..], &data[..]);
+            prop_assert_eq!(wcs[0].data().unwrap(), &data[..]);
             prop_assert_eq!(&p.b.contents(sink.key)[..n], &data[..]);
             let awcs = p.a.take_wcs();
             prop_assert_eq!(awcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),

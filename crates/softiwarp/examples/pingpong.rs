@@ -58,8 +58,7 @@ fn main() -> Res<()> {
             let mut out = Vec::new();
             for _ in 0..n {
                 let wc = next(&cq, &mut out).await;
-                let mut buf = wc.buf.unwrap_or_default();
-                buf.resize(64, 0);
+                let buf = wc.buf.unwrap_or_else(|| BytesMut::zeroed(64));
                 qp.post_recv(RecvWr {
                     wr_id: wc.wr_id,
                     buf,
@@ -98,8 +97,7 @@ fn main() -> Res<()> {
             wr.signaled = false;
             qp.post_send(wr)?;
             let wc = next(&cq, &mut out).await;
-            let mut buf = wc.buf.unwrap_or_default();
-            buf.resize(64, 0);
+            let buf = wc.buf.unwrap_or_else(|| BytesMut::zeroed(64));
             qp.post_recv(RecvWr {
                 wr_id: wc.wr_id,
                 buf,

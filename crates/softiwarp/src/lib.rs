@@ -49,7 +49,7 @@
 //!     cq.poll(&mut wcs, 16);
 //! }
 //! let recv = wcs.iter().find(|w| w.opcode == WcOpcode::Recv).unwrap();
-//! assert_eq!(&recv.buf.as_ref().unwrap()[..], b"ping");
+//! assert_eq!(recv.data(), Some(&b"ping"[..]));
 //! client_qp.disconnect().await;
 //! drop(server_qp);
 //! # Ok(()) }

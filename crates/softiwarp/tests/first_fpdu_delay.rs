@@ -192,5 +192,5 @@ async fn without_a_delay_everything_still_works() {
         rpcrdma_verbs::CompletionQueue::poll(&cq, &mut wcs, 8);
     }
     let wc = wcs.iter().find(|w| w.wr_id == 1).unwrap();
-    assert_eq!(&wc.buf.as_ref().unwrap()[..], b"hi");
+    assert_eq!(wc.data().unwrap(), b"hi");
 }

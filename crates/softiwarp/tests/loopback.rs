@@ -120,7 +120,7 @@ async fn exercise(c: &End, s: &End) {
     .unwrap();
     let got = wait_n(&s.cq, 2).await;
     assert!(got[0].solicited);
-    assert_eq!(&got[0].buf.as_ref().unwrap()[..], b"se");
+    assert_eq!(got[0].data().unwrap(), b"se");
     assert_eq!(got[1].invalidated_rkey, Some(victim.rkey()));
     assert!(!victim.is_valid());
     assert_eq!(wait_n(&c.cq, 2).await.len(), 2);
@@ -152,7 +152,7 @@ async fn exercise(c: &End, s: &End) {
     ))
     .unwrap();
     let r = wait_n(&s.cq, 1).await;
-    assert_eq!(&r[0].buf.as_ref().unwrap()[..], b"done");
+    assert_eq!(r[0].data().unwrap(), b"done");
     let placed = sink.deregister().unwrap().into_owned().unwrap();
     assert!(placed[..] == big[..], "RDMA Write data differs");
     let w = wait_n(&c.cq, 2).await;
@@ -210,7 +210,7 @@ async fn every_operation_in_every_mpa_mode() {
                 ))
                 .unwrap();
                 let got = wait_n(&c.cq, 1).await;
-                assert_eq!(&got[0].buf.as_ref().unwrap()[..], b"back");
+                assert_eq!(got[0].data().unwrap(), b"back");
                 c.qp.disconnect().await;
                 assert_eq!(s.qp.closed().await, DisconnectReason::Peer);
             }

@@ -235,7 +235,10 @@ impl SendWr {
 
 /// A receive-queue work request: an owned buffer the next incoming Send
 /// fills. Its usable size is `buf.len()` (e.g. `BytesMut::zeroed(4096)`);
-/// the completion gives it back truncated to the message length.
+/// the completion gives it back with that same length (as verbs does):
+/// [`WorkCompletion::byte_len`] says how many leading octets the message
+/// filled ([`WorkCompletion::data`]), and the rest is left as it was, so the
+/// buffer can be posted again without being cleared.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecvWr {
     /// Returned in the completion.
@@ -312,9 +315,36 @@ pub struct WorkCompletion {
     pub invalidated_rkey: Option<u32>,
     /// For a receive: the Send asked for a solicited event.
     pub solicited: bool,
-    /// For a receive: the posted buffer, truncated to `byte_len` on success
-    /// (returned unchanged in length on error, so it can be posted again).
+    /// For a receive: the posted buffer, with its posted length; the
+    /// message is its first `byte_len` octets ([`WorkCompletion::data`]).
     pub buf: Option<BytesMut>,
+}
+
+impl WorkCompletion {
+    /// For a receive: the octets the message filled (the first `byte_len`
+    /// octets of [`WorkCompletion::buf`]). `None` if there is no buffer or
+    /// `byte_len` exceeds it.
+    ///
+    /// ```
+    /// use bytes::BytesMut;
+    /// use rpcrdma_verbs::{WcOpcode, WcStatus, WorkCompletion};
+    /// let mut buf = BytesMut::zeroed(8);
+    /// buf[..2].copy_from_slice(b"hi");
+    /// let wc = WorkCompletion {
+    ///     wr_id: 1,
+    ///     opcode: WcOpcode::Recv,
+    ///     status: WcStatus::Success,
+    ///     byte_len: 2,
+    ///     invalidated_rkey: None,
+    ///     solicited: false,
+    ///     buf: Some(buf),
+    /// };
+    /// assert_eq!(wc.data(), Some(&b"hi"[..]));
+    /// assert_eq!(wc.buf.as_ref().map(|b| b.len()), Some(8));
+    /// ```
+    pub fn data(&self) -> Option<&[u8]> {
+        self.buf.as_ref()?.get(..self.byte_len as usize)
+    }
 }
 
 /// A registered region's memory, as given back by deregistration.

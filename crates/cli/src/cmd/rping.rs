@@ -479,8 +479,7 @@ impl Conn {
         let wc = self.wait_for(WcOpcode::Recv, what).await?;
         self.post_recv()
             .map_err(|e| WaitError::Failed(format!("{e:#}")))?;
-        let buf = wc.buf.unwrap_or_default();
-        Info::decode(&buf).ok_or_else(|| {
+        Info::decode(wc.data().unwrap_or_default()).ok_or_else(|| {
             WaitError::Failed(format!(
                 "received bogus data while waiting for {what}: {} octets, expected {INFO_LEN}",
                 wc.byte_len

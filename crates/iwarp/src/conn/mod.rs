@@ -287,7 +287,7 @@ struct RecvProgress {
 /// a.post_send(SendWr::send(9, vec![Sge::Bytes(Bytes::from_static(b"ping"))]), &mut ta).unwrap();
 /// shuttle(&mut a, &mut ta, &mut b, &mut tb); // RTR + Send
 /// let wc = b.poll_completion().unwrap();
-/// assert_eq!((wc.wr_id, wc.status, &wc.buf.unwrap()[..]), (1, WcStatus::Success, &b"ping"[..]));
+/// assert_eq!((wc.wr_id, wc.status, wc.data()), (1, WcStatus::Success, Some(&b"ping"[..])));
 /// assert_eq!(a.poll_completion().unwrap().wr_id, 9);
 /// ```
 #[derive(Debug)]
@@ -1082,10 +1082,9 @@ impl Connection {
         inv: Option<u32>,
         solicited: bool,
     ) {
-        let mut buf = wr.buf;
-        if status == WcStatus::Success {
-            buf.truncate(len);
-        }
+        // The buffer keeps its posted length; `byte_len` says how much of
+        // it the message filled (verbs semantics).
+        let buf = wr.buf;
         self.completions.push_back(WorkCompletion {
             wr_id: wr.wr_id,
             opcode: WcOpcode::Recv,

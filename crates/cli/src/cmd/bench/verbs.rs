@@ -381,8 +381,7 @@ fn verbs_pingpong(crc: bool, iters: usize) -> anyhow::Result<f64> {
         let mut wcs = Vec::new();
         for _ in 0..total {
             let wc = wait_one(&s.rcq, &mut wcs).await?;
-            let mut buf = wc.buf.unwrap_or_default();
-            buf.resize(64, 0);
+            let buf = wc.buf.unwrap_or_else(|| BytesMut::zeroed(64));
             s.qp.post_recv(RecvWr {
                 wr_id: wc.wr_id,
                 buf,
@@ -417,8 +416,7 @@ fn verbs_pingpong(crc: bool, iters: usize) -> anyhow::Result<f64> {
             wr.signaled = false;
             s.qp.post_send(wr)?;
             let wc = wait_one(&s.rcq, &mut wcs).await?;
-            let mut buf = wc.buf.unwrap_or_default();
-            buf.resize(64, 0);
+            let buf = wc.buf.unwrap_or_else(|| BytesMut::zeroed(64));
             s.qp.post_recv(RecvWr {
                 wr_id: wc.wr_id,
                 buf,

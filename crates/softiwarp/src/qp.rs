@@ -19,8 +19,6 @@ use rpcrdma_verbs::{
 use std::task::{Poll, Waker};
 use tokio::net::TcpStream;
 
-use tokio::sync::watch;
-
 use crate::cq::Cq;
 use crate::mem::PdInner;
 
@@ -48,7 +46,7 @@ pub(crate) struct QpInner {
     send_cq: Cq,
     recv_cq: Cq,
     wake: Signal,
-    closed: watch::Sender<Option<DisconnectReason>>,
+    closed: Closed,
     caps: QpCaps,
     /// Tasks reading the socket from a completion-queue wait; while there
     /// are any, the I/O task does not wait for readability itself.
@@ -90,6 +88,60 @@ impl Signal {
             } else {
                 Poll::Pending
             }
+        })
+        .await
+    }
+}
+
+/// Why the connection ended, once it has, and the tasks waiting to learn
+/// it (cheaper than a watch channel for the per-message `closed()` polls
+/// of a reader's `select!`).
+#[derive(Debug, Default)]
+struct Closed(Mutex<(Option<DisconnectReason>, Vec<Waker>)>);
+
+/// Most distinct tasks remembered as waiting for the close; beyond, all
+/// are woken (they look again and re-register), so tasks that gave up
+/// waiting cannot pile up.
+const MAX_CLOSE_WAITERS: usize = 16;
+
+impl Closed {
+    fn lock(&self) -> MutexGuard<'_, (Option<DisconnectReason>, Vec<Waker>)> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn is_set(&self) -> bool {
+        self.lock().0.is_some()
+    }
+
+    /// Records the reason (the first one wins) and wakes the waiters.
+    fn set(&self, reason: DisconnectReason) {
+        let waiters = {
+            let mut g = self.lock();
+            if g.0.is_none() {
+                g.0 = Some(reason);
+            }
+            std::mem::take(&mut g.1)
+        };
+        for w in waiters {
+            w.wake();
+        }
+    }
+
+    async fn wait(&self) -> DisconnectReason {
+        std::future::poll_fn(|cx| {
+            let mut g = self.lock();
+            if let Some(r) = &g.0 {
+                return Poll::Ready(r.clone());
+            }
+            if !g.1.iter().any(|w| w.will_wake(cx.waker())) {
+                if g.1.len() >= MAX_CLOSE_WAITERS {
+                    for w in g.1.drain(..) {
+                        w.wake();
+                    }
+                }
+                g.1.push(cx.waker().clone());
+            }
+            Poll::Pending
         })
         .await
     }
@@ -174,8 +226,8 @@ impl QpInner {
             self.wake.notify_one();
         }
         if let Some(reason) = st.reason.clone() {
-            if self.closed.borrow().is_none() {
-                self.closed.send_replace(Some(reason));
+            if !self.closed.is_set() {
+                self.closed.set(reason);
             }
         }
     }
@@ -299,7 +351,7 @@ async fn run(inner: Arc<QpInner>) {
         .reason
         .clone()
         .unwrap_or(DisconnectReason::Local);
-    inner.closed.send_replace(Some(reason));
+    inner.closed.set(reason);
 }
 
 fn shutdown(stream: &TcpStream) {
@@ -334,7 +386,6 @@ impl Qp {
                 None => c,
             }
         };
-        let (closed, _) = watch::channel(None);
         let inner = Arc::new(QpInner {
             state: Mutex::new(QpState {
                 conn,
@@ -348,7 +399,7 @@ impl Qp {
             send_cq,
             recv_cq,
             wake: Signal::default(),
-            closed,
+            closed: Closed::default(),
             caps,
             consumers: AtomicUsize::new(0),
         });
@@ -401,15 +452,7 @@ impl QueuePair for Qp {
     }
 
     async fn closed(&self) -> DisconnectReason {
-        let mut rx = self.inner.closed.subscribe();
-        loop {
-            if let Some(r) = rx.borrow_and_update().clone() {
-                return r;
-            }
-            if rx.changed().await.is_err() {
-                return DisconnectReason::Local;
-            }
-        }
+        self.inner.closed.wait().await
     }
 }
 

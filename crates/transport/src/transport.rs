@@ -9,11 +9,12 @@
 //! what that produced, and hands up the engine's events. No task of its
 //! own, no channel hop on the data path.
 
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
-
 use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Poll, Waker};
+use std::time::Instant;
 
 use bytes::Bytes;
 
@@ -24,12 +25,62 @@ use rpcrdma_engine::{
 use rpcrdma_oncrpc::{CallHints, Received, Transport, TransportError};
 use rpcrdma_verbs::{CompletionQueue, Device, QueuePair, WorkCompletion};
 use rpcrdma_xdr::Payload;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::oneshot;
 
 use crate::error::RdmaError;
 
 /// Completions taken from the queue per lock.
 const CQ_BATCH: usize = 64;
+
+/// Wakes the reader ([`Transport::recv`]) when a command left events for
+/// it: a flag and the wakers of the tasks waiting (normally one, the RPC
+/// layer's reader). Cheaper than a general notifier on the per-message
+/// path.
+#[derive(Default)]
+struct Wake {
+    set: AtomicBool,
+    wakers: Mutex<Vec<Waker>>,
+}
+
+/// Most distinct waiting tasks remembered; beyond, all are woken (a
+/// spurious wake-up only makes a waiter look again).
+const MAX_WAKERS: usize = 16;
+
+impl Wake {
+    fn notify(&self) {
+        self.set.store(true, Ordering::Release);
+        let wakers = std::mem::take(&mut *self.wakers.lock().unwrap_or_else(|p| p.into_inner()));
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    /// Resolves once `notify` was called since the last resolution.
+    async fn wait(&self) {
+        std::future::poll_fn(|cx| {
+            if self.set.swap(false, Ordering::AcqRel) {
+                return Poll::Ready(());
+            }
+            {
+                let mut ws = self.wakers.lock().unwrap_or_else(|p| p.into_inner());
+                if !ws.iter().any(|w| w.will_wake(cx.waker())) {
+                    if ws.len() >= MAX_WAKERS {
+                        for w in ws.drain(..) {
+                            w.wake();
+                        }
+                    }
+                    ws.push(cx.waker().clone());
+                }
+            }
+            if self.set.swap(false, Ordering::AcqRel) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
+    }
+}
 
 /// The forms of the last call and reply, for displays such as `rpcrdma demo`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,13 +100,17 @@ struct Shared<D: Device> {
     /// Diagnostic exchanges waiting for their outcome.
     diag: HashMap<u32, oneshot::Sender<CallError>>,
     next_diag: u32,
+    /// Completions taken from the queue (kept to reuse the allocation).
+    wcs: Vec<WorkCompletion>,
+    /// The engine deadline the reader sleeps until (`None`: no timer).
+    armed: Option<Instant>,
 }
 
 struct Inner<D: Device> {
     state: Mutex<Shared<D>>,
     qp: D::Qp,
     cq: D::Cq,
-    wake: Notify,
+    wake: Wake,
     peer: SocketAddr,
     peer_private: Bytes,
     on_negotiated: Option<NegotiatedHook>,
@@ -137,10 +192,12 @@ impl<D: Device> RdmaTransport<D> {
                     last_forms: None,
                     diag: HashMap::new(),
                     next_diag: 0,
+                    wcs: Vec::with_capacity(CQ_BATCH),
+                    armed: None,
                 }),
                 qp,
                 cq,
-                wake: Notify::new(),
+                wake: Wake::default(),
                 peer,
                 peer_private,
                 on_negotiated: hooks.on_negotiated,
@@ -172,6 +229,16 @@ impl<D: Device> RdmaTransport<D> {
                 return;
             }
         }
+    }
+
+    /// Whether the reader must look at the engine again after a command:
+    /// the command left events, or a deadline earlier than the one the
+    /// reader sleeps until.
+    fn reader_must_look(s: &Shared<D>) -> bool {
+        s.engine.has_events()
+            || s.engine
+                .poll_timeout()
+                .is_some_and(|d| s.armed.is_none_or(|a| d < a))
     }
 
     /// What the connection negotiated so far (version, thresholds, private
@@ -226,6 +293,11 @@ impl<D: Device> RdmaTransport<D> {
         let mut s = self.lock();
         s.engine.peer_backchannel_ready(Instant::now())?;
         self.flush(&mut s);
+        let wake = Self::reader_must_look(&s);
+        drop(s);
+        if wake {
+            self.inner.wake.notify();
+        }
         Ok(())
     }
 
@@ -244,7 +316,7 @@ impl<D: Device> RdmaTransport<D> {
             self.flush(&mut s);
             rx
         };
-        self.inner.wake.notify_one();
+        self.inner.wake.notify();
         rx.await
             .map_err(|_| RdmaError::Connection(EngineError::Closed))
     }
@@ -350,10 +422,13 @@ impl<D: Device> Transport for RdmaTransport<D> {
             .engine
             .send_call(Instant::now(), xid, message, reply_hints(hints));
         self.flush(&mut s);
-        let has_events = r.is_ok();
+        // The reader hands up what the command produced (a call that failed
+        // at once, a fatal error) and arms new timers; nothing to do
+        // otherwise.
+        let wake = Self::reader_must_look(&s);
         drop(s);
-        if has_events {
-            self.inner.wake.notify_one();
+        if wake {
+            self.inner.wake.notify();
         }
         r.map_err(api_error)
     }
@@ -362,34 +437,44 @@ impl<D: Device> Transport for RdmaTransport<D> {
         let mut s = self.lock();
         let r = s.engine.send_reply(context, message);
         self.flush(&mut s);
+        let wake = Self::reader_must_look(&s);
         drop(s);
+        if wake {
+            self.inner.wake.notify();
+        }
         r.map_err(api_error)
     }
 
     async fn recv(&self) -> Result<Received<CallToken>, TransportError> {
-        let mut wcs: Vec<WorkCompletion> = Vec::with_capacity(CQ_BATCH);
         loop {
             let deadline = {
                 let mut s = self.lock();
                 if let Some(r) = self.next_received(&mut s) {
                     return r;
                 }
+                let Shared { engine, wcs, .. } = &mut *s;
                 wcs.clear();
-                let n = self.inner.cq.poll(&mut wcs, CQ_BATCH);
+                let n = self.inner.cq.poll(wcs, CQ_BATCH);
                 if n > 0 {
                     let now = Instant::now();
                     for wc in wcs.drain(..) {
-                        s.engine.handle_completion(now, wc);
+                        engine.handle_completion(now, wc);
                     }
                     self.flush(&mut s);
                     continue;
                 }
-                s.engine.handle_timeout(Instant::now());
-                self.flush(&mut s);
-                if let Some(r) = self.next_received(&mut s) {
-                    return r;
+                // Timers: only when one is due (extra calls are harmless,
+                // but reading the clock on every message is not free).
+                let deadline = s.engine.poll_timeout();
+                if let Some(d) = deadline {
+                    if Instant::now() >= d {
+                        s.engine.handle_timeout(Instant::now());
+                        self.flush(&mut s);
+                        continue;
+                    }
                 }
-                s.engine.poll_timeout()
+                s.armed = deadline;
+                deadline
             };
             let sleep = async {
                 match deadline {
@@ -398,27 +483,36 @@ impl<D: Device> Transport for RdmaTransport<D> {
                 }
             };
             tokio::select! {
+                biased;
                 () = self.inner.cq.wait() => {}
-                () = self.inner.wake.notified() => {}
-                () = sleep => {}
+                () = self.inner.wake.wait() => {}
                 reason = self.inner.qp.closed() => {
                     // Drain what the provider flushed, then end.
                     let mut s = self.lock();
+                    let Shared { engine, wcs, .. } = &mut *s;
                     wcs.clear();
-                    self.inner.cq.poll(&mut wcs, usize::MAX);
+                    self.inner.cq.poll(wcs, usize::MAX);
                     let now = Instant::now();
                     for wc in wcs.drain(..) {
-                        s.engine.handle_completion(now, wc);
+                        engine.handle_completion(now, wc);
                     }
                     tracing::debug!(?reason, "queue pair closed");
                     s.engine.close(EngineError::Closed);
                 }
+                () = sleep => {}
             }
         }
     }
 
     async fn release(&self, xid: u32) {
-        self.lock().engine.release(xid);
+        let mut s = self.lock();
+        s.engine.release(xid);
+        self.flush(&mut s);
+        let wake = Self::reader_must_look(&s);
+        drop(s);
+        if wake {
+            self.inner.wake.notify();
+        }
     }
 
     async fn close(&self) {
@@ -426,7 +520,7 @@ impl<D: Device> Transport for RdmaTransport<D> {
             let mut s = self.lock();
             s.engine.close(EngineError::Closed);
         }
-        self.inner.wake.notify_one();
+        self.inner.wake.notify();
         self.inner.qp.disconnect().await;
     }
 
@@ -451,6 +545,11 @@ impl<D: Device> Transport for RdmaTransport<D> {
         let mut s = self.lock();
         let r = s.engine.peer_backchannel_ready(Instant::now());
         self.flush(&mut s);
+        let wake = Self::reader_must_look(&s);
+        drop(s);
+        if wake {
+            self.inner.wake.notify();
+        }
         match r {
             Ok(()) => Ok(()),
             Err(ApiError::BackchannelNotReady) => Err(TransportError::BackchannelUnsupported(

@@ -334,6 +334,11 @@ impl ConnSource for Bound {
         Box::pin(self.registry.wait_for(&self.key, deadline))
     }
 
+    fn ready(&self) -> Option<Arc<dyn ConnOps>> {
+        // The waiting path decides (stopped registry, readiness, limits).
+        None
+    }
+
     fn current(&self) -> Option<Arc<dyn ConnOps>> {
         lock(&self.registry.inner.slots)
             .get(&self.key)

@@ -13,7 +13,9 @@ use tracing::Instrument;
 use crate::auth::Credential;
 use crate::backchannel::ClientKey;
 use crate::codec::{Marshal, Unmarshal};
-use crate::conn::{lock, ConnOps, Connection, OpenAs, ServeLimits, SharedXids, Side, XidAlloc};
+use crate::conn::{
+    lock, ConnOps, Connection, OpenAs, Outcome, ServeLimits, SharedXids, Side, XidAlloc,
+};
 use crate::error::{MessageError, RpcError, TransportError};
 use crate::msg::{
     decode_header, AcceptedStatus, CallHeader, Header, OpaqueAuth, RejectedReply, ReplyBody,
@@ -94,6 +96,9 @@ pub(crate) enum SourceError {
 pub(crate) trait ConnSource: Send + Sync + 'static {
     /// A connection to send on, by `deadline` at the latest.
     fn get(&self, deadline: Instant) -> BoxFuture<'_, Result<Arc<dyn ConnOps>, SourceError>>;
+    /// The connection `get` would return at once, if there is one ready
+    /// (the per-call fast path: no future, no wait).
+    fn ready(&self) -> Option<Arc<dyn ConnOps>>;
     fn current(&self) -> Option<Arc<dyn ConnOps>>;
     fn shutdown(&self);
     fn can_reconnect(&self) -> bool;
@@ -114,6 +119,10 @@ impl ConnSource for Fixed {
                 Ok(c)
             }
         })
+    }
+    fn ready(&self) -> Option<Arc<dyn ConnOps>> {
+        let c = &self.0;
+        (c.is_alive() && (c.side() != Side::Server || c.backchannel_ready())).then(|| c.clone())
     }
     fn current(&self) -> Option<Arc<dyn ConnOps>> {
         Some(self.0.clone())
@@ -181,6 +190,12 @@ impl<C: Connector> ConnSource for Reconnecting<C> {
                 Ok(r) => r.map_err(SourceError::Connect),
             }
         })
+    }
+    fn ready(&self) -> Option<Arc<dyn ConnOps>> {
+        lock(&self.snapshot)
+            .as_ref()
+            .filter(|c| c.is_alive())
+            .cloned()
     }
     fn current(&self) -> Option<Arc<dyn ConnOps>> {
         lock(&self.snapshot).clone()
@@ -454,7 +469,12 @@ impl Client {
                 }
             }
             tries += 1;
-            let conn = match inner.source.get(deadline).await {
+            let ready = inner.source.ready();
+            let got = match ready {
+                Some(c) => Ok(c),
+                None => inner.source.get(deadline).await,
+            };
+            let conn = match got {
                 Err(SourceError::Timeout) => return Err(timed_out()),
                 Err(SourceError::NotReady) => return Err(RpcError::BackchannelNotReady { xid }),
                 Err(SourceError::Shutdown) => return Err(RpcError::Shutdown),
@@ -475,7 +495,7 @@ impl Client {
                 }
                 Ok(c) => c,
             };
-            let Some(rx) = conn.register(xid) else {
+            let Some(rx) = conn.register(xid, deadline) else {
                 continue;
             };
             let mut guard = CallGuard {
@@ -505,13 +525,15 @@ impl Client {
                 }
                 Ok(Ok(())) => {}
             }
-            let outcome = timeout_at(deadline, rx).await;
+            // No timer of our own: the connection's reader ends the wait
+            // at the deadline (Outcome::TimedOut).
+            let outcome = rx.await;
             guard.finish().await;
             match outcome {
-                Err(_) => return Err(timed_out()),
-                Ok(Ok(Ok(reply))) => return Ok(reply),
-                Ok(Ok(Err(source))) => return Err(RpcError::Transport { xid, source }),
-                Ok(Err(_lost)) => {
+                Ok(Outcome::TimedOut) => return Err(timed_out()),
+                Ok(Outcome::Reply(reply)) => return Ok(reply),
+                Ok(Outcome::Failed(source)) => return Err(RpcError::Transport { xid, source }),
+                Err(_lost) => {
                     tracing::debug!(conn = conn.id(), "connection lost before the reply");
                 }
             }

@@ -21,14 +21,14 @@
 //!   [`crate::RpcError::BackchannelNotReady`] and nothing is sent, over
 //!   every transport.
 
-use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rpcrdma_xdr::Payload;
-use tokio::sync::{oneshot, watch, Semaphore};
+use tokio::sync::{oneshot, watch, Notify, Semaphore};
+use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::backchannel::{BackchannelError, Backchannels, ClientKey};
@@ -36,7 +36,7 @@ use crate::client::{Client, ClientConfig};
 use crate::error::TransportError;
 use crate::service::{BoxFuture, Dispatch, Services};
 use crate::transport::{CallHints, Received, Transport};
-use crate::util::Tracker;
+use crate::util::{IdMap, IdSet, Tracker};
 
 /// Limits on the calls a connection runs at once.
 #[derive(Debug, Clone)]
@@ -62,13 +62,23 @@ impl Default for ServeLimits {
     }
 }
 
-pub(crate) type Outcome = Result<Payload, TransportError>;
+/// How a call waiting on a connection ends.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// The reply.
+    Reply(Payload),
+    /// The transport failed the call.
+    Failed(TransportError),
+    /// The call's deadline passed (the connection's reader sweeps
+    /// deadlines, so a waiting call needs no timer of its own).
+    TimedOut,
+}
 
 /// XIDs in use by outstanding calls; allocation starts at a random value
 /// (or at a fixed one, for reproducible runs).
 pub(crate) struct XidAlloc {
     next: u32,
-    used: HashSet<u32>,
+    used: IdSet<u32>,
 }
 
 /// An XID allocator shared by every client that sends on the same
@@ -89,7 +99,7 @@ impl XidAlloc {
         });
         Self {
             next,
-            used: HashSet::new(),
+            used: IdSet::default(),
         }
     }
 
@@ -138,9 +148,10 @@ pub(crate) trait ConnOps: Send + Sync + 'static {
     fn declare_peer_ready(&self, key: ClientKey) -> Result<Option<ClientKey>, TransportError>;
     fn client_key(&self) -> Option<ClientKey>;
     fn backchannels(&self) -> Option<&Backchannels>;
-    /// Starts waiting for the reply to `xid`; `None` if the connection is
-    /// dead (or `xid` is already waited for).
-    fn register(&self, xid: u32) -> Option<oneshot::Receiver<Outcome>>;
+    /// Starts waiting for the reply to `xid`, until `deadline` at the
+    /// latest ([`Outcome::TimedOut`]); `None` if the connection is dead (or
+    /// `xid` is already waited for).
+    fn register(&self, xid: u32, deadline: Instant) -> Option<oneshot::Receiver<Outcome>>;
     fn unregister(&self, xid: u32);
     fn send_call<'a>(
         &'a self,
@@ -160,7 +171,16 @@ pub(crate) trait ConnOps: Send + Sync + 'static {
 
 struct State {
     alive: bool,
-    pending: HashMap<u32, oneshot::Sender<Outcome>>,
+    pending: IdMap<u32, Waiting>,
+    /// The deadline the reader's sweep timer is set to, if any. Never later
+    /// than the earliest deadline in `pending`.
+    armed: Option<Instant>,
+}
+
+/// A call waiting for its reply.
+struct Waiting {
+    tx: oneshot::Sender<Outcome>,
+    deadline: Instant,
 }
 
 struct Conn<T: Transport> {
@@ -169,6 +189,9 @@ struct Conn<T: Transport> {
     transport: T,
     state: Mutex<State>,
     stop: watch::Sender<u8>,
+    /// Tells the reader to set its sweep timer earlier (a call registered
+    /// with an earlier deadline than the one armed).
+    rearm: Notify,
     /// Set by an abort: calls in progress must not reply any more.
     aborted: AtomicBool,
     done: watch::Sender<bool>,
@@ -193,7 +216,7 @@ impl<T: Transport> Conn<T> {
         let drained: Vec<_> = {
             let mut st = lock(&self.state);
             st.alive = false;
-            st.pending.drain().collect()
+            st.pending.drain().map(|(_, w)| w.tx).collect::<Vec<_>>()
         };
         if !drained.is_empty() {
             tracing::debug!(
@@ -204,11 +227,43 @@ impl<T: Transport> Conn<T> {
         drop(drained);
     }
 
+    /// The deadline the sweep timer should be set to.
+    fn armed(&self) -> Option<Instant> {
+        lock(&self.state).armed
+    }
+
+    /// Ends every call whose deadline has passed ([`Outcome::TimedOut`]);
+    /// returns the earliest deadline left (the next time to sweep).
+    fn sweep(&self, now: Instant) -> Option<Instant> {
+        let mut expired = Vec::new();
+        let next = {
+            let mut st = lock(&self.state);
+            let due: Vec<u32> = st
+                .pending
+                .iter()
+                .filter(|(_, w)| w.deadline <= now)
+                .map(|(xid, _)| *xid)
+                .collect();
+            for xid in due {
+                if let Some(w) = st.pending.remove(&xid) {
+                    expired.push(w.tx);
+                }
+            }
+            let next = st.pending.values().map(|w| w.deadline).min();
+            st.armed = next;
+            next
+        };
+        for tx in expired {
+            let _ = tx.send(Outcome::TimedOut);
+        }
+        next
+    }
+
     fn complete(&self, xid: u32, outcome: Outcome) {
-        let tx = lock(&self.state).pending.remove(&xid);
-        match tx {
-            Some(tx) => {
-                let _ = tx.send(outcome);
+        let w = lock(&self.state).pending.remove(&xid);
+        match w {
+            Some(w) => {
+                let _ = w.tx.send(outcome);
             }
             None => tracing::debug!(
                 xid = format_args!("{xid:#010x}"),
@@ -247,13 +302,23 @@ impl<T: Transport> ConnOps for Conn<T> {
     fn backchannels(&self) -> Option<&Backchannels> {
         self.registry.as_ref()
     }
-    fn register(&self, xid: u32) -> Option<oneshot::Receiver<Outcome>> {
+    fn register(&self, xid: u32, deadline: Instant) -> Option<oneshot::Receiver<Outcome>> {
         let mut st = lock(&self.state);
         if !st.alive || st.pending.contains_key(&xid) {
             return None;
         }
         let (tx, rx) = oneshot::channel();
-        st.pending.insert(xid, tx);
+        st.pending.insert(xid, Waiting { tx, deadline });
+        // With one timeout for every call, deadlines only grow: the sweep
+        // timer already armed for an earlier one covers this call too.
+        let rearm = st.armed.is_none_or(|a| deadline < a);
+        if rearm {
+            st.armed = Some(deadline);
+        }
+        drop(st);
+        if rearm {
+            self.rearm.notify_one();
+        }
         Some(rx)
     }
     fn unregister(&self, xid: u32) {
@@ -362,9 +427,11 @@ impl Connection {
             transport,
             state: Mutex::new(State {
                 alive: true,
-                pending: HashMap::new(),
+                pending: IdMap::default(),
+                armed: None,
             }),
             stop,
+            rearm: Notify::new(),
             aborted: AtomicBool::new(false),
             done,
             xids: open.xids,
@@ -516,10 +583,39 @@ async fn run<T: Transport>(
     let tracker = Tracker::new();
     let local = Arc::new(Semaphore::new(limits.per_connection.max(1)));
     let mut aborted = false;
+    // Futures that live across messages (registered once, cheap to poll
+    // again): the stop signal, the request to re-arm the deadline sweep,
+    // and the sweep timer itself.
+    let mut stopped = Box::pin(async {
+        let _ = stop.wait_for(|s| *s != STOP_NONE).await;
+    });
+    let rearm = conn.rearm.notified();
+    tokio::pin!(rearm);
+    let sweep = tokio::time::sleep_until(Instant::now());
+    tokio::pin!(sweep);
+    let mut armed_at: Option<Instant> = None;
     loop {
         let received = tokio::select! {
             biased;
-            _ = stop.wait_for(|s| *s != STOP_NONE) => break,
+            () = &mut stopped => break,
+            () = &mut rearm => {
+                rearm.set(conn.rearm.notified());
+                let want = conn.armed();
+                if want != armed_at {
+                    if let Some(d) = want {
+                        sweep.as_mut().reset(d);
+                    }
+                    armed_at = want;
+                }
+                continue;
+            }
+            () = &mut sweep, if armed_at.is_some() => {
+                armed_at = conn.sweep(Instant::now());
+                if let Some(d) = armed_at {
+                    sweep.as_mut().reset(d);
+                }
+                continue;
+            }
             r = conn.transport.recv() => r,
         };
         let (message, context) = match received {
@@ -529,11 +625,11 @@ async fn run<T: Transport>(
                 break;
             }
             Ok(Received::Reply { xid, message }) => {
-                conn.complete(xid, Ok(message));
+                conn.complete(xid, Outcome::Reply(message));
                 continue;
             }
             Ok(Received::CallFailed { xid, error }) => {
-                conn.complete(xid, Err(error));
+                conn.complete(xid, Outcome::Failed(error));
                 continue;
             }
             Ok(Received::Call { message, context }) => (message, context),
@@ -541,7 +637,7 @@ async fn run<T: Transport>(
         // Bound the calls in progress before reading more.
         let permits = tokio::select! {
             biased;
-            _ = stop.wait_for(|s| *s != STOP_NONE) => break,
+            () = &mut stopped => break,
             p = acquire(&local, limits.global.as_ref()) => p,
         };
         let token = tracker.token();
@@ -579,6 +675,7 @@ async fn run<T: Transport>(
             }
         }
     }
+    drop(stopped);
     conn.fail_pending();
     // An abort (or a broken transport) closes at once so the peer notices;
     // a graceful stop lets calls in progress send their replies first.

@@ -609,6 +609,50 @@ async fn timeout_releases_before_returning() {
     drop(c);
 }
 
+/// Each call keeps its own deadline although waiting calls share the
+/// connection's one sweep timer: a short-timeout call made while a
+/// long-timeout call waits times out at its own deadline, and the long one
+/// at its own (virtual time: the runtime's clock is paused and advances
+/// only when every task waits).
+#[tokio::test(start_paused = true)]
+async fn waiting_calls_time_out_at_their_own_deadlines() {
+    let rig = Rig::mem();
+    let c = rig.client(quick());
+    // Connect first.
+    c.null(PROG, 2).await.unwrap();
+    let t0 = tokio::time::Instant::now();
+    let long = {
+        let c = c.with_timeout(Duration::from_secs(60));
+        tokio::spawn(async move {
+            let e = c
+                .call::<_, ()>(PROG, 2, p::HANG, &(), &CallHints::new())
+                .await
+                .unwrap_err();
+            (e, tokio::time::Instant::now())
+        })
+    };
+    tokio::task::yield_now().await;
+    let e = c
+        .with_timeout(Duration::from_secs(2))
+        .call::<_, ()>(PROG, 2, p::HANG, &(), &CallHints::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(e, RpcError::Timeout { .. }), "{e}");
+    let short_at = tokio::time::Instant::now() - t0;
+    assert!(
+        short_at >= Duration::from_secs(2) && short_at < Duration::from_secs(3),
+        "{short_at:?}"
+    );
+    assert!(!long.is_finished());
+    let (e, at) = long.await.unwrap();
+    assert!(matches!(e, RpcError::Timeout { .. }), "{e}");
+    let long_at = at - t0;
+    assert!(
+        long_at >= Duration::from_secs(60) && long_at < Duration::from_secs(61),
+        "{long_at:?}"
+    );
+}
+
 /// Every successful call is released before its result is returned.
 #[tokio::test]
 async fn replies_are_released_before_returning() {

@@ -189,7 +189,9 @@ struct Consumer(Arc<QpInner>);
 
 impl Consumer {
     fn enter(qp: &Arc<QpInner>) -> Self {
-        qp.consumers.fetch_add(1, Ordering::AcqRel);
+        if qp.consumers.fetch_add(1, Ordering::AcqRel) == 0 {
+            qp.mute_io_read();
+        }
         Consumer(qp.clone())
     }
 }
@@ -197,7 +199,7 @@ impl Consumer {
 impl Drop for Consumer {
     fn drop(&mut self) {
         if self.0.consumers.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.wake_io();
+            self.0.hand_back_read();
         }
     }
 }

@@ -16,7 +16,7 @@ use rpcrdma_iwarp::conn::{ConnError, Connection, Event};
 use rpcrdma_verbs::{
     DisconnectReason, PostError, QpCaps, QueuePair, RecvWr, SendWr, WcOpcode, WorkCompletion,
 };
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 use tokio::net::TcpStream;
 
 use crate::cq::Cq;
@@ -62,34 +62,35 @@ struct Signal {
 }
 
 impl Signal {
+    fn lock(&self) -> MutexGuard<'_, Option<Waker>> {
+        self.waker.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn notify_one(&self) {
         self.set.store(true, Ordering::Release);
-        let w = self.waker.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let w = self.lock().take();
         if let Some(w) = w {
             w.wake();
         }
     }
 
-    /// Resolves once `notify_one` was called since the last resolution.
-    async fn wait(&self) {
-        std::future::poll_fn(|cx| {
-            if self.set.swap(false, Ordering::AcqRel) {
-                return Poll::Ready(());
-            }
-            {
-                let mut w = self.waker.lock().unwrap_or_else(|p| p.into_inner());
-                match w.as_ref() {
-                    Some(old) if old.will_wake(cx.waker()) => {}
-                    _ => *w = Some(cx.waker().clone()),
-                }
-            }
-            if self.set.swap(false, Ordering::AcqRel) {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        })
-        .await
+    /// Remembers the I/O task's waker (before it looks at the state).
+    fn register(&self, w: &Waker) {
+        let mut g = self.lock();
+        match g.as_ref() {
+            Some(old) if old.will_wake(w) => {}
+            _ => *g = Some(w.clone()),
+        }
+    }
+
+    /// Consumes a pending notification.
+    fn take(&self) -> bool {
+        self.set.swap(false, Ordering::AcqRel)
+    }
+
+    /// The I/O task's waker, if it is waiting.
+    fn waker(&self) -> Option<Waker> {
+        self.lock().clone()
     }
 }
 
@@ -167,8 +168,27 @@ impl QpInner {
         self.stream.readable().await
     }
 
-    pub(crate) fn wake_io(&self) {
-        self.wake.notify_one();
+    /// A completion-queue waiter starts reading the socket itself: the I/O
+    /// task's read-readiness registration (a single slot) is replaced by a
+    /// no-op waker, so readiness wakes only the waiter.
+    pub(crate) fn mute_io_read(&self) {
+        let mut cx = Context::from_waker(Waker::noop());
+        let _ = self.stream.poll_read_ready(&mut cx);
+    }
+
+    /// The last completion-queue waiter left: the I/O task watches the
+    /// socket again (its waker goes back into the read slot; if the socket
+    /// is readable already, or the task is not waiting, it is woken).
+    pub(crate) fn hand_back_read(&self) {
+        match self.wake.waker() {
+            Some(w) => {
+                let mut cx = Context::from_waker(&w);
+                if self.stream.poll_read_ready(&mut cx).is_ready() {
+                    self.wake.notify_one();
+                }
+            }
+            None => self.wake.notify_one(),
+        }
     }
 
     /// Writes what the connection has queued, as far as the socket takes it.
@@ -297,44 +317,73 @@ impl QpInner {
     }
 }
 
+/// Most rounds of work the I/O task does per poll before it yields
+/// (fairness between connections on one runtime thread).
+const IO_ROUNDS: usize = 16;
+
 /// The I/O task of one connection.
+///
+/// It waits with the poll-based readiness API, whose read waker is a single
+/// slot per socket: a completion-queue waiter that reads the socket itself
+/// mutes that slot while it waits ([`QpInner::mute_io_read`]) and hands it
+/// back when it leaves ([`QpInner::hand_back_read`]). So the I/O task is
+/// woken for reading only when nobody else is reading, not once per message.
 async fn run(inner: Arc<QpInner>) {
     let mut stream_alive = true;
-    loop {
-        let (readable, want_write, want_close) = {
-            let st = inner.lock();
-            (
-                stream_alive && st.conn.wants_read(),
-                st.conn.wants_write(),
-                st.conn.wants_close(),
-            )
-        };
-        let deferred = readable && inner.consumers.load(Ordering::Acquire) > 0;
-        let want_read = readable && !deferred;
-        if want_close {
-            break;
-        }
-        tokio::select! {
-            r = inner.stream.readable(), if want_read => {
-                if inner.consumers.load(Ordering::Acquire) > 0 {
-                    // A completion-queue waiter was woken by the same
-                    // readiness and reads instead.
-                    continue;
-                }
-                match r {
-                    Ok(()) => stream_alive = inner.read_ready(),
-                    Err(e) => inner.with(|st| st.conn.handle_transport_error(e.to_string())),
+    std::future::poll_fn(|cx| {
+        for _ in 0..IO_ROUNDS {
+            // Register before looking at the state: a notification after
+            // the look wakes us again.
+            inner.wake.register(cx.waker());
+            inner.wake.take();
+            let (readable, want_write, want_close) = {
+                let st = inner.lock();
+                (
+                    stream_alive && st.conn.wants_read(),
+                    st.conn.wants_write(),
+                    st.conn.wants_close(),
+                )
+            };
+            if want_close {
+                return Poll::Ready(());
+            }
+            if want_write {
+                match inner.stream.poll_write_ready(cx) {
+                    Poll::Ready(Ok(())) => {
+                        inner.with(|_| ());
+                        continue;
+                    }
+                    Poll::Ready(Err(e)) => {
+                        inner.with(|st| st.conn.handle_transport_error(e.to_string()));
+                        continue;
+                    }
+                    Poll::Pending => {}
                 }
             }
-            r = inner.stream.writable(), if want_write => {
-                match r {
-                    Ok(()) => inner.with(|_| ()),
-                    Err(e) => inner.with(|st| st.conn.handle_transport_error(e.to_string())),
+            // While a completion-queue waiter reads, the I/O task does not.
+            if readable && inner.consumers.load(Ordering::Acquire) == 0 {
+                match inner.stream.poll_read_ready(cx) {
+                    Poll::Ready(Ok(())) => {
+                        stream_alive = inner.read_ready();
+                        continue;
+                    }
+                    Poll::Ready(Err(e)) => {
+                        inner.with(|st| st.conn.handle_transport_error(e.to_string()));
+                        continue;
+                    }
+                    Poll::Pending => {}
                 }
             }
-            _ = inner.wake.wait() => {}
+            if inner.wake.set.load(Ordering::Acquire) {
+                continue;
+            }
+            return Poll::Pending;
         }
-    }
+        // Work left: let other tasks run first.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await;
     // Everything queued (a Terminate, the last messages of a graceful close)
     // is written: close the stream.
     let aborted = {

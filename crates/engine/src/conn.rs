@@ -1,7 +1,7 @@
 //! The connection engine: state shared by both directions, the input and
 //! output queues, and the receive dispatch.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
@@ -22,6 +22,7 @@ use crate::error::{ApiError, EngineError};
 use crate::event::{Event, MessageForm};
 use crate::features::{FeatureInfo, Registry, TransportPropertiesFeature};
 use crate::hdr;
+use crate::idhash::IdMap;
 use crate::marshal::{Provided, ReplyHints};
 use crate::optional::OptCall;
 use crate::pool::BufPool;
@@ -140,7 +141,7 @@ pub struct Engine<P: ProtectionDomain> {
     pub(crate) deadline: Option<Instant>,
 
     next_wr: u64,
-    wrs: HashMap<u64, Wr>,
+    wrs: IdMap<u64, Wr>,
     sq_busy: u32,
     sq_limit: u32,
     sq_backlog: VecDeque<SendWr>,
@@ -161,12 +162,12 @@ pub struct Engine<P: ProtectionDomain> {
     // Requester side (our calls).
     pub(crate) credits: Credits,
     pub(crate) queue: VecDeque<Pending>,
-    pub(crate) calls: HashMap<u32, OutCall<P::Mr>>,
+    pub(crate) calls: IdMap<u32, OutCall<P::Mr>>,
     pub(crate) req_enabled: bool,
 
     // Responder side (the peer's calls).
     pub(crate) next_token: u64,
-    pub(crate) incoming: HashMap<u64, InCall<P::Mr>>,
+    pub(crate) incoming: IdMap<u64, InCall<P::Mr>>,
     pub(crate) reads: VecDeque<SendWr>,
     pub(crate) reads_busy: u32,
     pub(crate) grant: u32,
@@ -175,7 +176,7 @@ pub struct Engine<P: ProtectionDomain> {
     // Version Two optional features.
     pub(crate) features: Registry,
     /// Our outstanding `RDMA2_OPTIONAL` CALLs, by XID.
-    pub(crate) opt_calls: HashMap<u32, OptCall>,
+    pub(crate) opt_calls: IdMap<u32, OptCall>,
     /// Where the search for the next optional CALL's XID starts.
     pub(crate) next_opt_xid: u32,
 
@@ -272,7 +273,7 @@ impl<P: ProtectionDomain> Engine<P> {
             version,
             deadline: None,
             next_wr: 1,
-            wrs: HashMap::new(),
+            wrs: IdMap::default(),
             sq_busy: 0,
             sq_limit: caps.send_depth.max(1),
             sq_backlog: VecDeque::new(),
@@ -283,14 +284,14 @@ impl<P: ProtectionDomain> Engine<P> {
             events: VecDeque::new(),
             credits: Credits::new(req_max.max(1)),
             queue: VecDeque::new(),
-            calls: HashMap::new(),
+            calls: IdMap::default(),
             next_token: 1,
-            incoming: HashMap::new(),
+            incoming: IdMap::default(),
             reads: VecDeque::new(),
             reads_busy: 0,
             grant,
             features,
-            opt_calls: HashMap::new(),
+            opt_calls: IdMap::default(),
             next_opt_xid: 0,
             failed: None,
             stats: Stats::default(),

@@ -81,6 +81,7 @@ mod error;
 mod event;
 mod features;
 mod hdr;
+mod idhash;
 mod marshal;
 mod optional;
 mod pool;

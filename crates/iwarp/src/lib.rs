@@ -25,6 +25,7 @@ pub mod ddp;
 pub mod fpdu;
 #[doc(hidden)]
 pub mod fuzzing;
+mod idhash;
 pub mod mpa;
 pub mod mr;
 pub mod rdmap;

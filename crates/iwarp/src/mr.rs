@@ -6,8 +6,6 @@
 //! (zero-copy for [`MrBuffer::Shared`] regions). Every placement and every
 //! source range is checked against key, validity, bounds and access first.
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
 use rpcrdma_verbs::{Access, MrBuffer, RegisterError};
 
@@ -107,7 +105,7 @@ struct Region {
 /// ```
 #[derive(Debug)]
 pub struct MrTable {
-    regions: HashMap<u32, Region>,
+    regions: crate::idhash::IdMap<u32, Region>,
     max_regions: usize,
 }
 
@@ -115,7 +113,7 @@ impl MrTable {
     /// An empty table holding at most `max_regions` regions.
     pub fn new(max_regions: usize) -> Self {
         MrTable {
-            regions: HashMap::new(),
+            regions: crate::idhash::IdMap::default(),
             max_regions,
         }
     }

@@ -25,9 +25,10 @@ use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
 
 use rpcrdma_xdr::Payload;
-use tokio::sync::{oneshot, watch, Notify, Semaphore};
+use tokio::sync::{oneshot, watch, Semaphore};
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -189,9 +190,10 @@ struct Conn<T: Transport> {
     transport: T,
     state: Mutex<State>,
     stop: watch::Sender<u8>,
-    /// Tells the reader to set its sweep timer earlier (a call registered
-    /// with an earlier deadline than the one armed).
-    rearm: Notify,
+    /// Wakes the reader for control work: a stop (`stop` says which) or a
+    /// sweep timer to set earlier (a call registered with an earlier
+    /// deadline than the one armed).
+    ctl: Ctl,
     /// Set by an abort: calls in progress must not reply any more.
     aborted: AtomicBool,
     done: watch::Sender<bool>,
@@ -203,6 +205,46 @@ struct Conn<T: Transport> {
     key: Mutex<Option<ClientKey>>,
     /// Server side: where the connection is bound to its key.
     registry: Option<Backchannels>,
+}
+
+/// A flag and the waker of the one task that waits for it (the
+/// connection's reader): cheaper to poll on every message than a watch
+/// channel or a `Notify`.
+#[derive(Default)]
+struct Ctl {
+    set: AtomicBool,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Ctl {
+    fn notify(&self) {
+        self.set.store(true, Ordering::Release);
+        if let Some(w) = lock(&self.waker).take() {
+            w.wake();
+        }
+    }
+
+    /// Resolves once `notify` was called since the last resolution.
+    async fn wait(&self) {
+        std::future::poll_fn(|cx| {
+            if self.set.swap(false, Ordering::AcqRel) {
+                return Poll::Ready(());
+            }
+            {
+                let mut w = lock(&self.waker);
+                match w.as_ref() {
+                    Some(old) if old.will_wake(cx.waker()) => {}
+                    _ => *w = Some(cx.waker().clone()),
+                }
+            }
+            if self.set.swap(false, Ordering::AcqRel) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
+    }
 }
 
 const STOP_NONE: u8 = 0;
@@ -317,7 +359,7 @@ impl<T: Transport> ConnOps for Conn<T> {
         }
         drop(st);
         if rearm {
-            self.rearm.notify_one();
+            self.ctl.notify();
         }
         Some(rx)
     }
@@ -342,6 +384,7 @@ impl<T: Transport> ConnOps for Conn<T> {
         self.aborted.store(true, Ordering::Release);
         self.fail_pending();
         self.stop.send_replace(STOP_ABORT);
+        self.ctl.notify();
     }
     fn shutdown(&self) {
         self.stop.send_if_modified(|s| {
@@ -352,6 +395,7 @@ impl<T: Transport> ConnOps for Conn<T> {
                 false
             }
         });
+        self.ctl.notify();
     }
     fn closed(&self) -> BoxFuture<'_, ()> {
         let mut rx = self.done.subscribe();
@@ -431,7 +475,7 @@ impl Connection {
                 armed: None,
             }),
             stop,
-            rearm: Notify::new(),
+            ctl: Ctl::default(),
             aborted: AtomicBool::new(false),
             done,
             xids: open.xids,
@@ -577,36 +621,41 @@ async fn run<T: Transport>(
     handle: Connection,
     services: Arc<Services>,
     limits: ServeLimits,
-    mut stop: watch::Receiver<u8>,
+    stop: watch::Receiver<u8>,
 ) {
     tracing::debug!("connection open");
     let tracker = Tracker::new();
     let local = Arc::new(Semaphore::new(limits.per_connection.max(1)));
     let mut aborted = false;
-    // Futures that live across messages (registered once, cheap to poll
-    // again): the stop signal, the request to re-arm the deadline sweep,
-    // and the sweep timer itself.
-    let mut stopped = Box::pin(async {
-        let _ = stop.wait_for(|s| *s != STOP_NONE).await;
-    });
-    let rearm = conn.rearm.notified();
-    tokio::pin!(rearm);
+    // The sweep timer lives across messages (registered once, cheap to
+    // poll again); control work (stop, re-arm) arrives through `ctl`.
     let sweep = tokio::time::sleep_until(Instant::now());
     tokio::pin!(sweep);
     let mut armed_at: Option<Instant> = None;
-    loop {
+    let stopping = |stop: &watch::Receiver<u8>| *stop.borrow() != STOP_NONE;
+    let mut rearm = false;
+    macro_rules! rearm {
+        () => {{
+            let want = conn.armed();
+            if want != armed_at {
+                if let Some(d) = want {
+                    sweep.as_mut().reset(d);
+                }
+                armed_at = want;
+            }
+        }};
+    }
+    'outer: loop {
+        if std::mem::take(&mut rearm) {
+            rearm!();
+        }
         let received = tokio::select! {
             biased;
-            () = &mut stopped => break,
-            () = &mut rearm => {
-                rearm.set(conn.rearm.notified());
-                let want = conn.armed();
-                if want != armed_at {
-                    if let Some(d) = want {
-                        sweep.as_mut().reset(d);
-                    }
-                    armed_at = want;
+            () = conn.ctl.wait() => {
+                if stopping(&stop) {
+                    break;
                 }
+                rearm!();
                 continue;
             }
             () = &mut sweep, if armed_at.is_some() => {
@@ -635,10 +684,23 @@ async fn run<T: Transport>(
             Ok(Received::Call { message, context }) => (message, context),
         };
         // Bound the calls in progress before reading more.
-        let permits = tokio::select! {
-            biased;
-            () = &mut stopped => break,
-            p = acquire(&local, limits.global.as_ref()) => p,
+        let permits = {
+            let acquiring = acquire(&local, limits.global.as_ref());
+            tokio::pin!(acquiring);
+            loop {
+                tokio::select! {
+                    biased;
+                    () = conn.ctl.wait() => {
+                        if stopping(&stop) {
+                            break 'outer;
+                        }
+                        // A re-arm request: handled once the permits are
+                        // here (this wait is bounded by calls finishing).
+                        rearm = true;
+                    }
+                    p = &mut acquiring => break p,
+                }
+            }
         };
         let token = tracker.token();
         match services.dispatch(&message, &handle) {
@@ -675,7 +737,6 @@ async fn run<T: Transport>(
             }
         }
     }
-    drop(stopped);
     conn.fail_pending();
     // An abort (or a broken transport) closes at once so the peer notices;
     // a graceful stop lets calls in progress send their replies first.

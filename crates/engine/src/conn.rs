@@ -34,6 +34,9 @@ const SINK_POOL_COUNT: usize = 32;
 /// connection holds at most this much memory it no longer uses.
 const SINK_POOL_BYTES: usize = 32 << 20;
 
+/// Capacity of each block of the header arena.
+const HDR_ARENA_BLOCK: usize = 4096;
+
 /// A call waiting to be sent.
 #[derive(Debug, Clone)]
 pub(crate) struct Pending {
@@ -157,6 +160,8 @@ pub struct Engine<P: ProtectionDomain> {
     /// Sink buffers (Read chunks we pull, Write and Reply chunks we
     /// provide) handed to the upper layer, reused once it drops them.
     pub(crate) sinks: BufPool,
+    /// Where transport headers are encoded (see `push_send`).
+    hdr_arena: BytesMut,
     pub(crate) events: VecDeque<Event>,
 
     // Requester side (our calls).
@@ -261,6 +266,7 @@ impl<P: ProtectionDomain> Engine<P> {
             recv_size: cfg.recv_buffer_size(),
             spare: VecDeque::new(),
             sinks: BufPool::new(SINK_POOL_COUNT, SINK_POOL_BYTES),
+            hdr_arena: BytesMut::new(),
             req_enabled: cfg.role == Role::Client,
             resp_enabled: cfg.role == Role::Server,
             cfg,
@@ -528,18 +534,27 @@ impl<P: ProtectionDomain> Engine<P> {
         }
     }
 
-    /// Queues a Send of `header` followed by `pieces`.
+    /// Queues a Send of `header` followed by `sges[1..]`: the gather list
+    /// comes with index 0 left for the header (or empty, for a header
+    /// alone).
     pub(crate) fn push_send(
         &mut self,
         header: &Header,
-        pieces: Vec<Bytes>,
+        mut sges: Vec<Sge>,
         invalidate: Option<u32>,
     ) {
-        let mut hb = BytesMut::with_capacity(header.encoded_len());
-        header.encode_into(&mut hb);
-        let mut sges = Vec::with_capacity(1 + pieces.len());
-        sges.push(Sge::Bytes(hb.freeze()));
-        sges.extend(pieces.into_iter().map(Sge::Bytes));
+        // Headers are encoded into an arena: each is a view of it, and
+        // its memory is reused once the provider dropped the views.
+        let len = header.encoded_len();
+        if self.hdr_arena.capacity() < len {
+            self.hdr_arena.reserve(len.max(HDR_ARENA_BLOCK));
+        }
+        header.encode_into(&mut self.hdr_arena);
+        let hb = Sge::Bytes(self.hdr_arena.split().freeze());
+        match sges.first_mut() {
+            Some(slot) => *slot = hb,
+            None => sges.push(hb),
+        }
         let wr_id = self.wr_id(Wr::Send);
         self.push_sq(SendWr {
             wr_id,

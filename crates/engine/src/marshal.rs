@@ -22,7 +22,7 @@
 //! gets none (the results come back inline or in the Reply chunk).
 
 use bytes::Bytes;
-use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain};
+use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain, Sge};
 use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{ChunkLists, Header, ReadSegment, Segment, WriteChunk};
 use rpcrdma_xdr::{round_up, Payload};
@@ -31,7 +31,7 @@ use crate::error::CallError;
 use crate::event::MessageForm;
 use crate::hdr;
 use crate::pool::BufPool;
-use crate::stream::{concat, item_positions, stream_pieces};
+use crate::stream::{concat, item_positions, stream_pieces, stream_sges};
 
 /// What a call's Upper Layer Binding says about its reply (RFC 8166 §8).
 ///
@@ -74,8 +74,9 @@ pub(crate) struct Provided<Mr> {
 #[derive(Debug)]
 pub(crate) struct CallPlan<Mr> {
     pub(crate) header: Header,
-    /// Payload pieces sent after the header (empty for a Long call).
-    pub(crate) pieces: Vec<Bytes>,
+    /// The Send's gather list: index 0 is left for the header, then the
+    /// Payload pieces (none for a Long call).
+    pub(crate) pieces: Vec<Sge>,
     pub(crate) form: MessageForm,
     /// Read chunk sources (registered for remote read).
     pub(crate) sources: Vec<Mr>,
@@ -212,7 +213,7 @@ fn plan_inner<P: ProtectionDomain>(
     payload: &Payload,
     hints: &ReplyHints,
     p: &CallParams,
-) -> Result<(Header, Vec<Bytes>, MessageForm), CallError> {
+) -> Result<(Header, Vec<Sge>, MessageForm), CallError> {
     let recv = p.recv_threshold as usize;
     let send = p.send_threshold as usize;
     let max_reads = p
@@ -288,7 +289,7 @@ fn plan_inner<P: ProtectionDomain>(
     // Short.
     let plain = header(Vec::new(), false);
     if plain.encoded_len() + payload.stream_len() <= send {
-        let (pieces, _) = stream_pieces(payload, 0);
+        let (pieces, _) = stream_sges(payload, 0);
         return Ok((plain, pieces, MessageForm::Short));
     }
 
@@ -324,7 +325,7 @@ fn plan_inner<P: ProtectionDomain>(
         let hdr = header(item_reads.clone(), false);
         let inline_len = payload.inline().len();
         if hdr.encoded_len() + inline_len <= send {
-            let (pieces, _) = stream_pieces(payload, usize::MAX);
+            let (pieces, _) = stream_sges(payload, usize::MAX);
             return Ok((hdr, pieces, MessageForm::Chunked));
         }
     }

@@ -8,14 +8,14 @@
 //! threshold, otherwise into the Reply chunk as `RDMA_NOMSG`.
 
 use bytes::Bytes;
-use rpcrdma_verbs::RemoteAddr;
+use rpcrdma_verbs::{RemoteAddr, Sge};
 use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{ChunkLists, Header, Segment, WriteChunk};
 use rpcrdma_xdr::Payload;
 
 use crate::event::MessageForm;
 use crate::hdr;
-use crate::stream::stream_pieces;
+use crate::stream::stream_sges;
 
 /// One RDMA Write: a gather list and where it goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +30,9 @@ pub(crate) struct ReplyPlan {
     /// RDMA Writes to post before the Send.
     pub(crate) writes: Vec<WriteOp>,
     pub(crate) header: Header,
-    /// Payload pieces after the header (empty for `RDMA_NOMSG`).
-    pub(crate) pieces: Vec<Bytes>,
+    /// The Send's gather list: index 0 is left for the header, then the
+    /// Payload pieces (none for `RDMA_NOMSG`).
+    pub(crate) pieces: Vec<Sge>,
     pub(crate) form: MessageForm,
 }
 
@@ -133,7 +134,7 @@ pub(crate) fn plan_reply(
         ops.extend(w);
         write_list.push(WriteChunk::new(segs));
     }
-    let (pieces, inline_len) = stream_pieces(payload, reduced);
+    let (pieces, inline_len) = stream_sges(payload, reduced);
     let form_if_inline = if reduced > 0 {
         MessageForm::Chunked
     } else {
@@ -167,7 +168,14 @@ pub(crate) fn plan_reply(
     let Some(chunk) = reply else {
         return Err(ReplyError::NoReplyChunk);
     };
-    let (w, segs) = scatter(&pieces, &chunk.segments).ok_or(ReplyError::ReplyChunkTooSmall)?;
+    let stream: Vec<Bytes> = pieces
+        .into_iter()
+        .filter_map(|s| match s {
+            Sge::Bytes(b) => Some(b),
+            Sge::Region(_) => None,
+        })
+        .collect();
+    let (w, segs) = scatter(&stream, &chunk.segments).ok_or(ReplyError::ReplyChunkTooSmall)?;
     ops.extend(w);
     Ok(ReplyPlan {
         writes: ops,

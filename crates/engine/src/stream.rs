@@ -2,6 +2,7 @@
 //! Payload stream, without copying.
 
 use bytes::Bytes;
+use rpcrdma_verbs::Sge;
 use rpcrdma_xdr::{pad_len, Payload};
 
 static PAD: [u8; 3] = [0; 3];
@@ -13,16 +14,34 @@ static PAD: [u8; 3] = [0; 3];
 ///
 /// Returns the pieces and their total length.
 pub(crate) fn stream_pieces(payload: &Payload, reduced: usize) -> (Vec<Bytes>, usize) {
-    let inline = payload.inline();
     let mut out = Vec::with_capacity(1 + 3 * payload.items().len());
+    let total = visit_pieces(payload, reduced, |b| out.push(b));
+    (out, total)
+}
+
+/// Like [`stream_pieces`], as the gather list of a Send whose first
+/// element (index 0, an empty placeholder here) is left for the transport
+/// header: one allocation for the whole list.
+pub(crate) fn stream_sges(payload: &Payload, reduced: usize) -> (Vec<Sge>, usize) {
+    let mut out = Vec::with_capacity(2 + 3 * payload.items().len());
+    out.push(Sge::Bytes(Bytes::new()));
+    let total = visit_pieces(payload, reduced, |b| out.push(Sge::Bytes(b)));
+    (out, total)
+}
+
+/// Calls `f` with each non-empty piece of the (reduced) Payload stream in
+/// order; returns their total length.
+fn visit_pieces(payload: &Payload, reduced: usize, mut f: impl FnMut(Bytes)) -> usize {
+    let inline = payload.inline();
     let mut total = 0usize;
     let mut at = 0usize;
-    let mut push = |b: Bytes, out: &mut Vec<Bytes>| {
+    let mut push = |b: Bytes, f: &mut dyn FnMut(Bytes)| {
         if !b.is_empty() {
             total += b.len();
-            out.push(b);
+            f(b);
         }
     };
+    let out = &mut f;
     for (i, item) in payload.items().iter().enumerate() {
         let Some(off) = item.inline_offset else {
             continue;
@@ -31,16 +50,13 @@ pub(crate) fn stream_pieces(payload: &Payload, reduced: usize) -> (Vec<Bytes>, u
             continue;
         }
         let off = off.clamp(at, inline.len());
-        push(inline.slice(at..off), &mut out);
-        push(item.data.clone(), &mut out);
-        push(
-            Bytes::from_static(&PAD[..pad_len(item.data.len())]),
-            &mut out,
-        );
+        push(inline.slice(at..off), out);
+        push(item.data.clone(), out);
+        push(Bytes::from_static(&PAD[..pad_len(item.data.len())]), out);
         at = off;
     }
-    push(inline.slice(at..), &mut out);
-    (out, total)
+    push(inline.slice(at..), out);
+    total
 }
 
 /// Positions (in the full Payload stream) and data of the positioned DDP
@@ -103,6 +119,19 @@ mod tests {
         let flat = concat(&pieces);
         assert_eq!(flat.len(), p.inline().len() + 4);
         assert_eq!(&flat[flat.len() - 12..flat.len() - 4], b"\0\0\0\x02xy\0\0");
+    }
+
+    #[test]
+    fn send_gather_lists_leave_slot_zero_for_the_header() {
+        let p = sample();
+        for reduced in [0, 1, 2] {
+            let (sges, n) = stream_sges(&p, reduced);
+            let (pieces, m) = stream_pieces(&p, reduced);
+            assert_eq!(n, m);
+            assert_eq!(sges[0], Sge::Bytes(Bytes::new()));
+            let rest: Vec<Sge> = pieces.into_iter().map(Sge::Bytes).collect();
+            assert_eq!(&sges[1..], &rest[..]);
+        }
     }
 
     #[test]

@@ -67,19 +67,18 @@ impl Cq {
             return Ok(());
         }
         let mut res = Ok(());
-        let waiters = {
-            let mut st = self.lock();
-            for wc in wcs.drain(..) {
-                if st.q.len() >= self.inner.capacity {
-                    tracing::error!(capacity = self.inner.capacity, "completion queue overrun");
-                    res = Err(Overrun);
-                    continue;
-                }
-                st.q.push_back(wc);
+        let mut st = self.lock();
+        for wc in wcs.drain(..) {
+            if st.q.len() >= self.inner.capacity {
+                tracing::error!(capacity = self.inner.capacity, "completion queue overrun");
+                res = Err(Overrun);
+                continue;
             }
-            std::mem::take(&mut st.waiters)
-        };
-        for w in waiters {
+            st.q.push_back(wc);
+        }
+        // Woken under the lock (a waker only schedules its task) so the
+        // vector keeps its capacity: no allocation per completion.
+        for w in st.waiters.drain(..) {
             w.wake();
         }
         res

@@ -31,7 +31,14 @@ pub(crate) struct Tx {
     /// Nothing at or after this stream offset may be written yet.
     gate: Option<u64>,
     marks: VecDeque<(u64, Mark)>,
+    /// Where FPDU headers, trailers and small FPDUs are encoded: queued
+    /// chunks are views of it, and once they are written and dropped its
+    /// memory is reused (no allocation per message in the steady state).
+    arena: BytesMut,
 }
+
+/// Capacity of each block of the encoding arena.
+const ARENA_BLOCK: usize = 8 * 1024;
 
 impl Tx {
     pub(crate) fn push(&mut self, b: Bytes) {
@@ -152,6 +159,17 @@ impl Tx {
 /// slice to write); larger payloads are referenced, never copied.
 pub(crate) const INLINE_COPY_MAX: usize = 512;
 
+impl Tx {
+    /// The encoding arena, with room for `len` more octets (reusing its
+    /// memory when every chunk cut from it has been dropped).
+    fn arena(&mut self, len: usize) -> &mut BytesMut {
+        if self.arena.capacity() < len {
+            self.arena.reserve(len.max(ARENA_BLOCK));
+        }
+        &mut self.arena
+    }
+}
+
 /// Queues a message that fits one FPDU as one contiguous buffer: header,
 /// payload (copied from `pieces`), pad and CRC.
 pub(crate) fn push_small(
@@ -164,17 +182,18 @@ pub(crate) fn push_small(
     let hdr_len = header.buffer_len();
     let ulpdu = hdr_len + total;
     let pad = pad_len(ulpdu);
-    let mut v = Vec::with_capacity(MPA_LEN_FIELD + ulpdu + pad + MPA_CRC_LEN);
+    let v = tx.arena(MPA_LEN_FIELD + ulpdu + pad + MPA_CRC_LEN);
     // ulpdu <= hdr_len + INLINE_COPY_MAX < 65535.
-    v.extend_from_slice(&(ulpdu as u16).to_be_bytes());
-    header.emit(&mut v);
+    v.put_u16(ulpdu as u16);
+    header.emit(v);
     for p in pieces {
-        v.extend_from_slice(p);
+        v.put_slice(p);
     }
-    v.resize(v.len() + pad, 0);
-    let c = if crc { crc32c::crc32c(&v) } else { 0 };
-    v.extend_from_slice(&crc_to_wire(c));
-    tx.push(Bytes::from(v));
+    v.put_bytes(0, pad);
+    let c = if crc { crc32c::crc32c(v) } else { 0 };
+    v.put_slice(&crc_to_wire(c));
+    let b = v.split().freeze();
+    tx.push(b);
 }
 
 /// Splits a message (`pieces`, `total` octets) into FPDUs of at most
@@ -191,7 +210,7 @@ pub(crate) fn push_message(
 ) {
     let max_payload = max_ulpdu - hdr_len;
     let nseg = total.div_ceil(max_payload).max(1);
-    let mut arena = BytesMut::with_capacity(nseg * (MPA_LEN_FIELD + hdr_len + 3 + MPA_CRC_LEN));
+    let mut arena = std::mem::take(tx.arena(nseg * (MPA_LEN_FIELD + hdr_len + 3 + MPA_CRC_LEN)));
     let (mut piece, mut piece_off) = (0usize, 0usize);
     let mut offset = 0usize;
     loop {
@@ -236,4 +255,5 @@ pub(crate) fn push_message(
             break;
         }
     }
+    tx.arena = arena;
 }

@@ -230,11 +230,15 @@ impl DdpHeader {
     pub fn emit(&self, out: &mut impl BufMut) {
         let mut c = self.control;
         c.tagged = matches!(self.buffer, Buffer::Tagged { .. });
-        out.put_slice(&c.to_bytes());
-        match self.buffer {
+        // One copy of the whole header (a call per field costs more than
+        // the header).
+        let mut b = [0u8; UNTAGGED_HEADER_LEN];
+        b[..2].copy_from_slice(&c.to_bytes());
+        let n = match self.buffer {
             Buffer::Tagged { stag, to } => {
-                out.put_u32(stag);
-                out.put_u64(to);
+                b[2..6].copy_from_slice(&stag.to_be_bytes());
+                b[6..14].copy_from_slice(&to.to_be_bytes());
+                TAGGED_HEADER_LEN
             }
             Buffer::Untagged {
                 rdmap_word,
@@ -242,12 +246,14 @@ impl DdpHeader {
                 msn,
                 mo,
             } => {
-                out.put_u32(rdmap_word);
-                out.put_u32(qn);
-                out.put_u32(msn);
-                out.put_u32(mo);
+                b[2..6].copy_from_slice(&rdmap_word.to_be_bytes());
+                b[6..10].copy_from_slice(&qn.to_be_bytes());
+                b[10..14].copy_from_slice(&msn.to_be_bytes());
+                b[14..18].copy_from_slice(&mo.to_be_bytes());
+                UNTAGGED_HEADER_LEN
             }
-        }
+        };
+        out.put_slice(&b[..n]);
     }
 
     /// Encodes into a fixed array; returns it and the used length.

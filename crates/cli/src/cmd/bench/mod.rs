@@ -14,11 +14,13 @@ use clap::{Args, Subcommand};
 #[command(
     args_conflicts_with_subcommands = true,
     after_long_help = "Method: paired rounds. Thread wake-up times on small virtual machines swing \
-between runs, so figures taken apart are not comparable. Each round measures raw TCP, \
-RPC-over-RDMA and ONC RPC/TCP back to back (RPC-over-RDMA in the middle, the order flipped \
-every round); each ratio is computed within a round, and the report gives the median of the \
-per-round ratios beside the median of each raw figure (--json: also every round's figures). \
-No side spins or busy-polls: every measure waits in epoll like the raw TCP baseline."
+between runs and within a run, so figures taken apart are not comparable. In each round the \
+round trips of raw TCP, RPC-over-RDMA and ONC RPC/TCP are measured in interleaved batches of \
+100 over connections kept open, and the throughput measures back to back (RPC-over-RDMA in \
+the middle, the order flipped every round); each ratio is computed within a round, and the \
+report gives the median of the per-round ratios beside the median of each raw figure \
+(--json: also every round's figures). No side spins or busy-polls: every measure waits in \
+epoll like the raw TCP baseline."
 )]
 pub(crate) struct BenchArgs {
     #[command(subcommand)]

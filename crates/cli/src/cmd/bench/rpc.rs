@@ -10,15 +10,21 @@
 //! # Method: paired rounds
 //!
 //! The time a thread takes to wake up on a small virtual machine swings
-//! between runs (a few microseconds when the other vCPU is busy, tens when
-//! it went idle), so figures taken minutes apart are not comparable. Each
-//! of `--rounds` rounds therefore measures every pair back to back: the
-//! raw TCP ping-pong and the RPC-over-RDMA NULL round trip (and ONC
-//! RPC/TCP NULL), then the raw TCP stream, ONC RPC/TCP READ and WRITE and
-//! RPC-over-RDMA READ and WRITE. Within a pair the order alternates from
-//! round to round (theirs first in odd rounds, ours first in even ones),
-//! so a slow drift of the machine favours neither side. A ratio is
-//! computed per round from the two figures of that round; the report
+//! between runs and within a run (a few microseconds when both threads
+//! share a vCPU or the other vCPU is busy, tens when it went idle; the
+//! state changes every few seconds), so figures taken apart are not
+//! comparable. Each of `--rounds` rounds therefore measures the three
+//! sides together:
+//!
+//! * round trips: raw TCP ping-pong, RPC-over-RDMA NULL and ONC RPC/TCP
+//!   NULL in interleaved batches of 100 round trips over connections kept
+//!   open (the order flips from batch to batch), so all three see the
+//!   same mix of machine states;
+//! * throughput: raw TCP stream, RPC-over-RDMA and ONC RPC/TCP READ (then
+//!   WRITE) back to back, ours in the middle, the order flipped every
+//!   round.
+//!
+//! A ratio is computed per round from that round's figures; the report
 //! gives the median of the per-round ratios beside the median of each raw
 //! figure. Ratios are never computed against stored numbers.
 
@@ -58,7 +64,7 @@ pub(crate) struct RpcBenchArgs {
     /// the per-round ratios and the median of each raw figure.
     #[arg(long, default_value_t = 7)]
     pub(crate) rounds: usize,
-    /// Round trips per latency measure.
+    /// Round trips per side and round (in interleaved batches of 100).
     #[arg(long, default_value_t = 3000)]
     pub(crate) round_trips: usize,
     /// MiB moved per throughput measure.
@@ -96,7 +102,7 @@ impl RpcBenchArgs {
     /// Measures per round (for the progress bar).
     fn measures_per_round(&self) -> u64 {
         [
-            (Measure::Null, 3),
+            (Measure::Null, 1),
             (Measure::Rate, 1),
             (Measure::Read, 3),
             (Measure::Write, 3),
@@ -178,21 +184,26 @@ async fn server(
     Ok(())
 }
 
-/// Mean round-trip time of `n` 64-byte TCP ping-pongs.
-async fn tcp_pingpong(addr: SocketAddr, n: usize) -> anyhow::Result<f64> {
+/// Round trips per batch of the interleaved latency measure.
+const LATENCY_BATCH: usize = 100;
+
+/// A raw TCP ping-pong connection to the echo endpoint.
+async fn tcp_echo(addr: SocketAddr) -> anyhow::Result<TcpStream> {
     let mut s = TcpStream::connect(addr).await?;
     s.set_nodelay(true)?;
+    tcp_batch(&mut s, 100).await?;
+    Ok(s)
+}
+
+/// Seconds taken by `n` 64-byte ping-pongs on `s`.
+async fn tcp_batch(s: &mut TcpStream, n: usize) -> anyhow::Result<f64> {
     let mut b = [7u8; 64];
-    for _ in 0..100 {
-        s.write_all(&b).await?;
-        s.read_exact(&mut b).await?;
-    }
     let t = Instant::now();
     for _ in 0..n {
         s.write_all(&b).await?;
         s.read_exact(&mut b).await?;
     }
-    Ok(t.elapsed().as_secs_f64() / n as f64)
+    Ok(t.elapsed().as_secs_f64())
 }
 
 /// Bytes per second of a raw TCP stream of `mib` 1 MiB writes (until the
@@ -211,16 +222,45 @@ async fn tcp_stream(addr: SocketAddr, mib: usize, data: &Bytes) -> anyhow::Resul
     Ok(total as f64 / t.elapsed().as_secs_f64())
 }
 
-/// Mean round-trip time of `n` sequential NULL calls.
-async fn null_rtt(c: &Client, n: usize) -> anyhow::Result<f64> {
-    for _ in 0..100 {
-        c.null(PROGRAM, VERSION).await?;
-    }
+/// Seconds taken by `n` sequential NULL calls.
+async fn null_batch(c: &Client, n: usize) -> anyhow::Result<f64> {
     let t = Instant::now();
     for _ in 0..n {
         c.null(PROGRAM, VERSION).await?;
     }
-    Ok(t.elapsed().as_secs_f64() / n as f64)
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// Mean round trips of raw TCP, RPC-over-RDMA NULL and ONC RPC/TCP NULL,
+/// `n` each, measured in interleaved batches of [`LATENCY_BATCH`] (the
+/// order flips from batch to batch), so that all three see the same mix of
+/// machine states even when thread wake-up times change within a round.
+async fn latency_triplet(
+    echo: &mut TcpStream,
+    rdma: &Client,
+    tcp: &Client,
+    n: usize,
+    flip: bool,
+) -> anyhow::Result<(f64, f64, f64)> {
+    for c in [rdma, tcp] {
+        null_batch(c, 100).await?;
+    }
+    let batch = LATENCY_BATCH.min(n);
+    let batches = n.div_ceil(batch);
+    let (mut t_raw, mut t_rdma, mut t_onc) = (0.0, 0.0, 0.0);
+    for b in 0..batches {
+        if (b % 2 == 0) != flip {
+            t_raw += tcp_batch(echo, batch).await?;
+            t_rdma += null_batch(rdma, batch).await?;
+            t_onc += null_batch(tcp, batch).await?;
+        } else {
+            t_onc += null_batch(tcp, batch).await?;
+            t_rdma += null_batch(rdma, batch).await?;
+            t_raw += tcp_batch(echo, batch).await?;
+        }
+    }
+    let total = (batches * batch) as f64;
+    Ok((t_raw / total, t_rdma / total, t_onc / total))
 }
 
 /// NULL calls per second with `k` outstanding.
@@ -366,6 +406,7 @@ async fn client(args: RpcBenchArgs, a: Addrs, bar: ProgressBar) -> anyhow::Resul
         args.outstanding.max(1),
         args.rounds.max(1),
     );
+    let mut echo = tcp_echo(a.echo).await.context("raw TCP echo connect")?;
     let mut r = Results::default();
     for round in 1..=rounds {
         macro_rules! step {
@@ -394,10 +435,9 @@ async fn client(args: RpcBenchArgs, a: Addrs, bar: ProgressBar) -> anyhow::Resul
             }};
         }
         if args.wants(Measure::Null) {
-            let (tcp_rtt, rdma_null, oncrpc_null) = triplet!(
-                step!("raw TCP 64 B ping-pong", tcp_pingpong(a.echo, n)),
-                step!("RPC-over-RDMA NULL round trip", null_rtt(&rdma, n)),
-                step!("ONC RPC/TCP NULL round trip", null_rtt(&tcp, n))
+            let (tcp_rtt, rdma_null, oncrpc_null) = step!(
+                "NULL round trips (raw TCP, RPC-over-RDMA, ONC RPC/TCP, interleaved)",
+                latency_triplet(&mut echo, &rdma, &tcp, n, round % 2 == 0)
             );
             r.tcp_rtt.0.push(tcp_rtt);
             r.oncrpc_null_rtt.0.push(oncrpc_null);
@@ -510,7 +550,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             "bench": "rpc",
             "provider": "softiwarp",
             "setup": "loopback; client and server on two threads, one current-thread tokio runtime each",
-            "method": "paired rounds: each round measures raw TCP, RPC-over-RDMA and ONC RPC/TCP back to back (order flipped every round); ratios are medians of per-round ratios, figures medians of per-round figures",
+            "method": "paired rounds: round trips of raw TCP, RPC-over-RDMA and ONC RPC/TCP in interleaved batches of 100; throughput measures back to back (ours in the middle, order flipped every round); ratios are medians of per-round ratios, figures medians of per-round figures",
             "rpcrdma_version": r.version,
             "rounds": args.rounds,
             "round_trips": args.round_trips,

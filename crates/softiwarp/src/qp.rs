@@ -3,10 +3,13 @@
 //! The connection state machine lives behind a mutex shared by the
 //! application's calls and one I/O task. Posting a Send or Write encodes it
 //! and writes it to the socket right away from the caller's thread (no
-//! task hop); the I/O task only waits for the socket: it reads whenever the
-//! socket is readable (straight into registered memory or posted receive
-//! buffers, see [`rpcrdma_iwarp::conn::Connection::recv_buffers`]) and
-//! finishes writes the socket could not take at once.
+//! task hop); the I/O task only waits for the socket: it reads when the
+//! socket is readable and no completion-queue waiter is reading it itself
+//! (straight into registered memory or posted receive buffers, see
+//! [`rpcrdma_iwarp::conn::Connection::recv_buffers`]), and finishes writes
+//! the socket could not take at once. Its read waker sits in the socket's
+//! single poll slot, which a completion-queue waiter mutes while it reads,
+//! so the I/O task is not woken once per message.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -22,11 +22,16 @@ use crate::error::{ApiError, EngineError};
 use crate::event::{Event, MessageForm};
 use crate::features::{FeatureInfo, Registry, TransportPropertiesFeature};
 use crate::hdr;
-use crate::idhash::IdMap;
 use crate::marshal::{Provided, ReplyHints};
 use crate::optional::OptCall;
 use crate::pool::BufPool;
 use crate::stats::Stats;
+
+/// Tables keyed by ids this end chose (work request ids, our XIDs, tokens):
+/// the Fx hasher, several times cheaper than SipHash; the peer can look
+/// keys up but never choose which are inserted, so collisions cannot be
+/// forced.
+pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, rustc_hash::FxBuildHasher>;
 
 /// Most sink buffers a connection keeps for reuse.
 const SINK_POOL_COUNT: usize = 32;

@@ -81,7 +81,6 @@ mod error;
 mod event;
 mod features;
 mod hdr;
-mod idhash;
 mod marshal;
 mod optional;
 mod pool;

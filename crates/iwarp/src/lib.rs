@@ -25,7 +25,6 @@ pub mod ddp;
 pub mod fpdu;
 #[doc(hidden)]
 pub mod fuzzing;
-mod idhash;
 pub mod mpa;
 pub mod mr;
 pub mod rdmap;

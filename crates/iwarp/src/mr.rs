@@ -105,7 +105,10 @@ struct Region {
 /// ```
 #[derive(Debug)]
 pub struct MrTable {
-    regions: crate::idhash::IdMap<u32, Region>,
+    /// Keyed by STags from our own generator (a peer's STag is only looked
+    /// up, never inserted), so the cheap Fx hasher cannot be made to
+    /// collide on purpose.
+    regions: std::collections::HashMap<u32, Region, rustc_hash::FxBuildHasher>,
     max_regions: usize,
 }
 
@@ -113,7 +116,7 @@ impl MrTable {
     /// An empty table holding at most `max_regions` regions.
     pub fn new(max_regions: usize) -> Self {
         MrTable {
-            regions: crate::idhash::IdMap::default(),
+            regions: std::collections::HashMap::default(),
             max_regions,
         }
     }

@@ -7,6 +7,7 @@ pub(crate) mod verbs;
 
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Args, Subcommand};
 
 /// Arguments of `rpcrdma bench`.
@@ -44,4 +45,37 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         Some(BenchTarget::Verbs(a)) => verbs::run(a),
         None => rpc::run(args.rpc),
     }
+}
+
+/// Runs `f` on a fresh current-thread runtime in a new OS thread (both
+/// benches put each side of a measure on its own thread).
+pub(crate) fn on_thread<T, F>(name: &str, f: F) -> std::thread::JoinHandle<anyhow::Result<T>>
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = anyhow::Result<T>> + Send + 'static,
+{
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("tokio runtime")?
+                .block_on(f)
+        })
+        .expect("spawn thread")
+}
+
+/// A finite number as JSON, or null for a measure that was not run.
+pub(crate) fn num(x: f64) -> serde_json::Value {
+    serde_json::Number::from_f64(x).map_or(serde_json::Value::Null, serde_json::Value::Number)
+}
+
+/// The median of `v`, or NaN (reported as null) when nothing was measured.
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
 }

@@ -49,6 +49,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
+use super::{median, num, on_thread};
 use crate::cmd::rdma_opts::RdmaOpts;
 
 const MIB: usize = 1 << 20;
@@ -342,14 +343,6 @@ async fn rpc_throughput(
     Ok((per * k * MIB) as f64 / t.elapsed().as_secs_f64())
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 /// One figure per round.
 #[derive(Default)]
 struct Series(Vec<f64>);
@@ -490,27 +483,6 @@ async fn client(args: RpcBenchArgs, a: Addrs, bar: ProgressBar) -> anyhow::Resul
         .and_then(|t| t.negotiated())
         .map_or(0, |(v, _)| v);
     Ok(r)
-}
-
-fn on_thread<T, F>(name: &str, f: F) -> std::thread::JoinHandle<anyhow::Result<T>>
-where
-    T: Send + 'static,
-    F: std::future::Future<Output = anyhow::Result<T>> + Send + 'static,
-{
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("tokio runtime")?
-                .block_on(f)
-        })
-        .expect("spawn thread")
-}
-
-fn num(x: f64) -> serde_json::Value {
-    serde_json::Number::from_f64(x).map_or(serde_json::Value::Null, serde_json::Value::Number)
 }
 
 /// Runs the RPC-level benchmark.

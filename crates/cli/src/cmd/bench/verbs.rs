@@ -32,6 +32,8 @@ use rpcrdma_verbs::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use super::{median, num, on_thread};
+
 const MIB: usize = 1 << 20;
 
 /// Arguments of `rpcrdma bench verbs`.
@@ -74,36 +76,8 @@ enum Measure {
     Pingpong,
 }
 
-/// Runs `f` on a fresh current-thread runtime in a new OS thread.
-fn on_thread<T, F>(name: &str, f: F) -> std::thread::JoinHandle<anyhow::Result<T>>
-where
-    T: Send + 'static,
-    F: std::future::Future<Output = anyhow::Result<T>> + Send + 'static,
-{
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("tokio runtime")?
-                .block_on(f)
-        })
-        .expect("spawn thread")
-}
-
 fn join<T>(h: std::thread::JoinHandle<anyhow::Result<T>>) -> anyhow::Result<T> {
     h.join().map_err(|_| anyhow!("benchmark thread panicked"))?
-}
-
-/// A finite number as JSON, or null for a measure that was not run.
-fn num(x: f64) -> serde_json::Value {
-    serde_json::Number::from_f64(x).map_or(serde_json::Value::Null, serde_json::Value::Number)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 // ------------------------------------------------------------------ raw TCP

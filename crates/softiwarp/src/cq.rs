@@ -145,6 +145,7 @@ impl CompletionQueue for Cq {
         let Some(qp) = self.sole_owner() else {
             return self.wait_push().await;
         };
+        qp.start_io();
         let consumer = Consumer::enter(&qp);
         loop {
             if !qp.wants_read() {

@@ -54,7 +54,16 @@ pub(crate) struct QpInner {
     /// Tasks reading the socket from a completion-queue wait; while there
     /// are any, the I/O task does not wait for readability itself.
     pub(crate) consumers: AtomicUsize,
+    /// Whether incoming traffic is being processed (see [`QpInner::start_io`]).
+    started: std::sync::atomic::AtomicBool,
+    /// Tells the I/O task that the consumer started the queue pair.
+    start_signal: tokio::sync::Notify,
 }
+
+/// How long a new queue pair waits for its consumer's first work request
+/// or completion-queue wait before it processes incoming traffic anyway
+/// (a purely passive consumer that only exposes memory).
+const START_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Wakes the I/O task: a flag and one waker (cheaper than a general
 /// notifier on the per-message path).
@@ -160,6 +169,21 @@ pub struct Qp {
 impl QpInner {
     fn lock(&self) -> MutexGuard<'_, QpState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts processing incoming traffic, once. A new queue pair holds
+    /// what arrives (it stays in the socket, or in the MPA set-up's
+    /// leftovers) until its consumer first posts a receive or a send or
+    /// waits on its completion queue (or [`START_GRACE`] passes): verbs lets
+    /// a consumer post its receives before the peer's first Send is
+    /// processed, so a Send racing the consumer's first `post_recv` on a
+    /// multi-threaded runtime never finds an empty receive queue.
+    pub(crate) fn start_io(&self) {
+        if !self.started.load(Ordering::Acquire) && !self.started.swap(true, Ordering::AcqRel) {
+            // Deliver anything that arrived with the MPA exchange.
+            self.with(|_| ());
+            self.start_signal.notify_one();
+        }
     }
 
     pub(crate) fn wants_read(&self) -> bool {
@@ -273,6 +297,9 @@ impl QpInner {
     /// Reads what the socket has, within the budget. Returns false once the
     /// stream ended or failed.
     pub(crate) fn read_ready(&self) -> bool {
+        if !self.started.load(Ordering::Acquire) {
+            return true;
+        }
         let mut st = self.lock();
         let mut alive = true;
         for _ in 0..READ_BUDGET {
@@ -332,6 +359,11 @@ const IO_ROUNDS: usize = 16;
 /// back when it leaves ([`QpInner::hand_back_read`]). So the I/O task is
 /// woken for reading only when nobody else is reading, not once per message.
 async fn run(inner: Arc<QpInner>) {
+    // Wait for the consumer to start the queue pair (its receives posted).
+    if !inner.started.load(Ordering::Acquire) {
+        let _ = tokio::time::timeout(START_GRACE, inner.start_signal.notified()).await;
+    }
+    inner.start_io();
     let mut stream_alive = true;
     std::future::poll_fn(|cx| {
         for _ in 0..IO_ROUNDS {
@@ -454,11 +486,11 @@ impl Qp {
             closed: Closed::default(),
             caps,
             consumers: AtomicUsize::new(0),
+            started: std::sync::atomic::AtomicBool::new(false),
+            start_signal: tokio::sync::Notify::new(),
         });
         inner.send_cq.attach(&inner);
         inner.recv_cq.attach(&inner);
-        // Deliver anything that arrived with the MPA exchange.
-        inner.with(|_| ());
         tokio::spawn(run(inner.clone()));
         Qp { inner }
     }
@@ -477,17 +509,20 @@ impl Qp {
 impl QueuePair for Qp {
     fn post_send(&self, wr: SendWr) -> Result<(), PostError> {
         let pd = self.inner.pd.clone();
-        self.inner.with(|st| {
+        let r = self.inner.with(|st| {
             let mut table = pd.table();
             st.conn.post_send(wr, &mut table)
-        })
+        });
+        self.inner.start_io();
+        r
     }
 
     fn post_recv(&self, wr: RecvWr) -> Result<(), PostError> {
         // Receives never touch the socket (iWARP has no receiver-not-ready
         // retry: a Send finding no buffer ends the connection).
-        let mut st = self.inner.lock();
-        st.conn.post_recv(wr)
+        let r = self.inner.lock().conn.post_recv(wr);
+        self.inner.start_io();
+        r
     }
 
     fn caps(&self) -> QpCaps {

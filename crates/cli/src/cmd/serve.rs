@@ -39,7 +39,7 @@ pub(crate) struct ServeArgs {
 pub(crate) fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let listen = resolve(&a.listen)?;
     let tcp = a.tcp.as_deref().map(resolve).transpose()?;
-    let rt = tokio::runtime::Builder::new_current_thread()
+    let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

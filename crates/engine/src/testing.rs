@@ -417,6 +417,41 @@ impl Pair {
         self.collect();
     }
 
+    /// Answers every call the server's upper layer receives with
+    /// `f(xid, call)`, driving the pair until no new call arrives.
+    pub fn serve(&mut self, f: impl Fn(u32, &rpcrdma_xdr::Payload) -> rpcrdma_xdr::Payload) {
+        for _ in 0..1000 {
+            self.drive();
+            let mut any = false;
+            while let Some(Event::Call {
+                token,
+                xid,
+                message,
+                ..
+            }) = self.server.take_event(|e| matches!(e, Event::Call { .. }))
+            {
+                any = true;
+                let r = f(xid, &message);
+                self.server.engine.send_reply(token, r).expect("reply");
+            }
+            if !any {
+                return;
+            }
+        }
+    }
+
+    /// Panics unless neither engine (nor the fabric) holds a registration.
+    pub fn assert_no_leaks(&self) {
+        for (name, end, owner) in [("client", &self.client, 1), ("server", &self.server, 2)] {
+            assert_eq!(
+                end.engine.stats().live_registrations(),
+                0,
+                "{name} engine leaked registrations"
+            );
+            assert_eq!(self.fabric.live_regions(owner), 0, "{name} left regions");
+        }
+    }
+
     /// Delivers `bytes` to one end as if the peer had sent them (into its
     /// oldest posted receive): for adversarial tests.
     pub fn inject(&mut self, to_client: bool, bytes: &[u8]) {
@@ -662,14 +697,7 @@ pub fn fuzz_pair(data: &[u8]) {
         let _ = pair.drive_until_idle(10_000);
     }
     pair.disconnect();
-    for (name, end, owner) in [("client", &pair.client, 1), ("server", &pair.server, 2)] {
-        assert_eq!(
-            end.engine.stats().live_registrations(),
-            0,
-            "{name} engine leaked registrations"
-        );
-        assert_eq!(pair.fabric.live_regions(owner), 0, "{name} left regions");
-    }
+    pair.assert_no_leaks();
     let outcomes = pair
         .client
         .events

@@ -46,28 +46,6 @@ fn pattern(len: usize, seed: u8) -> Bytes {
         .into()
 }
 
-/// Answers every call the server has received with `f`.
-fn serve(pair: &mut Pair, f: impl Fn(u32, &Payload) -> Payload) {
-    for _ in 0..1000 {
-        pair.drive();
-        let mut any = false;
-        while let Some(Event::Call {
-            token,
-            xid,
-            message,
-            ..
-        }) = pair.server.take_event(|e| matches!(e, Event::Call { .. }))
-        {
-            any = true;
-            let r = f(xid, &message);
-            pair.server.engine.send_reply(token, r).unwrap();
-        }
-        if !any {
-            return;
-        }
-    }
-}
-
 fn take_reply(pair: &mut Pair, want: u32) -> (Payload, MessageForm, MessageForm) {
     match pair.client.take_event(
         |e| matches!(e, Event::Reply { xid, .. } | Event::CallFailed { xid, .. } if *xid == want),
@@ -91,23 +69,8 @@ fn take_failure(pair: &mut Pair, want: u32) -> CallError {
     }
 }
 
-fn no_leaks(pair: &Pair) {
-    assert_eq!(
-        pair.client.engine.stats().live_registrations(),
-        0,
-        "client leaks"
-    );
-    assert_eq!(
-        pair.server.engine.stats().live_registrations(),
-        0,
-        "server leaks"
-    );
-    assert_eq!(pair.fabric.live_regions(1), 0, "client regions left");
-    assert_eq!(pair.fabric.live_regions(2), 0, "server regions left");
-}
-
 fn echo_server(pair: &mut Pair) {
-    serve(pair, |xid, m| {
+    pair.serve(|xid, m| {
         let mut d = Decoder::with_ddp(m);
         d.skip(40).unwrap();
         let rest = Bytes::copy_from_slice(d.rest());
@@ -130,7 +93,7 @@ fn short_call_and_reply() {
     // The first reply settled the version (both ends negotiate to 2).
     assert_eq!(pair.client.engine.info().version, Some(2));
     assert_eq!(pair.client.engine.info().credits_granted, 64);
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 #[test]
@@ -142,7 +105,7 @@ fn write_1mib_travels_in_a_read_chunk() {
         .engine
         .send_call(pair.now, 2, c, ReplyHints::default())
         .unwrap();
-    serve(&mut pair, |xid, m| {
+    pair.serve(|xid, m| {
         let mut d = Decoder::with_ddp(m);
         d.skip(40).unwrap();
         let got = d.get_opaque_ddp(2 << 20).unwrap();
@@ -155,7 +118,7 @@ fn write_1mib_travels_in_a_read_chunk() {
     // Every Send stayed within the 1024-byte threshold.
     assert!(pair.client.sent.iter().all(|(b, _)| b.len() <= 1024));
     assert!(pair.server.engine.stats().rdma_reads >= 1);
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 #[test]
@@ -168,9 +131,7 @@ fn read_1mib_travels_in_a_write_chunk() {
     };
     let c = call(3, 2, &(1u32 << 20).to_be_bytes(), None);
     pair.client.engine.send_call(pair.now, 3, c, hints).unwrap();
-    serve(&mut pair, |xid, _| {
-        reply(xid, &[0, 0, 0, 9], Some(pattern(1 << 20, 7)))
-    });
+    pair.serve(|xid, _| reply(xid, &[0, 0, 0, 9], Some(pattern(1 << 20, 7))));
     let (m, cf, rf) = take_reply(&mut pair, 3);
     assert_eq!((cf, rf), (MessageForm::Short, MessageForm::Chunked));
     let mut d = Decoder::with_ddp(&m);
@@ -178,7 +139,7 @@ fn read_1mib_travels_in_a_write_chunk() {
     assert_eq!(d.get_u32().unwrap(), 9);
     assert_eq!(d.get_opaque_ddp(2 << 20).unwrap(), pattern(1 << 20, 7));
     d.expect_end().unwrap();
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 #[test]
@@ -191,7 +152,7 @@ fn odd_length_items_lose_their_padding_in_chunks() {
     };
     let c = call(4, 3, &[], Some(pattern(4999, 1)));
     pair.client.engine.send_call(pair.now, 4, c, hints).unwrap();
-    serve(&mut pair, |xid, m| {
+    pair.serve(|xid, m| {
         let mut d = Decoder::with_ddp(m);
         d.skip(40).unwrap();
         let got = d.get_opaque_ddp(10_000).unwrap();
@@ -216,7 +177,7 @@ fn odd_length_items_lose_their_padding_in_chunks() {
     // The word after the item is aligned: the responder wrote no pad into
     // the chunk and removed it from the inline stream.
     assert_eq!(d.get_u32().unwrap(), 0xfeed_f00d);
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 #[test]
@@ -228,7 +189,7 @@ fn long_call_goes_in_a_position_zero_read_chunk() {
         .engine
         .send_call(pair.now, 5, c, ReplyHints::default())
         .unwrap();
-    serve(&mut pair, |xid, m| {
+    pair.serve(|xid, m| {
         let flat = m.flatten();
         assert_eq!(&flat[40..], &pattern(3000, 5)[..]);
         reply(xid, &[], None)
@@ -236,7 +197,7 @@ fn long_call_goes_in_a_position_zero_read_chunk() {
     let (_, cf, rf) = take_reply(&mut pair, 5);
     assert_eq!((cf, rf), (MessageForm::Long, MessageForm::Short));
     assert!(pair.client.sent.iter().all(|(b, _)| b.len() <= 1024));
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 #[test]
@@ -251,12 +212,12 @@ fn long_reply_goes_in_the_reply_chunk() {
         .engine
         .send_call(pair.now, 6, call(6, 1, &[], None), hints)
         .unwrap();
-    serve(&mut pair, |xid, _| reply(xid, &pattern(5000, 9), None));
+    pair.serve(|xid, _| reply(xid, &pattern(5000, 9), None));
     let (m, _, rf) = take_reply(&mut pair, 6);
     assert_eq!(rf, MessageForm::Long);
     assert_eq!(&m.inline()[24..], &pattern(5000, 9)[..]);
     assert!(pair.server.sent.iter().all(|(b, _)| b.len() <= 1024));
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 #[test]
@@ -266,7 +227,7 @@ fn reply_too_large_without_reply_chunk_draws_rdma_error() {
         .engine
         .send_call(pair.now, 7, call(7, 1, &[], None), ReplyHints::default())
         .unwrap();
-    serve(&mut pair, |xid, _| reply(xid, &pattern(5000, 9), None));
+    pair.serve(|xid, _| reply(xid, &pattern(5000, 9), None));
     let err = take_failure(&mut pair, 7);
     assert_eq!(
         err,
@@ -275,7 +236,7 @@ fn reply_too_large_without_reply_chunk_draws_rdma_error() {
         }
     );
     assert!(pair.server.sent.iter().all(|(b, _)| b.len() <= 1024));
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 #[test]
@@ -288,7 +249,7 @@ fn reduction_off_sends_long_call_and_reply_chunk() {
     };
     let c = call(8, 3, &[], Some(pattern(1 << 16, 4)));
     pair.client.engine.send_call(pair.now, 8, c, hints).unwrap();
-    serve(&mut pair, |xid, m| {
+    pair.serve(|xid, m| {
         // Nothing was reduced: the item arrives inside the stream.
         assert!(!m.has_items());
         reply(xid, &[], Some(pattern(1 << 16, 6)))
@@ -298,7 +259,7 @@ fn reduction_off_sends_long_call_and_reply_chunk() {
     let mut d = Decoder::with_ddp(&m);
     d.skip(24).unwrap();
     assert_eq!(d.get_opaque_ddp(1 << 20).unwrap(), pattern(1 << 16, 6));
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 #[test]
@@ -345,7 +306,7 @@ fn credits_one_until_first_reply_then_never_above_grant() {
         take_reply(&mut pair, 100 + x);
     }
     assert_eq!(pair.server.engine.stats().credit_overruns, 0);
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 /// An RPC-over-RDMA v1 reply header with no chunks.
@@ -540,7 +501,7 @@ fn v2_client_falls_back_to_v1_server() {
     // The first Send was a Version Two message of at most 1024 bytes.
     assert!(pair.client.sent[0].0.len() <= 1024);
     assert_eq!(&pair.client.sent[0].0[4..8], &[0, 0, 0, 2]);
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 #[test]
@@ -583,7 +544,7 @@ fn lost_v2_probe_fails_the_connection_after_the_timeout() {
         pair.client.engine.error(),
         Some(EngineError::NegotiationTimeout)
     ));
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 #[test]
@@ -625,14 +586,14 @@ fn released_call_gives_back_memory_at_once_and_late_reply_is_dropped() {
     assert_eq!(pair.fabric.live_regions(1), 0);
     // The server's late attempt to write into the dead chunk fails the
     // connection at the RDMA layer: the requester's memory is safe.
-    serve(&mut pair, |xid, _| reply(xid, &[], Some(pattern(100, 1))));
+    pair.serve(|xid, _| reply(xid, &[], Some(pattern(100, 1))));
     pair.drive();
     assert!(pair
         .client
         .events
         .iter()
         .all(|e| !matches!(e, Event::Reply { .. })));
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 #[test]
@@ -647,11 +608,11 @@ fn remote_invalidation_only_when_both_set_r() {
         .engine
         .send_call(pair.now, 70, call(70, 2, &[], None), hints())
         .unwrap();
-    serve(&mut pair, |xid, _| reply(xid, &[], Some(pattern(4000, 1))));
+    pair.serve(|xid, _| reply(xid, &[], Some(pattern(4000, 1))));
     take_reply(&mut pair, 70);
     assert!(pair.server.sent.iter().any(|(_, inv)| inv.is_some()));
     assert_eq!(pair.client.engine.stats().remote_invalidations, 1);
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 
     let mut o = PairOptions::default();
     o.client.remote_invalidate = false;
@@ -660,10 +621,10 @@ fn remote_invalidation_only_when_both_set_r() {
         .engine
         .send_call(pair.now, 71, call(71, 2, &[], None), hints())
         .unwrap();
-    serve(&mut pair, |xid, _| reply(xid, &[], Some(pattern(4000, 1))));
+    pair.serve(|xid, _| reply(xid, &[], Some(pattern(4000, 1))));
     take_reply(&mut pair, 71);
     assert!(pair.server.sent.iter().all(|(_, inv)| inv.is_none()));
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 #[test]
@@ -717,7 +678,7 @@ fn disconnect_at_every_step_leaks_nothing_and_completes_at_most_once() {
                 .filter(|e| matches!(e, Event::Reply { .. } | Event::CallFailed { .. }))
                 .count();
             assert!(outcomes <= 1, "{name} cut at {cut}: {outcomes} outcomes");
-            no_leaks(&pair);
+            pair.assert_no_leaks();
         }
     }
 }
@@ -792,7 +753,7 @@ fn reverse_direction_needs_readiness_and_flows_past_exhausted_forward_credits() 
     echo_server(&mut pair);
     take_reply(&mut pair, 90);
     take_reply(&mut pair, 91);
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 #[test]
@@ -851,7 +812,7 @@ proptest! {
         let c = call(1, 3, &pattern(args, 1), ddp.map(|d| pattern(d, 2)));
         let want = c.flatten();
         pair.client.engine.send_call(pair.now, 1, c, hints).unwrap();
-        serve(&mut pair, |xid, m| {
+        pair.serve(|xid, m| {
             assert_eq!(m.flatten(), want.clone());
             reply(xid, &pattern(result, 3), ddp_result.map(|d| pattern(d, 4)))
         });
@@ -867,7 +828,7 @@ proptest! {
         let t_c = 1024; // both ends advertise 1024 in their private data
         prop_assert!(pair.client.sent.iter().all(|(b, _)| b.len() <= t_c));
         prop_assert!(pair.server.sent.iter().all(|(b, _)| b.len() <= t_c));
-        no_leaks(&pair);
+        pair.assert_no_leaks();
     }
 }
 
@@ -928,9 +889,7 @@ fn spec_e1_e2_reply_resources_follow_the_reduced_maximum() {
     let h = call_header(&pair, 0);
     let c = h.chunks().unwrap();
     assert_eq!((c.writes.len(), c.reply.is_none()), (1, true));
-    serve(&mut pair, |xid, _| {
-        reply(xid, &[], Some(pattern(1 << 20, 1)))
-    });
+    pair.serve(|xid, _| reply(xid, &[], Some(pattern(1 << 20, 1))));
     take_reply(&mut pair, 1);
     // 100-byte READ: the whole reply fits inline, so no chunk at all.
     let hints = ReplyHints {
@@ -945,13 +904,13 @@ fn spec_e1_e2_reply_resources_follow_the_reduced_maximum() {
     pair.drive();
     let h = call_header(&pair, 1);
     assert!(h.chunks().unwrap().is_empty());
-    serve(&mut pair, |xid, _| reply(xid, &[], Some(pattern(100, 1))));
+    pair.serve(|xid, _| reply(xid, &[], Some(pattern(100, 1))));
     let (m, _, rf) = take_reply(&mut pair, 2);
     assert_eq!(rf, MessageForm::Short);
     let mut d = Decoder::with_ddp(&m);
     d.skip(24).unwrap();
     assert_eq!(d.get_opaque_ddp(1000).unwrap(), pattern(100, 1));
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 /// E6: the credit value of a Version One RDMA_ERROR is ignored.
@@ -1083,7 +1042,7 @@ fn spec_e11_credits_held_by_abandoned_calls_fail_the_connection() {
         pair.client.engine.error(),
         Some(EngineError::CreditsLost(2))
     ));
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 /// Receive buffers are reused once the upper layer has dropped the message
@@ -1138,9 +1097,7 @@ fn sink_buffers_are_reused_once_dropped() {
             .engine
             .send_call(pair.now, xid, c, hints.clone())
             .unwrap();
-        serve(&mut pair, |xid, _| {
-            reply(xid, &[], Some(pattern(64 * 1024, xid as u8)))
-        });
+        pair.serve(|xid, _| reply(xid, &[], Some(pattern(64 * 1024, xid as u8))));
         let (m, _, rf) = take_reply(&mut pair, xid);
         assert_eq!(rf, MessageForm::Chunked);
         let mut d = Decoder::with_ddp(&m);
@@ -1159,7 +1116,7 @@ fn sink_buffers_are_reused_once_dropped() {
             .engine
             .send_call(pair.now, wx, c, ReplyHints::default())
             .unwrap();
-        serve(&mut pair, |xid, m| {
+        pair.serve(|xid, m| {
             let mut d = Decoder::with_ddp(m);
             d.skip(40).unwrap();
             let got = d.get_opaque_ddp(1 << 20).unwrap();
@@ -1187,5 +1144,5 @@ fn sink_buffers_are_reused_once_dropped() {
     let mut d = Decoder::with_ddp(&held);
     d.skip(24).unwrap();
     assert_eq!(d.get_opaque_ddp(1 << 20).unwrap(), pattern(64 * 1024, 2));
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }

@@ -47,30 +47,8 @@ fn filler(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i % 251) as u8).collect()
 }
 
-/// Answers every call the server holds with `f(xid, call)`.
-fn serve(pair: &mut Pair, f: impl Fn(u32, &Payload) -> Payload) {
-    for _ in 0..1000 {
-        pair.drive();
-        let mut any = false;
-        while let Some(Event::Call {
-            token,
-            xid,
-            message,
-            ..
-        }) = pair.server.take_event(|e| matches!(e, Event::Call { .. }))
-        {
-            any = true;
-            let r = f(xid, &message);
-            pair.server.engine.send_reply(token, r).unwrap();
-        }
-        if !any {
-            return;
-        }
-    }
-}
-
 fn serve_empty(pair: &mut Pair) {
-    serve(pair, |xid, _| reply(xid, &[]));
+    pair.serve(|xid, _| reply(xid, &[]));
 }
 
 fn take_outcome(pair: &mut Pair, want: u32) -> Event {
@@ -151,14 +129,6 @@ fn tp_state(pair_end: &rpcrdma_engine::Engine<rpcrdma_engine::testing::TestPd>) 
         .clone()
 }
 
-fn no_leaks(pair: &Pair) {
-    for e in [&pair.client, &pair.server] {
-        assert_eq!(e.engine.stats().live_registrations(), 0);
-    }
-    assert_eq!(pair.fabric.live_regions(1), 0);
-    assert_eq!(pair.fabric.live_regions(2), 0);
-}
-
 /// Both ends prepared for 16 KiB inline messages but exchanging no RFC
 /// 8797 private data: without transport properties Version Two's 4096
 /// applies.
@@ -230,7 +200,7 @@ fn both_ends_exchange_properties_and_long_messages_become_short() {
         call(3, 1, &filler(10_000), &[]),
         hints.clone(),
     );
-    serve(&mut pair, |xid, _| reply(xid, &filler(10_000)));
+    pair.serve(|xid, _| reply(xid, &filler(10_000)));
     assert_eq!(
         forms(&mut pair, 3),
         (MessageForm::Short, MessageForm::Short)
@@ -250,14 +220,14 @@ fn both_ends_exchange_properties_and_long_messages_become_short() {
     serve_empty(&mut plain);
     forms(&mut plain, 1);
     send(&mut plain, 3, call(3, 1, &filler(10_000), &[]), hints);
-    serve(&mut plain, |xid, _| reply(xid, &filler(10_000)));
+    plain.serve(|xid, _| reply(xid, &filler(10_000)));
     assert_eq!(forms(&mut plain, 3), (MessageForm::Long, MessageForm::Long));
     assert!(optionals(&plain.client.sent).is_empty());
     assert_eq!(plain.client.engine.info().features, vec![]);
 
     assert_eq!(pair.client.engine.info().calls_in_flight, 0);
-    no_leaks(&pair);
-    no_leaks(&plain);
+    pair.assert_no_leaks();
+    plain.assert_no_leaks();
 }
 
 // X2: the exact bytes of the offer, the answer, and a refusal (the golden
@@ -388,7 +358,7 @@ fn x3_peer_without_the_feature_draws_inval_option_and_it_is_dropped() {
     }
     assert_eq!(optionals(&pair.client.sent).len(), 1);
     assert_eq!(pair.client.engine.stats().options_sent, 1);
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 #[test]
@@ -624,7 +594,7 @@ fn x4_malformed_answers_drop_the_feature_without_touching_calls() {
         forms(&mut pair, x);
     }
     assert_eq!(pair.client.engine.stats().options_sent, 1);
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 // ----- credits ----------------------------------------------------------------
@@ -866,7 +836,7 @@ fn x7_calls_respect_the_peers_chunk_limits() {
             call(5, 3, &filler(2000), &items),
             ReplyHints::default(),
         );
-        serve(&mut pair, |xid, m| {
+        pair.serve(|xid, m| {
             let mut d = Decoder::with_ddp(m);
             d.skip(40).unwrap();
             if xid == 5 {
@@ -943,7 +913,7 @@ fn x7_calls_respect_the_peers_chunk_limits() {
     assert_eq!(*call_form, MessageForm::Long, "unreduced: one Read segment");
     assert_eq!(&message.inline()[24..28], &(2 * 8192u32).to_be_bytes());
     assert_eq!(pair.server.engine.stats().bad_messages, 0);
-    no_leaks(&pair);
+    pair.assert_no_leaks();
 }
 
 // ----- the registry -----------------------------------------------------------

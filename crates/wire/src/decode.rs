@@ -407,7 +407,23 @@ fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<Message, HeaderError>
                     });
                 }
             }
-            V2Body::NoMsg { chunks, .. } => check_nomsg(chunks, &payload, "RDMA2_NOMSG")?,
+            V2Body::NoMsg { direction, chunks } => {
+                check_nomsg(chunks, &payload, "RDMA2_NOMSG")?;
+                // The direction says which chunk holds the message: a call
+                // with only a Reply chunk (or a reply with only a
+                // Position-Zero Read chunk) carries no RPC message at all.
+                let (holds, needs) = match direction {
+                    Direction::Call => (chunks.has_position_zero(), "a Position-Zero Read chunk"),
+                    Direction::Reply => (chunks.reply.is_some(), "the Reply chunk"),
+                };
+                if !holds {
+                    return Err(HeaderError::NoMsgWrongChunk {
+                        proc_name: "RDMA2_NOMSG",
+                        direction: direction.name(),
+                        needs,
+                    });
+                }
+            }
             V2Body::Error(_) => {}
             V2Body::Optional(o) => {
                 if !cfg.options.supports(o.opttype) {

@@ -161,6 +161,19 @@ pub enum HeaderError {
         /// `RDMA_NOMSG` or `RDMA2_NOMSG`.
         proc_name: &'static str,
     },
+    /// A Version Two `RDMA2_NOMSG` whose chunk lists cannot hold a Payload
+    /// stream of its direction: a CALL needs a Position-Zero Read chunk
+    /// (the Long call), a REPLY the Reply chunk (draft-cel-01 §4.2.2, with
+    /// RFC 8166 §5.2.4's rule that the chunk holds the Payload stream).
+    #[error("{proc_name} with rdma_direction {direction} must carry its Payload stream in {needs}, and this one has none")]
+    NoMsgWrongChunk {
+        /// `RDMA2_NOMSG`.
+        proc_name: &'static str,
+        /// "CALL" or "REPLY".
+        direction: &'static str,
+        /// "a Position-Zero Read chunk" or "the Reply chunk".
+        needs: &'static str,
+    },
     /// Bytes follow the header of a message type that has no Payload stream.
     #[error(
         "{len} bytes follow the {proc_name} header, but {proc_name} carries no Payload stream"
@@ -241,6 +254,7 @@ impl HeaderError {
             | Self::EmptyReplyChunk
             | Self::PositionZeroWithPayload { .. }
             | Self::NoMsgWithoutChunks { .. }
+            | Self::NoMsgWrongChunk { .. }
             | Self::UnexpectedPayload { .. }
             | Self::MissingPayload { .. }
             | Self::PayloadTooShort { .. }

@@ -222,6 +222,37 @@ fn d3_v2_nomsg_has_no_payload() {
     ));
 }
 
+/// D3: the Payload stream of an `RDMA2_NOMSG` must be where its direction
+/// puts it: a CALL in a Position-Zero Read chunk, a REPLY in the Reply
+/// chunk (a CALL with only a Reply chunk carries no call at all).
+#[test]
+fn d3_v2_nomsg_holds_its_payload_where_its_direction_says() {
+    // Direction CALL, only a Reply chunk (the message of issue 9, item 1).
+    let m = "00000011 00000002 00000001 00000001 00000000 00000000 00000000 00000001 00000001 00000001 00000400 00000000 00000000";
+    let rej = decode(&h(m), &DecodeConfig::default()).unwrap_err();
+    assert!(
+        matches!(rej.error, HeaderError::NoMsgWrongChunk { .. }),
+        "{}",
+        rej.error
+    );
+    assert_eq!(
+        hex::encode(rej.reply_bytes().unwrap()),
+        "0000001100000002000000010000000400000002"
+    );
+    // Direction REPLY with only a Position-Zero Read chunk.
+    let m = "00000011 00000002 00000001 00000001 00000001 00000001 00000000 00000001 00000400 0000000000000000 00000000 00000000 00000000";
+    assert!(matches!(
+        decode(&h(m), &DecodeConfig::default()).unwrap_err().error,
+        HeaderError::NoMsgWrongChunk { .. }
+    ));
+    // The right chunk for each direction is accepted (a Long call may also
+    // provide a Reply chunk).
+    let call = "00000011 00000002 00000001 00000001 00000000 00000001 00000000 00000001 00000400 0000000000000000 00000000 00000000 00000001 00000001 00000002 00000400 0000000000000000";
+    assert!(decode(&h(call), &DecodeConfig::default()).is_ok());
+    let reply = "00000011 00000002 00000001 00000001 00000001 00000000 00000000 00000001 00000001 00000001 00000400 00000000 00000000";
+    assert!(decode(&h(reply), &DecodeConfig::default()).is_ok());
+}
+
 #[test]
 fn d4_inval_option_reply_copies_version_two() {
     let m = "00000005 00000002 00000007 00000005 00000000 00000009 00000000";

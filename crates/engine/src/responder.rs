@@ -180,10 +180,13 @@ impl<P: ProtectionDomain> Engine<P> {
             return;
         }
 
-        // Group the Read list into chunks and check them before pulling.
+        // Group the Read list into chunks (by Position, sorted: a list in
+        // any order is accepted, as Linux's server does; spec note W9) and
+        // check them before pulling.
         let groups: Vec<(u32, Vec<rpcrdma_wire::Segment>)> = chunks
-            .read_chunks()
-            .map(|c| (c.position, c.segments.iter().map(|s| s.target).collect()))
+            .read_chunks_by_position()
+            .into_iter()
+            .map(|c| (c.position, c.segments))
             .collect();
         let mut total: u64 = 0;
         let mut stream_end: u64 = if has_pz { 0 } else { call.inline.len() as u64 };
@@ -325,6 +328,7 @@ impl<P: ProtectionDomain> Engine<P> {
             Some((0, _)) => chunks.remove(0).1,
             _ => call.inline.clone(),
         };
+        strip_read_chunk_padding(&inline, &mut chunks);
         let (xid, version) = (call.xid, call.version);
         let header_ok = inline.get(0..4) == Some(&xid.to_be_bytes()[..])
             && inline.get(4..8) == Some(&[0, 0, 0, 0][..]);
@@ -355,6 +359,36 @@ impl<P: ProtectionDomain> Engine<P> {
                     self.reply_rpc_error(&call, GARBAGE_ARGS);
                 }
             }
+        }
+    }
+}
+
+/// Removes XDR padding a requester left in its Read chunks (RFC 8166
+/// §4.4.5.1: it MAY send a chunk "without any XDR padding", so it may also
+/// send one with it): a chunk whose length is a multiple of four, preceded
+/// in the stream by a length word `L` with `L` < its length and `L`
+/// rounded up equal to it, holds `L` octets of data and its pad. The data
+/// an upper layer sees is then exactly the item, as for an unpadded chunk
+/// (spec note E18). `chunks` are (Position, data) in Position order,
+/// Position-Zero chunk removed; `inline` is the reduced stream they belong
+/// in.
+fn strip_read_chunk_padding(inline: &Bytes, chunks: &mut [(u32, Bytes)]) {
+    let mut placed = 0usize;
+    for (position, data) in chunks.iter_mut() {
+        let padded = data.len();
+        let off = (*position as usize).checked_sub(placed);
+        placed = placed.saturating_add(round_up(padded));
+        let Some(off) = off.filter(|&o| o >= 4 && o <= inline.len()) else {
+            continue;
+        };
+        let word = u32::from_be_bytes([
+            inline[off - 4],
+            inline[off - 3],
+            inline[off - 2],
+            inline[off - 1],
+        ]) as usize;
+        if padded % 4 == 0 && word < padded && round_up(word) == padded {
+            data.truncate(word);
         }
     }
 }

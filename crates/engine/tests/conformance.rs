@@ -3,9 +3,9 @@
 //! and what our engine must answer. The readings are recorded in
 //! `docs/spec-notes.md` (E1, E13–E20, D3, W6, W9).
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use rpcrdma_engine::testing::{Pair, PairOptions};
-use rpcrdma_engine::{CallError, Event, MessageForm, ReplyHints, VersionPolicy};
+use rpcrdma_engine::{CallError, Event, ReplyHints, VersionPolicy};
 use rpcrdma_wire::ErrCode;
 use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder};
 
@@ -50,13 +50,6 @@ fn reply(xid: u32, body: &[u8], ddp: Option<Bytes>) -> Payload {
     pe.finish()
 }
 
-fn pattern(len: usize, seed: u8) -> Bytes {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
-        .collect::<Vec<u8>>()
-        .into()
-}
-
 fn v1() -> PairOptions {
     let mut o = PairOptions::default();
     o.client.client_version = VersionPolicy::V1;
@@ -97,4 +90,145 @@ fn item1_v2_nomsg_call_without_position_zero_chunk_draws_bad_header() {
         &hex("00000011 00000002 00000040 00000004 00000002")[..]
     );
     assert!(pair.server.engine.error().is_none());
+}
+
+// ----- item 6 ------------------------------------------------------------
+
+/// Registers `data` at the client for remote read (the client's side of a
+/// hand-made call) and returns its key and address.
+fn client_source(pair: &Pair, data: Bytes) -> (u32, u64) {
+    use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain};
+    let mr = pair
+        .fabric
+        .pd(1)
+        .register_bytes(data, Access::REMOTE_READ)
+        .expect("register");
+    let r = (mr.rkey(), mr.addr());
+    std::mem::forget(mr); // stays registered for the test's lifetime
+    r
+}
+
+/// A Read segment: position, handle, length, offset.
+fn read_seg(position: u32, handle: u32, length: u32, offset: u64) -> Vec<u32> {
+    vec![
+        1,
+        position,
+        handle,
+        length,
+        (offset >> 32) as u32,
+        offset as u32,
+    ]
+}
+
+/// The call of the server's first delivered `Event::Call`, answered with
+/// a short reply.
+fn take_call(pair: &mut Pair) -> Payload {
+    let Some(Event::Call {
+        token,
+        xid,
+        message,
+        ..
+    }) = pair.server.take_event(|e| matches!(e, Event::Call { .. }))
+    else {
+        panic!("no call delivered: {:?}", pair.server.events)
+    };
+    pair.server
+        .engine
+        .send_reply(token, reply(xid, &[], None))
+        .unwrap();
+    pair.drive();
+    message
+}
+
+/// A Read chunk that carries its XDR padding (a 5-byte opaque sent as an
+/// 8-byte chunk, RFC 8166 §4.4.5.1 lets a requester round it up) is
+/// accepted: the upper layer gets the 5 bytes, not GARBAGE_ARGS.
+#[test]
+fn item6_read_chunk_with_its_xdr_padding_is_accepted() {
+    let mut pair = Pair::with(v1());
+    let (key, addr) = client_source(&pair, Bytes::from_static(b"hello\0\0\0"));
+    // RDMA_MSG; Read list: one 8-byte segment at position 44 (after the
+    // 40-byte call header and the opaque's length word 5).
+    let mut m = vec![9u32, 1, 8, 0];
+    m.extend(read_seg(44, key, 8, addr));
+    m.extend([0, 0, 0]);
+    m.extend([9, 0, 2, 0x2000_0099, 1, 3, 0, 0, 0, 0, 5]);
+    pair.inject(false, &words(&m));
+    pair.drive();
+    let message = take_call(&mut pair);
+    let mut d = Decoder::with_ddp(&message);
+    d.skip(40).unwrap();
+    assert_eq!(&d.get_opaque_ddp(100).unwrap()[..], b"hello");
+    d.expect_end().unwrap();
+    assert_eq!(message.items()[0].data.len(), 5);
+    assert_eq!(message.flatten().len(), 40 + 4 + 8);
+    assert_eq!(pair.server.engine.stats().bad_messages, 0);
+}
+
+/// A Read list whose Positions are not sorted (and whose chunk at one
+/// Position is split into non-adjacent segments) is accepted and rebuilt
+/// as Linux's server does: grouped by Position, sorted, each Position's
+/// segments in list order.
+#[test]
+fn item6_read_list_out_of_position_order_is_accepted() {
+    let mut pair = Pair::with(v1());
+    let (ka, aa) = client_source(&pair, Bytes::from_static(b"abcd"));
+    let (kb, ab) = client_source(&pair, Bytes::from_static(b"efgh"));
+    let (kc, ac) = client_source(&pair, Bytes::from_static(b"XYZ"));
+    // Two DDP opaques: 8 bytes at position 44 (two 4-byte segments) and 3
+    // bytes at position 56; the Read list says 44, 56, 44.
+    let mut m = vec![10u32, 1, 8, 0];
+    m.extend(read_seg(44, ka, 4, aa));
+    m.extend(read_seg(56, kc, 3, ac));
+    m.extend(read_seg(44, kb, 4, ab));
+    m.extend([0, 0, 0]);
+    m.extend([10, 0, 2, 0x2000_0099, 1, 3, 0, 0, 0, 0, 8, 3, 0x7777_7777]);
+    pair.inject(false, &words(&m));
+    pair.drive();
+    let message = take_call(&mut pair);
+    let mut d = Decoder::with_ddp(&message);
+    d.skip(40).unwrap();
+    assert_eq!(&d.get_opaque_ddp(100).unwrap()[..], b"abcdefgh");
+    assert_eq!(&d.get_opaque_ddp(100).unwrap()[..], b"XYZ");
+    assert_eq!(d.get_u32().unwrap(), 0x7777_7777);
+    d.expect_end().unwrap();
+    assert_eq!(pair.server.engine.stats().bad_messages, 0);
+}
+
+/// An `RDMA_ERROR` followed by pad bytes still ends its RPC at once
+/// (rather than leaving it to time out).
+#[test]
+fn item6_rdma_error_with_pad_bytes_still_ends_its_call() {
+    for (tail, want) in [
+        (
+            vec![2u32, 0],
+            CallError::RdmaError {
+                code: ErrCode::BADHEADER,
+            },
+        ),
+        (
+            vec![2, 0, 0, 0],
+            CallError::RdmaError {
+                code: ErrCode::BADHEADER,
+            },
+        ),
+        (vec![1, 1, 1, 0], CallError::Version { low: 1, high: 1 }),
+    ] {
+        let mut pair = Pair::with(v1());
+        pair.client
+            .engine
+            .send_call(pair.now, 5, call(5, 0, &[], None), ReplyHints::default())
+            .unwrap();
+        pair.drop_next_send(true);
+        pair.drive();
+        let mut m = vec![5u32, 1, 1, 4];
+        m.extend(&tail);
+        pair.inject(true, &words(&m));
+        match outcome(&mut pair, 5) {
+            Some(Event::CallFailed { error, .. }) => assert_eq!(error, want, "{tail:?}"),
+            other => panic!("{tail:?}: {other:?}"),
+        }
+        assert_eq!(pair.client.engine.info().calls_in_flight, 0);
+        pair.assert_no_leaks();
+    }
 }

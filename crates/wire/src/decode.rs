@@ -227,7 +227,9 @@ pub struct Message {
     /// Length of the transport header in bytes.
     pub header_len: usize,
     /// Everything after the header: the (possibly reduced) Payload stream
-    /// of `RDMA_MSG`, empty for the other types except `RDMA2_OPTIONAL`.
+    /// of `RDMA_MSG`; empty for `RDMA_NOMSG`; whatever pad bytes followed
+    /// an `RDMA_ERROR`'s body (accepted, W6); empty or the option's
+    /// business for `RDMA2_OPTIONAL`.
     pub payload: Bytes,
 }
 
@@ -387,7 +389,8 @@ fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<Message, HeaderError>
         Header::V1(h) => match &h.body {
             V1Body::Msg(c) => check_msg(c, &payload, xid, "RDMA_MSG", "RDMA_NOMSG")?,
             V1Body::NoMsg(c) => check_nomsg(c, &payload, "RDMA_NOMSG")?,
-            // The error decoder already refused trailing bytes.
+            // Bytes after a complete error body are pad (W6): the error
+            // still ends its RPC; they stay in `payload`.
             V1Body::Error(_) => {}
         },
         Header::V2(h) => match &h.body {

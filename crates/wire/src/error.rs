@@ -37,9 +37,6 @@ pub enum ErrorMessageDefect {
     /// The `rdma_err` value has no arm in the error union of its version.
     #[error("rdma_err {0} is not defined for this version")]
     UnknownCode(u32),
-    /// Bytes follow the error body; an error message carries no Payload stream.
-    #[error("{0} bytes follow the error body, which carries no Payload stream")]
-    TrailingBytes(usize),
 }
 
 /// Why a received RPC-over-RDMA message is not valid.
@@ -122,17 +119,6 @@ pub enum HeaderError {
         index: usize,
         /// Its Position.
         position: u32,
-    },
-    /// Read segments are not grouped into chunks in increasing Position
-    /// order (segments of one chunk must be adjacent; see `docs/spec-notes.md`).
-    #[error("Read segment {index} has Position {position} after a segment at Position {previous}; segments of one Read chunk must be adjacent and chunks in increasing Position order")]
-    ReadListOrder {
-        /// Index of the offending segment.
-        index: usize,
-        /// Its Position.
-        position: u32,
-        /// Position of the segment before it.
-        previous: u32,
     },
     /// A Write chunk with no segments (a chunk is one or more segments,
     /// RFC 8166 §3.4.4).
@@ -249,7 +235,6 @@ impl HeaderError {
             | Self::TooManyWriteChunks { .. }
             | Self::TooManySegments { .. }
             | Self::MisalignedPosition { .. }
-            | Self::ReadListOrder { .. }
             | Self::EmptyWriteChunk { .. }
             | Self::EmptyReplyChunk
             | Self::PositionZeroWithPayload { .. }

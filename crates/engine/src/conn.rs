@@ -372,6 +372,22 @@ impl<P: ProtectionDomain> Engine<P> {
         }
     }
 
+    /// The largest Send this end posts: [`EngineConfig::inline_send`],
+    /// raised to the Version Two default threshold on a Version Two
+    /// connection without RFC 8797 private data, where both ends use 4096
+    /// bytes for both directions whatever they would otherwise choose
+    /// (draft-cel-01 §2.3, §5.1; spec note E15). A Send is a gather list,
+    /// so no buffer of ours depends on it.
+    pub(crate) fn send_size(&self) -> u32 {
+        match (self.peer_pd, self.send_version()) {
+            (None, Some(2)) => self
+                .cfg
+                .inline_send
+                .max(rpcrdma_wire::v2::DEFAULT_INLINE_THRESHOLD),
+            _ => self.cfg.inline_send,
+        }
+    }
+
     /// The inline thresholds in effect (RFC 8797 §4.2 when the peer sent
     /// private data, otherwise the version's default; while a Version Two
     /// probe is outstanding, at most 1024 bytes may be sent, draft §5).
@@ -384,7 +400,7 @@ impl<P: ProtectionDomain> Engine<P> {
                     _ => rpcrdma_wire::v1::DEFAULT_INLINE_THRESHOLD,
                 };
                 InlineThresholds {
-                    send: self.local_pd.send_size.bytes().min(d),
+                    send: self.send_size().min(d),
                     recv: (self.recv_size as u32).min(d),
                 }
             }
@@ -393,7 +409,7 @@ impl<P: ProtectionDomain> Engine<P> {
         // (transport properties) replace both.
         let adj = self.features.adjustments();
         if let Some(r) = adj.peer_recv_size {
-            t.send = self.cfg.inline_send.min(r);
+            t.send = self.send_size().min(r);
         }
         if let Some(s) = adj.peer_send_size {
             t.recv = (self.recv_size as u32).min(s);

@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 use rpcrdma_engine::testing::{Pair, PairOptions};
-use rpcrdma_engine::{CallError, Event, ReplyHints, VersionPolicy};
+use rpcrdma_engine::{CallError, Event, MessageForm, ReplyHints, VersionPolicy};
 use rpcrdma_wire::ErrCode;
 use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder};
 
@@ -48,6 +48,13 @@ fn reply(xid: u32, body: &[u8], ddp: Option<Bytes>) -> Payload {
         e.put_opaque_ddp(d);
     }
     pe.finish()
+}
+
+fn pattern(len: usize, seed: u8) -> Bytes {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect::<Vec<u8>>()
+        .into()
 }
 
 fn v1() -> PairOptions {
@@ -229,6 +236,91 @@ fn item6_rdma_error_with_pad_bytes_still_ends_its_call() {
             other => panic!("{tail:?}: {other:?}"),
         }
         assert_eq!(pair.client.engine.info().calls_in_flight, 0);
+        pair.assert_no_leaks();
+    }
+}
+
+// ----- item 4 ------------------------------------------------------------
+
+/// Version Two without RFC 8797 private data: both ends use 4096 bytes
+/// for both directions (draft-cel-01 §2.3, §5.1), whatever their own
+/// 1024-byte `inline_send` says, so a 3000-byte reply comes back inline
+/// without a Reply chunk and a 3000-byte call goes inline. With and
+/// without the transport properties feature, and with the call queued
+/// before the version (and the properties) settled.
+#[test]
+fn item4_version_two_without_private_data_uses_4096_both_ways() {
+    for (props, early) in [(true, false), (true, true), (false, false), (false, true)] {
+        let mut o = PairOptions {
+            private_data: false,
+            ..PairOptions::default()
+        };
+        o.client.transport_properties = props;
+        o.server.transport_properties = props;
+        let mut pair = Pair::with(o);
+        let hints = ReplyHints {
+            ddp_results: vec![],
+            max_reply: Some(3000),
+            reduce: true,
+        };
+        pair.client
+            .engine
+            .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
+            .unwrap();
+        let big = call(2, 1, &pattern(3000, 1), None);
+        if early {
+            pair.client
+                .engine
+                .send_call(pair.now, 2, big.clone(), hints.clone())
+                .unwrap();
+        }
+        pair.serve(|xid, _| {
+            if xid == 2 {
+                reply(xid, &pattern(2970, 2), None)
+            } else {
+                reply(xid, &[], None)
+            }
+        });
+        assert!(matches!(outcome(&mut pair, 1), Some(Event::Reply { .. })));
+        for end in [&pair.client, &pair.server] {
+            let t = end.engine.thresholds();
+            assert_eq!(
+                (t.send, t.recv),
+                (4096, 4096),
+                "{:?} props {props}",
+                end.engine.info().role
+            );
+        }
+        if !early {
+            pair.client
+                .engine
+                .send_call(pair.now, 2, big, hints)
+                .unwrap();
+            pair.drive();
+            // No Reply chunk (3000 fits 4096), and the call went inline.
+            let (sent, _) = pair.client.sent.last().unwrap();
+            let h =
+                rpcrdma_wire::decode(&Bytes::copy_from_slice(sent), &Default::default()).unwrap();
+            assert!(h.header.chunks().unwrap().is_empty(), "{:?}", h.header);
+            pair.serve(|xid, _| reply(xid, &pattern(2970, 2), None));
+        }
+        match outcome(&mut pair, 2) {
+            Some(Event::Reply {
+                message,
+                call_form,
+                reply_form,
+                ..
+            }) => {
+                assert_eq!(
+                    (call_form, reply_form),
+                    (MessageForm::Short, MessageForm::Short),
+                    "props {props} early {early}"
+                );
+                assert_eq!(message.inline().len(), 24 + 2972);
+            }
+            other => panic!("props {props} early {early}: {other:?}"),
+        }
+        assert!(pair.server.sent.iter().all(|(b, _)| b.len() <= 4096));
         pair.assert_no_leaks();
     }
 }

@@ -11,8 +11,11 @@
 //!
 //! For the reply, a Write chunk is provisioned for each DDP-eligible result
 //! when the largest possible reply might not fit our receive threshold, and
-//! a Reply chunk when the largest reply, after those results are reduced,
-//! still might not (§5.3.3; see `docs/spec-notes.md`).
+//! a Reply chunk whenever the largest possible reply might not fit it
+//! either way: the largest reply may come from a branch of the results
+//! without the DDP items (§5.3.3). An Upper Layer that states no maximum
+//! gets provision for the largest message the connection carries
+//! (`EngineConfig::max_message`). See `docs/spec-notes.md`, E1, E2, E16.
 //!
 //! When the peer has advertised its chunk-list limits (Version Two
 //! transport properties, `docs/v2-transport-properties.md`), the lists stay
@@ -45,8 +48,10 @@ pub struct ReplyHints {
     /// Maximum size of each DDP-eligible result item, in XDR order (one
     /// Write chunk each).
     pub ddp_results: Vec<u32>,
-    /// Largest possible RPC reply message (header and results, unreduced),
-    /// if known.
+    /// Largest possible RPC reply message (header and results, unreduced,
+    /// over every branch of the results), if known. `None`: the requester
+    /// provides for the largest message the connection carries
+    /// (`EngineConfig::max_message`), a Reply chunk of that size.
     pub max_reply: Option<u32>,
     /// Whether DDP-eligible items may be reduced in this call and its reply
     /// (false for RPCSEC_GSS integrity/privacy, RFC 8166 §10.2.2.3).
@@ -223,12 +228,16 @@ fn plan_inner<P: ProtectionDomain>(
         .peer_limits
         .map_or(usize::MAX, |l| l.max_write_chunks as usize);
 
-    // Reply resources first: they go in every form of the call.
-    let max_reply = hints.max_reply.map(|m| m as usize);
+    // Reply resources first: they go in every form of the call. The
+    // largest reply we may get is the Upper Layer's maximum, or, when it
+    // states none, the largest message this connection carries (§5.3.3;
+    // spec note E16).
+    let stated = hints.max_reply.map(|m| m as usize);
+    let max_reply = stated.unwrap_or(p.max_message as usize);
     let want_writes = hints.reduce
         && !hints.ddp_results.is_empty()
         && hints.ddp_results.len() <= max_writes
-        && max_reply.is_none_or(|m| reply_header_len(p.version, &[], None) + m > recv);
+        && reply_header_len(p.version, &[], None) + max_reply > recv;
     if want_writes {
         for &max in &hints.ddp_results {
             if max > p.max_message {
@@ -245,26 +254,21 @@ fn plan_inner<P: ProtectionDomain>(
         .iter()
         .map(|w| WriteChunk::new(vec![w.segment]))
         .collect();
-    if let Some(m) = max_reply {
-        let reduced_max = if want_writes {
-            let ddp: usize = hints
-                .ddp_results
-                .iter()
-                .map(|&d| round_up(d as usize))
-                .sum();
-            m.saturating_sub(ddp)
-        } else {
-            m
-        };
-        if reply_header_len(p.version, &write_list, None) + reduced_max > recv {
-            let len = u32::try_from(round_up(reduced_max))
+    // A Reply chunk whenever the largest reply might not fit inline. It is
+    // compared unreduced, Write chunks or not: the largest reply may come
+    // from a branch of the results that has no DDP-eligible item, which
+    // then travels whole (spec note E1).
+    if reply_header_len(p.version, &write_list, None) + max_reply > recv {
+        let len = match stated {
+            Some(m) => u32::try_from(round_up(m))
                 .ok()
                 .filter(|&l| l <= p.max_message)
                 .ok_or(CallError::TooLarge(
                     "the largest reply exceeds the largest message this end accepts",
-                ))?;
-            regs.reply = Some(regs.sink(len)?);
-        }
+                ))?,
+            None => p.max_message,
+        };
+        regs.reply = Some(regs.sink(len)?);
     }
     let reply_chunk = regs
         .reply

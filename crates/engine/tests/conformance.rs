@@ -324,3 +324,107 @@ fn item4_version_two_without_private_data_uses_4096_both_ways() {
         pair.assert_no_leaks();
     }
 }
+
+// ----- item 5 ------------------------------------------------------------
+
+/// The chunk lists of the client's last call.
+fn last_call_chunks(pair: &Pair) -> rpcrdma_wire::ChunkLists {
+    let (sent, _) = pair
+        .client
+        .sent
+        .iter()
+        .rev()
+        .find(|(b, _)| b.get(12..16) != Some(&[0, 0, 0, 5][..]))
+        .unwrap();
+    rpcrdma_wire::decode(&Bytes::copy_from_slice(sent), &Default::default())
+        .unwrap()
+        .header
+        .chunks()
+        .cloned()
+        .unwrap()
+}
+
+/// The largest reply may come from a branch of the result union without
+/// the DDP item: with `ddp_results [8192]` and `max_reply 9000` on Version
+/// One, a 2000-byte reply without the item must still come back (through
+/// the Reply chunk the requester must provide, RFC 8166 §5.3.3).
+#[test]
+fn item5_largest_reply_from_a_branch_without_the_ddp_item() {
+    let mut pair = Pair::with(v1());
+    let hints = ReplyHints {
+        ddp_results: vec![8192],
+        max_reply: Some(9000),
+        reduce: true,
+    };
+    pair.client
+        .engine
+        .send_call(pair.now, 1, call(1, 2, &[], None), hints.clone())
+        .unwrap();
+    pair.drive();
+    let c = last_call_chunks(&pair);
+    assert_eq!(c.writes.len(), 1);
+    assert!(
+        c.reply.as_ref().is_some_and(|r| r.data_len() >= 9000),
+        "{c:?}"
+    );
+    pair.serve(|xid, _| reply(xid, &pattern(2000, 5), None));
+    match outcome(&mut pair, 1) {
+        Some(Event::Reply { message, .. }) => {
+            assert_eq!(&message.inline()[24..], &pattern(2000, 5)[..]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // The other branch (the item, reduced into the Write chunk) still works.
+    pair.client
+        .engine
+        .send_call(pair.now, 2, call(2, 2, &[], None), hints)
+        .unwrap();
+    pair.serve(|xid, _| reply(xid, &[0, 0, 0, 1], Some(pattern(8192, 6))));
+    match outcome(&mut pair, 2) {
+        Some(Event::Reply {
+            message,
+            reply_form,
+            ..
+        }) => {
+            assert_eq!(reply_form, MessageForm::Chunked);
+            let mut d = Decoder::with_ddp(&message);
+            d.skip(28).unwrap();
+            assert_eq!(d.get_opaque_ddp(8192).unwrap(), pattern(8192, 6));
+        }
+        other => panic!("{other:?}"),
+    }
+    pair.assert_no_leaks();
+}
+
+/// An Upper Layer that states no maximum reply size: the requester
+/// provides for the connection's maximum message size, so a 5000-byte
+/// reply comes back (through the Reply chunk) instead of `ERR_BADHEADER`.
+#[test]
+fn item5_no_maximum_means_the_largest_message() {
+    let mut pair = Pair::with(v1());
+    pair.client
+        .engine
+        .send_call(pair.now, 1, call(1, 1, &[], None), ReplyHints::default())
+        .unwrap();
+    pair.drive();
+    let max = pair.client.engine.config().max_message;
+    let c = last_call_chunks(&pair);
+    assert_eq!(
+        c.reply.as_ref().map(|r| r.data_len()),
+        Some(u64::from(max)),
+        "{c:?}"
+    );
+    pair.serve(|xid, _| reply(xid, &pattern(5000, 9), None));
+    match outcome(&mut pair, 1) {
+        Some(Event::Reply {
+            message,
+            reply_form,
+            ..
+        }) => {
+            assert_eq!(reply_form, MessageForm::Long);
+            assert_eq!(&message.inline()[24..], &pattern(5000, 9)[..]);
+        }
+        other => panic!("{other:?}"),
+    }
+    pair.assert_no_leaks();
+}

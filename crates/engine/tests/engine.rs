@@ -223,9 +223,16 @@ fn long_reply_goes_in_the_reply_chunk() {
 #[test]
 fn reply_too_large_without_reply_chunk_draws_rdma_error() {
     let mut pair = Pair::new();
+    // The Upper Layer says the reply is at most 200 bytes (so no Reply
+    // chunk); the server's 5000-byte reply cannot be returned.
+    let hints = ReplyHints {
+        ddp_results: vec![],
+        max_reply: Some(200),
+        reduce: true,
+    };
     pair.client
         .engine
-        .send_call(pair.now, 7, call(7, 1, &[], None), ReplyHints::default())
+        .send_call(pair.now, 7, call(7, 1, &[], None), hints)
         .unwrap();
     pair.serve(|xid, _| reply(xid, &pattern(5000, 9), None));
     let err = take_failure(&mut pair, 7);
@@ -870,12 +877,13 @@ fn call_header(pair: &Pair, i: usize) -> rpcrdma_wire::Header {
         .header
 }
 
-/// E1, E2: Write chunks only when the largest reply might not fit inline,
-/// and no Reply chunk when the reduced reply fits.
+/// E1, E2: Write chunks only when the largest reply might not fit inline;
+/// a Reply chunk whenever the largest reply, unreduced, might not fit (it
+/// may come from a branch without the DDP item).
 #[test]
-fn spec_e1_e2_reply_resources_follow_the_reduced_maximum() {
+fn spec_e1_e2_reply_resources_follow_the_largest_reply() {
     let mut pair = Pair::new();
-    // 1 MiB READ: a Write chunk, no Reply chunk.
+    // 1 MiB READ: a Write chunk, and a Reply chunk for the largest reply.
     let hints = ReplyHints {
         ddp_results: vec![1 << 20],
         max_reply: Some((1 << 20) + 64),
@@ -888,9 +896,12 @@ fn spec_e1_e2_reply_resources_follow_the_reduced_maximum() {
     pair.drive();
     let h = call_header(&pair, 0);
     let c = h.chunks().unwrap();
-    assert_eq!((c.writes.len(), c.reply.is_none()), (1, true));
+    assert_eq!(c.writes.len(), 1);
+    assert_eq!(c.reply.as_ref().map(|r| r.data_len()), Some((1 << 20) + 64));
     pair.serve(|xid, _| reply(xid, &[], Some(pattern(1 << 20, 1))));
-    take_reply(&mut pair, 1);
+    let (_, _, rf) = take_reply(&mut pair, 1);
+    // The data came back in the Write chunk; the Reply chunk went unused.
+    assert_eq!(rf, MessageForm::Chunked);
     // 100-byte READ: the whole reply fits inline, so no chunk at all.
     let hints = ReplyHints {
         ddp_results: vec![100],
@@ -1112,9 +1123,14 @@ fn sink_buffers_are_reused_once_dropped() {
         // WRITE-like: the server pulls our Read chunk into its sink.
         let wx = 100 + xid;
         let c = call(wx, 3, &[], Some(pattern(64 * 1024, wx as u8)));
+        let small = ReplyHints {
+            ddp_results: vec![],
+            max_reply: Some(64),
+            reduce: true,
+        };
         pair.client
             .engine
-            .send_call(pair.now, wx, c, ReplyHints::default())
+            .send_call(pair.now, wx, c, small)
             .unwrap();
         pair.serve(|xid, m| {
             let mut d = Decoder::with_ddp(m);
@@ -1126,11 +1142,13 @@ fn sink_buffers_are_reused_once_dropped() {
         let _ = take_reply(&mut pair, wx);
     }
     let c = pair.client.engine.stats();
-    // Call 1 allocated; call 2's buffer was held, so call 3 allocated a
-    // second one; every later call reused a dropped one.
+    // Each READ-like call provides two sinks (its Write chunk and the Reply
+    // chunk for the largest reply, E1). Call 1 allocated both; the buffer
+    // of call 2's Write chunk was held, so call 3 allocated one more; every
+    // later sink reused a dropped one.
     assert_eq!(
         (c.sink_buffers_allocated, c.sink_buffers_reused),
-        (2, 4),
+        (3, 9),
         "{c:?}"
     );
     let s = pair.server.engine.stats();

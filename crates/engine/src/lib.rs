@@ -60,13 +60,15 @@
 //! use rpcrdma_xdr::Payload;
 //!
 //! let mut pair = Pair::new();
-//! // An RPC call: xid 7, CALL, then anything.
-//! let call = Bytes::from_static(&[0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 2]);
+//! // An RPC call header: xid 7, CALL, RPC version 2, program 0x20000099
+//! // version 1 procedure 0, AUTH_NONE credential and verifier.
+//! let words = [7u32, 0, 2, 0x2000_0099, 1, 0, 0, 0, 0, 0];
+//! let call = Bytes::from(words.iter().flat_map(|w| w.to_be_bytes()).collect::<Vec<u8>>());
 //! pair.client.engine.send_call(pair.now, 7, Payload::inline_only(call), ReplyHints::default()).unwrap();
 //! pair.drive();
 //! let Some(Event::Call { token, message, .. }) =
 //!     pair.server.take_event(|e| matches!(e, Event::Call { .. })) else { panic!() };
-//! assert_eq!(message.inline().len(), 12);
+//! assert_eq!(message.inline().len(), 40);
 //! let reply = Bytes::from_static(&[0, 0, 0, 7, 0, 0, 0, 1, 0, 0, 0, 0]);
 //! pair.server.engine.send_reply(token, Payload::inline_only(reply)).unwrap();
 //! pair.drive();

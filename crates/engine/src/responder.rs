@@ -75,6 +75,31 @@ impl<P: ProtectionDomain> Engine<P> {
         Ok(())
     }
 
+    /// The upper layer will not answer the call named by `token`: its RPC
+    /// header is unusable to it (RFC 5531 has no reply for a call it cannot
+    /// decode). The call is forgotten and its credit of our grant is free
+    /// again at once; nothing is sent (an upper layer that can answer, with
+    /// `GARBAGE_ARGS` say, uses [`Engine::send_reply`] instead). The
+    /// requester's own credit stays taken until its call times out there.
+    ///
+    /// Calls whose RPC header is truncated or absent never get this far:
+    /// the engine answers them itself (spec note E13).
+    pub fn retire_call(&mut self, token: CallToken) -> Result<(), ApiError> {
+        self.check_alive()?;
+        match self.incoming.get(&token.0) {
+            Some(c) if c.delivered => {
+                let call = self.incoming.remove(&token.0);
+                tracing::debug!(
+                    xid = call.as_ref().map(|c| c.xid),
+                    "call retired by the upper layer"
+                );
+                self.stats.calls_retired += 1;
+                Ok(())
+            }
+            _ => Err(ApiError::UnknownCall),
+        }
+    }
+
     /// Sends `payload` as the reply to `call` (or `ERR_BADHEADER` if it
     /// cannot be returned).
     fn reply_with(&mut self, call: &InCall<P::Mr>, payload: &Payload) {
@@ -104,6 +129,30 @@ impl<P: ProtectionDomain> Engine<P> {
             Err(e) => {
                 tracing::warn!(xid = call.xid, error = %e, "reply cannot be returned");
                 self.send_error(call.version, call.xid, ErrorBody::BadHeader);
+            }
+        }
+    }
+
+    /// Whether `head` (the start of the call's Payload stream) holds an RPC
+    /// call header the upper layer can use or answer; if not, answers the
+    /// call as RFC 5531 and RFC 8166 allow (spec note E13): `GARBAGE_ARGS`
+    /// when the XID and CALL are there but the header is cut short,
+    /// `RDMA_ERROR` `ERR_BADHEADER` when there is no RPC call at all (an
+    /// empty message, another XID, not a CALL).
+    fn usable_rpc_call(&mut self, call: &InCall<P::Mr>, head: &[u8]) -> bool {
+        match rpc_call_head(head, call.xid) {
+            RpcHead::Usable => true,
+            RpcHead::NotACall => {
+                self.stats.bad_messages += 1;
+                tracing::debug!(xid = call.xid, "the message holds no RPC call");
+                self.send_error(call.version, call.xid, ErrorBody::BadHeader);
+                false
+            }
+            RpcHead::Truncated => {
+                self.stats.bad_messages += 1;
+                tracing::debug!(xid = call.xid, "truncated RPC call header");
+                self.reply_rpc_error(call, GARBAGE_ARGS);
+                false
             }
         }
     }
@@ -178,6 +227,16 @@ impl<P: ProtectionDomain> Engine<P> {
             self.stats.bad_messages += 1;
             self.send_error(version, xid, ErrorBody::BadHeader);
             return;
+        }
+        if !nomsg {
+            // The RPC call header is inline, before the first Read chunk:
+            // an upper layer could not use a truncated one, so it is
+            // answered here and never holds a credit (spec note E13).
+            let first = chunks.reads.iter().map(|r| r.position as usize).min();
+            let head = &call.inline[..first.unwrap_or(usize::MAX).min(call.inline.len())];
+            if !self.usable_rpc_call(&call, head) {
+                return;
+            }
         }
 
         // Group the Read list into chunks (by Position, sorted: a list in
@@ -329,18 +388,20 @@ impl<P: ProtectionDomain> Engine<P> {
             _ => call.inline.clone(),
         };
         strip_read_chunk_padding(&inline, &mut chunks);
-        let (xid, version) = (call.xid, call.version);
-        let header_ok = inline.get(0..4) == Some(&xid.to_be_bytes()[..])
-            && inline.get(4..8) == Some(&[0, 0, 0, 0][..]);
-        if !header_ok {
-            // An RPC message whose XID differs from rdma_xid, or not a call.
-            let call = self.incoming.remove(&token);
-            self.stats.bad_messages += 1;
-            if call.is_some() {
-                self.send_error(version, xid, ErrorBody::BadHeader);
+        let xid = call.xid;
+        // The RPC call header: the stream before the first remaining chunk.
+        let head_end = chunks
+            .first()
+            .map_or(inline.len(), |(p, _)| (*p as usize).min(inline.len()));
+        if rpc_call_head(&inline[..head_end], xid) != RpcHead::Usable {
+            if let Some(call) = self.incoming.remove(&token) {
+                self.usable_rpc_call(&call, &inline[..head_end]);
             }
             return;
         }
+        let Some(call) = self.incoming.get_mut(&token) else {
+            return;
+        };
         match Payload::from_read_chunks(inline, chunks) {
             Ok(message) => {
                 call.delivered = true;
@@ -361,6 +422,61 @@ impl<P: ProtectionDomain> Engine<P> {
             }
         }
     }
+}
+
+/// Largest `opaque_auth` body (RFC 5531 §8.2).
+const MAX_AUTH_BYTES: u32 = 400;
+
+/// What the start of a call's Payload stream holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RpcHead {
+    /// A complete RPC call header (RFC 5531 §9: xid, CALL, rpcvers, prog,
+    /// vers, proc, cred, verf), or one the upper layer answers from its
+    /// first words (another RPC version, an over-long credential or
+    /// verifier).
+    Usable,
+    /// No RPC call: fewer than eight bytes, another XID, not a CALL.
+    NotACall,
+    /// XID and CALL, then cut short before the verifier ends.
+    Truncated,
+}
+
+/// Classifies the RPC call header at the start of `s` (the same steps as
+/// the ONC RPC layer's header decoder, so exactly the calls it would drop
+/// are caught here).
+fn rpc_call_head(s: &[u8], xid: u32) -> RpcHead {
+    let word = |i: usize| {
+        s.get(i..i + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    if word(0) != Some(xid) || word(4) != Some(0) {
+        return RpcHead::NotACall;
+    }
+    match word(8) {
+        None => return RpcHead::Truncated,
+        // RPC_MISMATCH, answered by the upper layer from three words.
+        Some(v) if v != 2 => return RpcHead::Usable,
+        Some(_) => {}
+    }
+    // prog, vers, proc; then the credential and the verifier.
+    let mut at = 24usize;
+    if s.len() < at {
+        return RpcHead::Truncated;
+    }
+    for _ in 0..2 {
+        let Some(len) = word(at + 4) else {
+            return RpcHead::Truncated;
+        };
+        if len > MAX_AUTH_BYTES {
+            // AUTH_BADCRED / AUTH_BADVERF, answered by the upper layer.
+            return RpcHead::Usable;
+        }
+        at += 8 + round_up(len as usize);
+        if s.len() < at {
+            return RpcHead::Truncated;
+        }
+    }
+    RpcHead::Usable
 }
 
 /// Removes XDR padding a requester left in its Read chunks (RFC 8166

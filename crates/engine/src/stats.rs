@@ -30,6 +30,9 @@ pub struct Stats {
     pub unmatched_replies: u64,
     /// Calls that had to wait for a credit.
     pub credit_waits: u64,
+    /// Calls the upper layer retired without answering
+    /// ([`crate::Engine::retire_call`]).
+    pub calls_retired: u64,
     /// Calls the peer sent beyond our grant.
     pub credit_overruns: u64,
     /// Memory registrations made.

@@ -3,7 +3,7 @@
 //! and what our engine must answer. The readings are recorded in
 //! `docs/spec-notes.md` (E1, E13–E20, D3, W6, W9).
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use rpcrdma_engine::testing::{Pair, PairOptions};
 use rpcrdma_engine::{CallError, Event, MessageForm, ReplyHints, VersionPolicy};
 use rpcrdma_wire::ErrCode;
@@ -427,4 +427,167 @@ fn item5_no_maximum_means_the_largest_message() {
         other => panic!("{other:?}"),
     }
     pair.assert_no_leaks();
+}
+
+// ----- item 2 ------------------------------------------------------------
+
+/// Sends `n` good calls from the client and answers every call the server
+/// delivers; returns how many came back as SUCCESS replies.
+fn good_calls_succeed(pair: &mut Pair, first: u32, n: u32) -> u32 {
+    for x in first..first + n {
+        pair.client
+            .engine
+            .send_call(pair.now, x, call(x, 0, &[], None), ReplyHints::default())
+            .unwrap();
+    }
+    pair.serve(|xid, _| reply(xid, &[], None));
+    let mut ok = 0;
+    for x in first..first + n {
+        match outcome(pair, x) {
+            // accept_stat is the sixth word: 0 SUCCESS, 5 SYSTEM_ERR.
+            Some(Event::Reply { message, .. }) if message.inline()[20..24] == [0; 4] => ok += 1,
+            other => panic!("call {x}: {other:?}"),
+        }
+    }
+    ok
+}
+
+/// The RPC `accept_stat` of the server's last Send (an RDMA_MSG reply
+/// with empty chunk lists).
+fn last_accept_stat(pair: &Pair) -> (u32, u32) {
+    let (sent, _) = pair.server.sent.last().unwrap();
+    let w = |i: usize| u32::from_be_bytes(sent[i * 4..i * 4 + 4].try_into().unwrap());
+    (w(7), w(12)) // RPC xid, accept_stat
+}
+
+/// Calls whose RPC header the upper layer could not use (empty,
+/// truncated, not a CALL) never hold a credit of the grant: the engine
+/// answers them itself (GARBAGE_ARGS where the XID and CALL are known,
+/// `RDMA_ERROR` where there is no RPC call at all) and later good calls
+/// are served, not answered SYSTEM_ERR.
+#[test]
+fn item2_unusable_calls_do_not_eat_the_grant() {
+    let mut o = v1();
+    o.server.credits_grant = 4;
+    let mut pair = Pair::with(o);
+    let hdr = |xid: u32| vec![xid, 1, 8, 0, 0, 0, 0];
+    let bad: Vec<Vec<u32>> = vec![
+        // RDMA_MSG carrying only the XID and CALL.
+        [hdr(100), vec![100, 0]].concat(),
+        // Truncated before the procedure number.
+        [hdr(101), vec![101, 0, 2, 0x2000_0099, 1]].concat(),
+        // Credential body shorter than its length says.
+        [hdr(102), vec![102, 0, 2, 0x2000_0099, 1, 0, 1, 8, 7]].concat(),
+        // Verifier missing.
+        [hdr(103), vec![103, 0, 2, 0x2000_0099, 1, 0, 0, 0]].concat(),
+        // More than the grant of them.
+        [hdr(104), vec![104, 0, 2]].concat(),
+    ];
+    for m in &bad {
+        pair.inject(false, &words(m));
+        pair.drive();
+        let xid = m[0];
+        // GARBAGE_ARGS (4).
+        assert_eq!(last_accept_stat(&pair), (xid, 4), "xid {xid}");
+    }
+    assert_eq!(calls_delivered(&pair), 0);
+    assert_eq!(pair.server.engine.stats().credit_overruns, 0);
+    // The grant is intact: eight good calls (never more than four
+    // outstanding) all succeed.
+    assert_eq!(good_calls_succeed(&mut pair, 1, 8), 8);
+    assert_eq!(pair.server.engine.stats().credit_overruns, 0);
+}
+
+/// A call whose RPC header is complete but still unusable for the upper
+/// layer (its own reasons): [`Engine::retire_call`] gives the credit back
+/// and sends nothing.
+#[test]
+fn item2_the_upper_layer_retires_a_call_it_drops() {
+    let mut o = v1();
+    o.server.credits_grant = 1;
+    let mut pair = Pair::with(o);
+    for x in 0..3u32 {
+        let xid = 200 + x;
+        let mut m = vec![xid, 1, 8, 0, 0, 0, 0];
+        m.extend([xid, 0, 2, 0x2000_0099, 1, 0, 0, 0, 0, 0]);
+        pair.inject(false, &words(&m));
+        pair.drive();
+        let Some(Event::Call { token, .. }) =
+            pair.server.take_event(|e| matches!(e, Event::Call { .. }))
+        else {
+            panic!("call {xid} not delivered (overrun?)")
+        };
+        let sent = pair.server.sent.len();
+        pair.server.engine.retire_call(token).unwrap();
+        pair.drive();
+        assert_eq!(pair.server.sent.len(), sent, "retiring sends nothing");
+        assert!(pair.server.engine.retire_call(token).is_err());
+    }
+    assert_eq!(pair.server.engine.stats().credit_overruns, 0);
+    assert_eq!(good_calls_succeed(&mut pair, 1, 3), 3);
+}
+
+/// Long calls (`RDMA_NOMSG`, the message in a Position-Zero Read chunk)
+/// whose chunk holds no RPC call (empty, a REPLY) draw `ERR_BADHEADER`, a
+/// truncated call header `GARBAGE_ARGS`; none holds a credit.
+#[test]
+fn item2_long_calls_without_a_usable_rpc_call() {
+    let mut o = v1();
+    o.server.credits_grant = 2;
+    let mut pair = Pair::with(o);
+    let cases: [(u32, Vec<u32>, bool); 4] = [
+        (300, vec![], false),
+        (301, vec![301, 1, 0, 0, 0, 0], false),
+        (302, vec![302, 0, 2, 0x2000_0099], true),
+        (303, vec![303, 0, 2, 0x2000_0099, 1, 0, 0, 0, 0], true),
+    ];
+    for (xid, body, garbage) in cases {
+        let data = Bytes::from(words(&body));
+        let len = data.len() as u32;
+        // A zero-length region cannot be registered; its key is unused.
+        let (key, addr) = if len == 0 {
+            (0x1234, 0)
+        } else {
+            client_source(&pair, data)
+        };
+        let mut m = vec![xid, 1, 8, 1];
+        m.extend(read_seg(0, key, len, addr));
+        // A Reply chunk for the answer.
+        let sink = {
+            use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain};
+            let mr = pair
+                .fabric
+                .pd(1)
+                .register_mut(BytesMut::zeroed(256), Access::REMOTE_WRITE)
+                .unwrap();
+            let r = (mr.rkey(), mr.addr());
+            std::mem::forget(mr);
+            r
+        };
+        m.extend([
+            0,
+            0,
+            1,
+            1,
+            sink.0,
+            256,
+            (sink.1 >> 32) as u32,
+            sink.1 as u32,
+        ]);
+        let sent = pair.server.sent.len();
+        pair.inject(false, &words(&m));
+        pair.drive();
+        assert_eq!(pair.server.sent.len(), sent + 1, "xid {xid}: one answer");
+        let (last, _) = pair.server.sent.last().unwrap();
+        let proc_ = u32::from_be_bytes(last[12..16].try_into().unwrap());
+        if garbage {
+            // A reply (inline, 6 words of RPC after the header).
+            assert_eq!(proc_, 0, "xid {xid}");
+            assert_eq!(&last[last.len() - 4..], &[0, 0, 0, 4], "xid {xid}");
+        } else {
+            assert_eq!((proc_, &last[16..20]), (4, &[0, 0, 0, 2][..]), "xid {xid}");
+        }
+    }
+    assert_eq!(calls_delivered(&pair), 0);
+    assert_eq!(good_calls_succeed(&mut pair, 1, 4), 4);
 }

@@ -504,6 +504,22 @@ impl<D: Device> Transport for RdmaTransport<D> {
         }
     }
 
+    /// The RPC layer drops the call (undecodable header): the engine
+    /// forgets it and its credit of our grant is free again
+    /// ([`Engine::retire_call`]); nothing is sent.
+    fn retire_call(&self, context: CallToken) {
+        let mut s = self.lock();
+        if let Err(e) = s.engine.retire_call(context) {
+            tracing::debug!(error = %e, "retiring a call");
+        }
+        self.flush(&mut s);
+        let wake = Self::reader_must_look(&s);
+        drop(s);
+        if wake {
+            self.inner.wake.notify();
+        }
+    }
+
     async fn release(&self, xid: u32) {
         let mut s = self.lock();
         s.engine.release(xid);

@@ -643,13 +643,20 @@ impl<P: ProtectionDomain> Engine<P> {
         self.stats.sink_buffers_reused = self.sinks.reused;
     }
 
-    /// Registers nothing; releases a region and counts it.
+    /// Invalidates and deregisters a region, giving its buffer back. If
+    /// the provider cannot, the peer may still reach the memory: the
+    /// connection is failed at once to fence it (RFC 8166 §5.5.4), before
+    /// the call it belonged to completes (callers check `failed`).
     pub(crate) fn drop_mr(&mut self, mr: P::Mr) -> Option<MrBuffer> {
-        self.stats.deregistrations += 1;
+        let key = mr.rkey();
         match mr.deregister() {
-            Ok(b) => Some(b),
-            Err(e) => {
-                tracing::warn!(error = %e, "deregistration failed");
+            Ok(b) => {
+                self.stats.deregistrations += 1;
+                Some(b)
+            }
+            Err(error) => {
+                tracing::warn!(key, %error, "a memory region could not be invalidated; closing the connection");
+                self.fail(EngineError::InvalidationFailed { key, error });
                 None
             }
         }

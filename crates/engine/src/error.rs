@@ -1,7 +1,7 @@
 //! Errors, split by cause (STYLE-ANCHORS §2): configuration, API misuse,
 //! per-call failures, and connection-fatal conditions.
 
-use rpcrdma_verbs::{RegisterError, WcOpcode, WcStatus};
+use rpcrdma_verbs::{DeregisterError, RegisterError, WcOpcode, WcStatus};
 use rpcrdma_wire::ErrCode;
 
 /// A configuration value that cannot work.
@@ -134,6 +134,16 @@ pub enum EngineError {
     /// replies never came; only a new connection frees them.
     #[error("all {0} credits are held by abandoned calls whose replies never arrived")]
     CreditsLost(u32),
+    /// A memory region of ours could not be invalidated (deregistered): the
+    /// peer may still reach its memory, so the connection is closed to
+    /// fence it before the call it belonged to completes (RFC 8166 §5.5.4).
+    #[error("memory region {key:#010x} could not be invalidated ({error}); the connection is closed to fence it from the peer")]
+    InvalidationFailed {
+        /// The region's key.
+        key: u32,
+        /// What the provider said.
+        error: DeregisterError,
+    },
     /// The peer broke the protocol in a way that cannot be answered per call.
     #[error("peer protocol violation: {0}")]
     Protocol(&'static str),

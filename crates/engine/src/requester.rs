@@ -280,6 +280,11 @@ impl<P: ProtectionDomain> Engine<P> {
         let nomsg = msg.header.proc_() == Proc::NOMSG;
         let call_form = call.form;
         let outcome = self.collect_reply(call, &chunks, nomsg, msg.payload);
+        if self.failed.is_some() {
+            // A region could not be invalidated: the connection is closed
+            // and the call abandoned, never completed (§5.5.4).
+            return;
+        }
         let event = match outcome {
             Ok(_) if !version_ok => Event::CallFailed {
                 xid,
@@ -390,7 +395,7 @@ impl<P: ProtectionDomain> Engine<P> {
         let retry = call.retry.take();
         let version = call.version;
         self.release_call_mrs(call);
-        if released {
+        if released || self.failed.is_some() {
             return;
         }
         let probing = self.version == VersionState::Probing;

@@ -380,6 +380,8 @@ impl<P: ProtectionDomain> Engine<P> {
             self.sinks.keep(data.clone());
             chunks.push((p.position, data));
         }
+        // (A sink that could not be invalidated failed the connection,
+        // which dropped the call.)
         let Some(call) = self.incoming.get_mut(&token) else {
             return;
         };

@@ -36,6 +36,8 @@ struct FabricInner {
     regions: HashMap<u32, Region>,
     seed: u64,
     next_addr: u64,
+    /// Deregistrations still to refuse (fault injection).
+    failing_deregistrations: usize,
 }
 
 impl FabricInner {
@@ -68,6 +70,7 @@ impl Fabric {
                 regions: HashMap::new(),
                 seed: seed | 1,
                 next_addr: 0x1000_0000,
+                failing_deregistrations: 0,
             })),
         }
     }
@@ -84,6 +87,12 @@ impl Fabric {
     pub fn live_regions(&self, owner: u32) -> usize {
         let g = self.inner.lock().expect("fabric lock");
         g.regions.values().filter(|r| r.owner == owner).count()
+    }
+
+    /// Fault injection: the next `n` deregistrations fail (the provider
+    /// cannot invalidate the region; it stays registered and reachable).
+    pub fn fail_next_deregistrations(&self, n: usize) {
+        self.lock().failing_deregistrations = n;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, FabricInner> {
@@ -125,9 +134,12 @@ impl MemoryRegion for TestMr {
         self.access
     }
     fn deregister(self) -> Result<MrBuffer, DeregisterError> {
-        self.fabric
-            .lock()
-            .regions
+        let mut g = self.fabric.lock();
+        if g.failing_deregistrations > 0 {
+            g.failing_deregistrations -= 1;
+            return Err(DeregisterError::NotRegistered { key: self.key });
+        }
+        g.regions
             .remove(&self.key)
             .map(|r| r.buf)
             .ok_or(DeregisterError::NotRegistered { key: self.key })

@@ -591,3 +591,67 @@ fn item2_long_calls_without_a_usable_rpc_call() {
     assert_eq!(calls_delivered(&pair), 0);
     assert_eq!(good_calls_succeed(&mut pair, 1, 4), 4);
 }
+
+// ----- item 7 ------------------------------------------------------------
+
+/// A requester that cannot invalidate a region after the reply arrived
+/// closes the connection (RFC 8166 §5.5.4) before the RPC completes: the
+/// reply is not reported, the connection fails with the reason.
+#[test]
+fn item7_a_failed_invalidation_closes_the_connection() {
+    use rpcrdma_engine::EngineError;
+    let mut pair = Pair::with(v1());
+    let hints = ReplyHints {
+        ddp_results: vec![4096],
+        max_reply: Some(4096 + 64),
+        reduce: true,
+    };
+    pair.client
+        .engine
+        .send_call(pair.now, 1, call(1, 2, &[], None), hints.clone())
+        .unwrap();
+    pair.drive();
+    let Some(Event::Call { token, .. }) =
+        pair.server.take_event(|e| matches!(e, Event::Call { .. }))
+    else {
+        panic!("no call")
+    };
+    pair.fabric.fail_next_deregistrations(1);
+    pair.server
+        .engine
+        .send_reply(token, reply(1, &[], Some(pattern(4096, 3))))
+        .unwrap();
+    pair.drive();
+    assert!(
+        matches!(
+            pair.client.engine.error(),
+            Some(EngineError::InvalidationFailed { .. })
+        ),
+        "{:?}",
+        pair.client.engine.error()
+    );
+    assert!(pair
+        .client
+        .events
+        .iter()
+        .all(|e| !matches!(e, Event::Reply { .. } | Event::CallFailed { .. })));
+    assert!(pair
+        .client
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::Fatal(EngineError::InvalidationFailed { .. }))));
+
+    // The same for a call the upper layer releases early.
+    let mut pair = Pair::with(v1());
+    pair.client
+        .engine
+        .send_call(pair.now, 2, call(2, 2, &[], None), hints)
+        .unwrap();
+    pair.drive();
+    pair.fabric.fail_next_deregistrations(1);
+    pair.client.engine.release(2);
+    assert!(matches!(
+        pair.client.engine.error(),
+        Some(EngineError::InvalidationFailed { .. })
+    ));
+}

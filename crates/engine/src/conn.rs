@@ -84,6 +84,9 @@ pub(crate) struct InCall<Mr> {
     pub(crate) rkeys: Vec<u32>,
     pub(crate) form: MessageForm,
     pub(crate) inline: Bytes,
+    /// Read chunks (Position, segments) not yet pulled: the call waits
+    /// for admission.
+    pub(crate) groups: Vec<(u32, Vec<rpcrdma_wire::Segment>)>,
     pub(crate) pulls: Vec<Pull<Mr>>,
     pub(crate) reads_pending: u32,
     pub(crate) delivered: bool,
@@ -178,6 +181,9 @@ pub struct Engine<P: ProtectionDomain> {
     // Responder side (the peer's calls).
     pub(crate) next_token: u64,
     pub(crate) incoming: IdMap<u64, InCall<P::Mr>>,
+    /// Received calls waiting to be admitted (see `pump_admission`), in
+    /// arrival order.
+    pub(crate) waiting: VecDeque<u64>,
     pub(crate) reads: VecDeque<SendWr>,
     pub(crate) reads_busy: u32,
     pub(crate) grant: u32,
@@ -298,6 +304,7 @@ impl<P: ProtectionDomain> Engine<P> {
             calls: IdMap::default(),
             next_token: 1,
             incoming: IdMap::default(),
+            waiting: VecDeque::new(),
             reads: VecDeque::new(),
             reads_busy: 0,
             grant,
@@ -521,6 +528,7 @@ impl<P: ProtectionDomain> Engine<P> {
         }
         self.pump_reads();
         self.pump_sq();
+        self.pump_admission();
         self.top_up_receives();
         self.pump_calls(now);
     }
@@ -595,15 +603,18 @@ impl<P: ProtectionDomain> Engine<P> {
         self.push_send(&h, Vec::new(), None);
     }
 
-    /// Too much is waiting for the send queue: stop taking new messages
-    /// (receives are not reposted; a peer that keeps sending then hits the
-    /// RDMA layer's missing-receive error instead of our memory).
-    fn overloaded(&self) -> bool {
+    /// Too much is waiting for the send queue: received calls wait before
+    /// they are processed, and answers nobody is owed (`RDMA_ERROR`s for
+    /// bad messages, `SYSTEM_ERR` for calls beyond the grant) are not sent.
+    /// Receives stay posted for every credit granted whatever the backlog
+    /// (RFC 8166 §3.3.1, RFC 8167 §4.3.2; spec note E14): a conforming
+    /// requester never finds none.
+    pub(crate) fn overloaded(&self) -> bool {
         self.sq_backlog.len() > 4 * self.sq_limit as usize + self.recv_target as usize
     }
 
     pub(crate) fn top_up_receives(&mut self) {
-        if self.failed.is_some() || self.overloaded() {
+        if self.failed.is_some() {
             return;
         }
         while self.recvs_posted < self.recv_target {
@@ -682,6 +693,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 }
             }
         }
+        self.waiting.clear();
         self.queue.clear();
         self.opt_calls.clear();
         self.reads.clear();
@@ -706,6 +718,12 @@ impl<P: ProtectionDomain> Engine<P> {
             Err(rej) => {
                 self.stats.bad_messages += 1;
                 tracing::debug!(error = %rej.error, "rejected a received message");
+                if self.overloaded() {
+                    // A peer flooding us with bad messages while our sends
+                    // back up gets no answers (E14).
+                    self.stats.answers_dropped += 1;
+                    return;
+                }
                 if let Some(reply) = rej.reply() {
                     self.stats.rdma_errors_sent += 1;
                     let h = hdr::error(reply.vers, reply.xid, reply.credits, reply.body);

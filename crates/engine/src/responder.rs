@@ -206,6 +206,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 MessageForm::Chunked
             },
             inline: msg.payload,
+            groups: Vec::new(),
             pulls: Vec::new(),
             reads_pending: 0,
             delivered: false,
@@ -216,7 +217,11 @@ impl<P: ProtectionDomain> Engine<P> {
             // with an RPC-level error rather than spend memory on it.
             self.stats.credit_overruns += 1;
             tracing::debug!(xid, grant = self.grant, "credit overrun");
-            if nomsg {
+            if self.overloaded() {
+                // Our sends are backed up: the overrun goes unanswered
+                // rather than growing the backlog (E3, E14).
+                self.stats.answers_dropped += 1;
+            } else if nomsg {
                 self.send_error(version, xid, ErrorBody::BadHeader);
             } else {
                 self.reply_rpc_error(&call, SYSTEM_ERR);
@@ -282,11 +287,42 @@ impl<P: ProtectionDomain> Engine<P> {
 
         let token = self.next_token;
         self.next_token += 1;
+        call.groups = groups;
+        self.incoming.insert(token, call);
+        // The call holds its credit from now on; it is processed (its
+        // Read sinks allocated and Reads posted, or it is handed up) once
+        // admitted, in arrival order (spec note E14).
+        self.waiting.push_back(token);
+        self.pump_admission();
+    }
+
+    /// Admits waiting calls, oldest first, while the send queue's backlog
+    /// is small: this is the responder's back-pressure (its receives stay
+    /// posted for every credit it granted, E14).
+    pub(crate) fn pump_admission(&mut self) {
+        while let Some(&token) = self.waiting.front() {
+            if self.failed.is_some() || self.overloaded() {
+                return;
+            }
+            self.waiting.pop_front();
+            if self.incoming.contains_key(&token) {
+                self.start_call(token);
+            }
+        }
+    }
+
+    /// Processes an admitted call: hands it up at once, or allocates its
+    /// Read sinks and queues its RDMA Reads.
+    fn start_call(&mut self, token: u64) {
+        let Some(call) = self.incoming.get_mut(&token) else {
+            return;
+        };
+        let groups = std::mem::take(&mut call.groups);
+        let (xid, version) = (call.xid, call.version);
         if groups.is_empty() {
             call.delivered = true;
             let message = Payload::inline_only(call.inline.clone());
             let form = call.form;
-            self.incoming.insert(token, call);
             self.events.push_back(Event::Call {
                 token: CallToken(token),
                 xid,
@@ -297,6 +333,7 @@ impl<P: ProtectionDomain> Engine<P> {
         }
 
         let mut reads = Vec::new();
+        let mut pulls = Vec::with_capacity(groups.len());
         for (position, segs) in groups {
             let len: usize = segs.iter().map(|s| s.length as usize).sum();
             let buf = self.sinks.take_or_alloc(len);
@@ -304,11 +341,13 @@ impl<P: ProtectionDomain> Engine<P> {
                 Ok(mr) => mr,
                 Err(e) => {
                     tracing::warn!(xid, error = %e, "cannot register a Read sink");
-                    for p in call.pulls.drain(..) {
-                        if let Some(mr) = p.mr {
+                    for p in pulls {
+                        let Pull { mr, .. } = p;
+                        if let Some(mr) = mr {
                             self.drop_mr(mr);
                         }
                     }
+                    self.incoming.remove(&token);
                     self.send_error(version, xid, ErrorBody::BadHeader);
                     return;
                 }
@@ -328,13 +367,16 @@ impl<P: ProtectionDomain> Engine<P> {
                 ));
                 off += s.length as usize;
             }
-            call.pulls.push(Pull {
+            pulls.push(Pull {
                 position,
                 mr: Some(mr),
             });
         }
+        let Some(call) = self.incoming.get_mut(&token) else {
+            return;
+        };
+        call.pulls = pulls;
         call.reads_pending = reads.len() as u32;
-        self.incoming.insert(token, call);
         if reads.is_empty() {
             self.finish_pull(token);
         } else {

@@ -33,6 +33,9 @@ pub struct Stats {
     /// Calls the upper layer retired without answering
     /// ([`crate::Engine::retire_call`]).
     pub calls_retired: u64,
+    /// Answers not sent because our send queue was backed up (`RDMA_ERROR`
+    /// for bad messages, `SYSTEM_ERR` for calls beyond the grant).
+    pub answers_dropped: u64,
     /// Calls the peer sent beyond our grant.
     pub credit_overruns: u64,
     /// Memory registrations made.

@@ -256,6 +256,11 @@ pub struct End {
 }
 
 impl End {
+    /// Receives this end has posted that no message has consumed yet.
+    pub fn posted_receives(&self) -> usize {
+        self.recvs.len()
+    }
+
     /// The next event of a given shape, removed from the queue.
     pub fn take_event(&mut self, pred: impl Fn(&Event) -> bool) -> Option<Event> {
         let i = self.events.iter().position(pred)?;

@@ -655,3 +655,89 @@ fn item7_a_failed_invalidation_closes_the_connection() {
         Some(EngineError::InvalidationFailed { .. })
     ));
 }
+
+// ----- item 3 ------------------------------------------------------------
+
+/// A reply with `n` one-byte DDP-eligible results.
+fn reply_with_items(xid: u32, n: usize) -> Payload {
+    let mut pe = PayloadEncoder::new();
+    let mut e = pe.encoder();
+    for w in [xid, 1, 0, 0, 0, 0] {
+        e.put_u32(w);
+    }
+    for i in 0..n {
+        e.put_opaque_ddp(Bytes::from(vec![i as u8]));
+    }
+    pe.finish()
+}
+
+/// Grant 8, a send queue of 4, and calls that each offer 16 one-byte
+/// Write chunks (legal under the default limits) all filled by the reply:
+/// a requester that never has more than 8 calls outstanding always finds
+/// a receive posted, whatever the responder's send backlog (RFC 8166
+/// §3.3.1, RFC 8167 §4.3.2).
+#[test]
+fn item3_receives_never_fall_below_the_grant() {
+    let mut o = v1();
+    o.server.credits_grant = 8;
+    o.caps.send_depth = 4;
+    let mut pair = Pair::with(o);
+    let hints = ReplyHints {
+        ddp_results: vec![1; 16],
+        max_reply: Some(2000),
+        reduce: true,
+    };
+    let total = 40u32;
+    for x in 1..=total {
+        pair.client
+            .engine
+            .send_call(pair.now, x, call(x, 2, &[], None), hints.clone())
+            .unwrap();
+    }
+    let mut min_posted = usize::MAX;
+    for _ in 0..10_000 {
+        let moved = pair.step();
+        min_posted = min_posted.min(pair.server.posted_receives());
+        let mut answered = false;
+        while let Some(Event::Call { token, xid, .. }) =
+            pair.server.take_event(|e| matches!(e, Event::Call { .. }))
+        {
+            pair.server
+                .engine
+                .send_reply(token, reply_with_items(xid, 16))
+                .unwrap();
+            answered = true;
+        }
+        if !moved && !answered {
+            break;
+        }
+    }
+    assert!(
+        pair.server.engine.error().is_none(),
+        "{:?}",
+        pair.server.engine.error()
+    );
+    assert!(
+        pair.client.engine.error().is_none(),
+        "{:?}",
+        pair.client.engine.error()
+    );
+    assert!(
+        min_posted >= 8,
+        "the server's receives fell to {min_posted}"
+    );
+    for x in 1..=total {
+        match outcome(&mut pair, x) {
+            Some(Event::Reply { message, .. }) => {
+                let mut d = Decoder::with_ddp(&message);
+                d.skip(24).unwrap();
+                for i in 0..16u8 {
+                    assert_eq!(&d.get_opaque_ddp(1).unwrap()[..], &[i]);
+                }
+            }
+            other => panic!("call {x}: {other:?}"),
+        }
+    }
+    assert_eq!(pair.server.engine.stats().credit_overruns, 0);
+    pair.assert_no_leaks();
+}

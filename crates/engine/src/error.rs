@@ -25,10 +25,10 @@ pub enum ConfigError {
     /// The client's version policy names a version outside `versions`.
     #[error("client_version asks for a version that `versions` excludes")]
     VersionPolicy,
-    /// A chunk-list limit of zero: no Long call or no chunk could ever be
-    /// accepted.
+    /// A chunk-list or memory limit of zero: no Long call, no chunk or no
+    /// Read chunk could ever be accepted.
     #[error(
-        "{field} must be at least 1 (a Long call needs one Read segment, a chunk one segment)"
+        "{field} must be at least 1 (a Long call needs one Read segment, a chunk one segment, a Read chunk some memory)"
     )]
     ZeroLimit {
         /// The field.
@@ -143,6 +143,15 @@ pub enum EngineError {
         key: u32,
         /// What the provider said.
         error: DeregisterError,
+    },
+    /// Work stayed on the send queue without any completion for the
+    /// stall timeout (`EngineConfig::stall_timeout`): the peer stopped
+    /// answering our RDMA Reads or reading its end of the connection. The
+    /// connection is closed so the memory it holds goes back.
+    #[error("nothing on the send queue completed for {timeout:?}: the peer stopped answering RDMA Reads or reading the connection")]
+    Stalled {
+        /// The timeout.
+        timeout: std::time::Duration,
     },
     /// The peer broke the protocol in a way that cannot be answered per call.
     #[error("peer protocol violation: {0}")]

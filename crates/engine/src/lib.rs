@@ -76,6 +76,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod budget;
 mod config;
 mod conn;
 mod credits;
@@ -94,7 +95,10 @@ mod stream;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use config::{EngineConfig, Role, VersionPolicy};
+pub use budget::MemoryBudget;
+pub use config::{
+    EngineConfig, Role, VersionPolicy, DEFAULT_MAX_MEMORY, DEFAULT_MAX_SHARED_MEMORY,
+};
 pub use conn::{ConnectionInfo, Engine};
 pub use error::{ApiError, CallError, ConfigError, EngineError};
 pub use event::{CallToken, Event, MessageForm};

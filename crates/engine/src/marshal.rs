@@ -24,16 +24,16 @@
 //! reply with more DDP-eligible results than the peer takes Write chunks
 //! gets none (the results come back inline or in the Reply chunk).
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain, Sge};
 use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{ChunkLists, Header, ReadSegment, Segment, WriteChunk};
 use rpcrdma_xdr::{round_up, Payload};
 
+use crate::budget::MemoryBudget;
 use crate::error::CallError;
 use crate::event::MessageForm;
 use crate::hdr;
-use crate::pool::BufPool;
 use crate::stream::{concat, item_positions, stream_pieces, stream_sges};
 
 /// What a call's Upper Layer Binding says about its reply (RFC 8166 §8).
@@ -118,8 +118,12 @@ pub(crate) struct CallParams {
 /// Registrations made so far, released if planning fails.
 struct Regs<'p, P: ProtectionDomain> {
     pd: &'p P,
-    /// Free sink buffers to reuse.
-    pool: &'p mut BufPool,
+    /// Where free sink buffers to reuse are kept.
+    budget: &'p MemoryBudget,
+    /// Sink buffers allocated (and their octets) and reused.
+    allocated: u64,
+    allocated_bytes: u64,
+    reused: u64,
     sources: Vec<P::Mr>,
     writes: Vec<Provided<P::Mr>>,
     reply: Option<Provided<P::Mr>>,
@@ -142,7 +146,21 @@ impl<P: ProtectionDomain> Regs<'_, P> {
     }
 
     fn sink(&mut self, len: u32) -> Result<Provided<P::Mr>, CallError> {
-        let buf = self.pool.take_or_alloc(len as usize);
+        // A pooled buffer is taken whole (it may be longer than the chunk;
+        // only `len` octets are advertised) and leaves the budget: our own
+        // calls' chunks are ours to size, not the peer's (spec note E21).
+        let buf = match self.budget.take_pooled(len as usize) {
+            Some(b) => {
+                self.budget.release(b.len() as u64);
+                self.reused += 1;
+                b
+            }
+            None => {
+                self.allocated += 1;
+                self.allocated_bytes += u64::from(len);
+                BytesMut::zeroed(len as usize)
+            }
+        };
         let mr = self
             .pd
             .register_mut(buf, Access::LOCAL_WRITE | Access::REMOTE_WRITE)
@@ -183,32 +201,52 @@ fn reply_header_len(version: u32, writes: &[WriteChunk], reply: Option<&WriteChu
 }
 
 /// Plans one call: registers its chunks and builds its header.
+/// Sink buffers a plan allocated and reused (for the stats).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SinkCounts {
+    pub(crate) allocated: u64,
+    pub(crate) allocated_bytes: u64,
+    pub(crate) reused: u64,
+}
+
 pub(crate) fn plan_call<P: ProtectionDomain>(
     pd: &P,
-    pool: &mut BufPool,
+    budget: &MemoryBudget,
     payload: &Payload,
     hints: &ReplyHints,
     p: &CallParams,
-) -> Result<CallPlan<P::Mr>, CallError> {
+) -> (Result<CallPlan<P::Mr>, CallError>, SinkCounts) {
     let mut regs = Regs {
         pd,
-        pool,
+        budget,
+        allocated: 0,
+        allocated_bytes: 0,
+        reused: 0,
         sources: Vec::new(),
         writes: Vec::new(),
         reply: None,
     };
-    match plan_inner(&mut regs, payload, hints, p) {
-        Ok((header, pieces, form)) => Ok(CallPlan {
-            header,
-            pieces,
-            form,
-            sources: regs.sources,
-            writes: regs.writes,
-            reply: regs.reply,
-        }),
+    let r = plan_inner(&mut regs, payload, hints, p);
+    let counts = SinkCounts {
+        allocated: regs.allocated,
+        allocated_bytes: regs.allocated_bytes,
+        reused: regs.reused,
+    };
+    match r {
+        Ok((header, pieces, form)) => (
+            Ok(CallPlan {
+                header,
+                pieces,
+                form,
+                sources: regs.sources,
+                writes: regs.writes,
+                reply: regs.reply,
+            }),
+            counts,
+        ),
         Err(e) => {
             regs.release();
-            Err(e)
+            (Err(e), counts)
         }
     }
 }

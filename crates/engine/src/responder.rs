@@ -1,5 +1,6 @@
-//! Responder side of the engine: taking the peer's calls (pulling their Read
-//! chunks) and sending replies (RFC 8166 §4.4.5, §4.5.3, §5.5; RFC 8797 §4.1).
+//! Responder side of the engine: taking the peer's calls (admitting them
+//! within the memory budget, pulling their Read chunks) and sending replies
+//! (RFC 8166 §4.4.5, §4.5.3, §5.5; RFC 8797 §4.1).
 
 use std::time::Instant;
 
@@ -9,7 +10,7 @@ use rpcrdma_wire::{ErrorBody, Message, Proc};
 use rpcrdma_xdr::{round_up, Payload};
 
 use crate::config::Role;
-use crate::conn::{Engine, InCall, Pull, VersionState, Wr};
+use crate::conn::{Engine, Held, InCall, Pull, VersionState, Wr};
 use crate::error::ApiError;
 use crate::event::{CallToken, Event, MessageForm};
 use crate::reply::{plan_reply, ReplyParams};
@@ -62,6 +63,9 @@ impl<P: ProtectionDomain> Engine<P> {
     /// threshold, otherwise through its Reply chunk. If the requester
     /// provided no way to return it, an `RDMA_ERROR` `ERR_BADHEADER` is sent
     /// instead (RFC 8166 §5.5.3).
+    ///
+    /// The call's memory (its Read chunk sinks) and the reply's data stay
+    /// counted against the memory budget until the reply's Send completes.
     pub fn send_reply(&mut self, token: CallToken, payload: Payload) -> Result<(), ApiError> {
         self.check_alive()?;
         let call = match self.incoming.get(&token.0) {
@@ -71,16 +75,17 @@ impl<P: ProtectionDomain> Engine<P> {
         let Some(call) = call else {
             return Err(ApiError::UnknownCall);
         };
-        self.reply_with(&call, &payload);
+        self.answer(call, &payload);
         Ok(())
     }
 
     /// The upper layer will not answer the call named by `token`: its RPC
     /// header is unusable to it (RFC 5531 has no reply for a call it cannot
-    /// decode). The call is forgotten and its credit of our grant is free
-    /// again at once; nothing is sent (an upper layer that can answer, with
-    /// `GARBAGE_ARGS` say, uses [`Engine::send_reply`] instead). The
-    /// requester's own credit stays taken until its call times out there.
+    /// decode). The call is forgotten, its credit of our grant is free
+    /// again at once and its memory goes back to the budget; nothing is
+    /// sent (an upper layer that can answer, with `GARBAGE_ARGS` say, uses
+    /// [`Engine::send_reply`] instead). The requester's own credit stays
+    /// taken until its call times out there.
     ///
     /// Calls whose RPC header is truncated or absent never get this far:
     /// the engine answers them itself (spec note E13).
@@ -88,21 +93,56 @@ impl<P: ProtectionDomain> Engine<P> {
         self.check_alive()?;
         match self.incoming.get(&token.0) {
             Some(c) if c.delivered => {
-                let call = self.incoming.remove(&token.0);
-                tracing::debug!(
-                    xid = call.as_ref().map(|c| c.xid),
-                    "call retired by the upper layer"
-                );
-                self.stats.calls_retired += 1;
+                if let Some(call) = self.incoming.remove(&token.0) {
+                    tracing::debug!(xid = call.xid, "call retired by the upper layer");
+                    self.stats.calls_retired += 1;
+                    self.finish_call(call);
+                }
+                self.pump_admission();
                 Ok(())
             }
             _ => Err(ApiError::UnknownCall),
         }
     }
 
+    /// Calls received and not yet admitted (waiting for the send backlog
+    /// to drain or for memory).
+    pub fn calls_waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Admits waiting calls again: the driver calls this when memory was
+    /// released elsewhere in a shared budget (see [`Engine::memory_wait`]).
+    /// Extra calls are harmless.
+    pub fn retry_admission(&mut self) {
+        if self.failed.is_none() {
+            self.pump_admission();
+        }
+    }
+
+    /// A call that ends without a reply Send to hold its memory: its charge
+    /// goes back to the budget, its sink buffers to the pool.
+    fn finish_call(&mut self, call: InCall<P::Mr>) {
+        let InCall {
+            charge,
+            sinks,
+            pulls,
+            bufs,
+            ..
+        } = call;
+        for p in pulls {
+            if let Some(mr) = p.mr {
+                self.drop_mr(mr);
+            }
+        }
+        drop(bufs);
+        self.release_held(Held { charge, sinks });
+    }
+
     /// Sends `payload` as the reply to `call` (or `ERR_BADHEADER` if it
-    /// cannot be returned).
-    fn reply_with(&mut self, call: &InCall<P::Mr>, payload: &Payload) {
+    /// cannot be returned). The call's memory and the reply's data are
+    /// held until the reply's Send completes.
+    fn answer(&mut self, call: InCall<P::Mr>, payload: &Payload) {
         let t = self.thresholds();
         let params = ReplyParams {
             version: call.version,
@@ -124,43 +164,47 @@ impl<P: ProtectionDomain> Engine<P> {
                     None
                 };
                 tracing::trace!(xid = call.xid, form = plan.form.name(), "reply sent");
-                self.push_send(&plan.header, plan.pieces, invalidate);
+                // The reply's data exists already: it is counted, never
+                // refused (spec note E21).
+                let data = payload.stream_len() as u64;
+                self.charge_anyway(data);
+                let held = Held {
+                    charge: call.charge + data,
+                    sinks: call.sinks,
+                };
+                self.push_send_holding(&plan.header, plan.pieces, invalidate, held);
             }
             Err(e) => {
                 tracing::warn!(xid = call.xid, error = %e, "reply cannot be returned");
-                self.send_error(call.version, call.xid, ErrorBody::BadHeader);
-            }
-        }
-    }
-
-    /// Whether `head` (the start of the call's Payload stream) holds an RPC
-    /// call header the upper layer can use or answer; if not, answers the
-    /// call as RFC 5531 and RFC 8166 allow (spec note E13): `GARBAGE_ARGS`
-    /// when the XID and CALL are there but the header is cut short,
-    /// `RDMA_ERROR` `ERR_BADHEADER` when there is no RPC call at all (an
-    /// empty message, another XID, not a CALL).
-    fn usable_rpc_call(&mut self, call: &InCall<P::Mr>, head: &[u8]) -> bool {
-        match rpc_call_head(head, call.xid) {
-            RpcHead::Usable => true,
-            RpcHead::NotACall => {
-                self.stats.bad_messages += 1;
-                tracing::debug!(xid = call.xid, "the message holds no RPC call");
-                self.send_error(call.version, call.xid, ErrorBody::BadHeader);
-                false
-            }
-            RpcHead::Truncated => {
-                self.stats.bad_messages += 1;
-                tracing::debug!(xid = call.xid, "truncated RPC call header");
-                self.reply_rpc_error(call, GARBAGE_ARGS);
-                false
+                let (version, xid) = (call.version, call.xid);
+                self.finish_call(call);
+                self.send_error(version, xid, ErrorBody::BadHeader);
             }
         }
     }
 
     /// Answers a call with an RPC-level error the engine forms itself.
-    fn reply_rpc_error(&mut self, call: &InCall<P::Mr>, stat: u32) {
+    fn reply_rpc_error(&mut self, call: InCall<P::Mr>, stat: u32) {
         let payload = Payload::inline_only(rpc_error_reply(call.xid, stat));
-        self.reply_with(call, &payload);
+        self.answer(call, &payload);
+    }
+
+    /// Answers a call whose RPC header the upper layer could not use, as
+    /// RFC 5531 and RFC 8166 allow (spec note E13): `GARBAGE_ARGS` when the
+    /// XID and CALL are there but the header is cut short, `RDMA_ERROR`
+    /// `ERR_BADHEADER` when there is no RPC call at all (an empty message,
+    /// another XID, not a CALL).
+    fn refuse_unusable(&mut self, call: InCall<P::Mr>, head: RpcHead) {
+        self.stats.bad_messages += 1;
+        if head == RpcHead::Truncated {
+            tracing::debug!(xid = call.xid, "truncated RPC call header");
+            self.reply_rpc_error(call, GARBAGE_ARGS);
+        } else {
+            tracing::debug!(xid = call.xid, "the message holds no RPC call");
+            let (version, xid) = (call.version, call.xid);
+            self.finish_call(call);
+            self.send_error(version, xid, ErrorBody::BadHeader);
+        }
     }
 
     /// A call from the peer.
@@ -186,7 +230,7 @@ impl<P: ProtectionDomain> Engine<P> {
         let chunks = msg.header.chunks().cloned().unwrap_or_default();
         let nomsg = msg.header.proc_() == Proc::NOMSG;
         let has_pz = chunks.has_position_zero();
-        let mut call = InCall {
+        let call = InCall {
             xid,
             version,
             rkeys: chunks
@@ -207,6 +251,11 @@ impl<P: ProtectionDomain> Engine<P> {
             },
             inline: msg.payload,
             groups: Vec::new(),
+            need: 0,
+            waited: false,
+            bufs: Vec::new(),
+            charge: 0,
+            sinks: Vec::new(),
             pulls: Vec::new(),
             reads_pending: 0,
             delivered: false,
@@ -224,7 +273,7 @@ impl<P: ProtectionDomain> Engine<P> {
             } else if nomsg {
                 self.send_error(version, xid, ErrorBody::BadHeader);
             } else {
-                self.reply_rpc_error(&call, SYSTEM_ERR);
+                self.reply_rpc_error(call, SYSTEM_ERR);
             }
             return;
         }
@@ -238,8 +287,10 @@ impl<P: ProtectionDomain> Engine<P> {
             // an upper layer could not use a truncated one, so it is
             // answered here and never holds a credit (spec note E13).
             let first = chunks.reads.iter().map(|r| r.position as usize).min();
-            let head = &call.inline[..first.unwrap_or(usize::MAX).min(call.inline.len())];
-            if !self.usable_rpc_call(&call, head) {
+            let end = first.unwrap_or(usize::MAX).min(call.inline.len());
+            let head = rpc_call_head(&call.inline[..end], xid);
+            if head != RpcHead::Usable {
+                self.refuse_unusable(call, head);
                 return;
             }
         }
@@ -270,7 +321,7 @@ impl<P: ProtectionDomain> Engine<P> {
                     if nomsg {
                         self.send_error(version, xid, ErrorBody::BadHeader);
                     } else {
-                        self.reply_rpc_error(&call, GARBAGE_ARGS);
+                        self.reply_rpc_error(call, GARBAGE_ARGS);
                     }
                     return;
                 }
@@ -284,40 +335,130 @@ impl<P: ProtectionDomain> Engine<P> {
             self.send_error(version, xid, ErrorBody::BadHeader);
             return;
         }
+        if total > self.cfg.max_memory || total > self.budget.limit() {
+            // Its sinks could never fit the memory budget: an RPC-level
+            // error where the Send holds the RPC header (spec note E21).
+            self.stats.calls_refused_for_memory += 1;
+            tracing::debug!(
+                xid,
+                total,
+                limit = self.cfg.max_memory.min(self.budget.limit()),
+                "call's Read chunks can never fit the memory budget"
+            );
+            if nomsg {
+                self.send_error(version, xid, ErrorBody::BadHeader);
+            } else {
+                self.reply_rpc_error(call, SYSTEM_ERR);
+            }
+            return;
+        }
 
         let token = self.next_token;
         self.next_token += 1;
+        let mut call = call;
         call.groups = groups;
+        call.need = total;
         self.incoming.insert(token, call);
         // The call holds its credit from now on; it is processed (its
         // Read sinks allocated and Reads posted, or it is handed up) once
-        // admitted, in arrival order (spec note E14).
+        // admitted, in arrival order (spec notes E14, E21).
         self.waiting.push_back(token);
         self.pump_admission();
     }
 
     /// Admits waiting calls, oldest first, while the send queue's backlog
-    /// is small: this is the responder's back-pressure (its receives stay
-    /// posted for every credit it granted, E14).
+    /// is small, this connection holds no more than its memory limit and
+    /// the oldest call's Read sinks fit the budget: the responder's
+    /// back-pressure (its receives stay posted for every credit it granted,
+    /// E14; memory, E21).
     pub(crate) fn pump_admission(&mut self) {
         while let Some(&token) = self.waiting.front() {
-            if self.failed.is_some() || self.overloaded() {
+            if self.failed.is_some() || self.overloaded() || self.mem_used > self.cfg.max_memory {
+                return;
+            }
+            if !self.incoming.contains_key(&token) {
+                self.waiting.pop_front();
+                continue;
+            }
+            if !self.reserve_sinks(token) {
                 return;
             }
             self.waiting.pop_front();
-            if self.incoming.contains_key(&token) {
-                self.start_call(token);
-            }
+            self.mem_blocked = None;
+            self.start_call(token);
         }
     }
 
-    /// Processes an admitted call: hands it up at once, or allocates its
+    /// Finds the memory for a waiting call's Read sinks: idle pooled
+    /// buffers where they fit, fresh ones otherwise, all within the
+    /// connection's limit and the shared budget. Returns whether it did;
+    /// if not, nothing is held and the call keeps waiting.
+    fn reserve_sinks(&mut self, token: u64) -> bool {
+        let Some(call) = self.incoming.get(&token) else {
+            return false;
+        };
+        if call.need == 0 {
+            return true;
+        }
+        let lens: Vec<usize> = call
+            .groups
+            .iter()
+            .map(|(_, segs)| segs.iter().map(|s| s.length as usize).sum())
+            .collect();
+        let mut bufs: Vec<Option<BytesMut>> = lens
+            .iter()
+            .map(|&len| self.budget.take_pooled(len))
+            .collect();
+        let pooled: u64 = bufs.iter().flatten().map(|b| b.len() as u64).sum();
+        let fresh: u64 = lens
+            .iter()
+            .zip(&bufs)
+            .filter(|(_, b)| b.is_none())
+            .map(|(&l, _)| l as u64)
+            .sum();
+        let conn_ok = self.mem_used + pooled + fresh <= self.cfg.max_memory;
+        let shared_ok = conn_ok && (fresh == 0 || self.budget.try_reserve(fresh));
+        if !shared_ok {
+            for b in bufs.into_iter().flatten() {
+                self.budget.put_back(b);
+            }
+            if conn_ok {
+                // Waiting for another connection to release memory.
+                self.mem_blocked = Some(self.budget.epoch());
+            }
+            if let Some(call) = self.incoming.get_mut(&token) {
+                if !call.waited {
+                    call.waited = true;
+                    self.stats.calls_waited_for_memory += 1;
+                }
+            }
+            return false;
+        }
+        self.mem_used += pooled + fresh;
+        for (b, &len) in bufs.iter_mut().zip(&lens) {
+            if b.is_some() {
+                self.stats.sink_buffers_reused += 1;
+            } else {
+                self.stats.sink_buffers_allocated += 1;
+                self.stats.sink_bytes_allocated += len as u64;
+                *b = Some(BytesMut::zeroed(len));
+            }
+        }
+        if let Some(call) = self.incoming.get_mut(&token) {
+            call.charge += pooled + fresh;
+            call.bufs = bufs.into_iter().flatten().collect();
+        }
+        true
+    }
+
+    /// Processes an admitted call: hands it up at once, or registers its
     /// Read sinks and queues its RDMA Reads.
     fn start_call(&mut self, token: u64) {
         let Some(call) = self.incoming.get_mut(&token) else {
             return;
         };
         let groups = std::mem::take(&mut call.groups);
+        let bufs = std::mem::take(&mut call.bufs);
         let (xid, version) = (call.xid, call.version);
         if groups.is_empty() {
             call.delivered = true;
@@ -334,26 +475,23 @@ impl<P: ProtectionDomain> Engine<P> {
 
         let mut reads = Vec::new();
         let mut pulls = Vec::with_capacity(groups.len());
-        for (position, segs) in groups {
+        for ((position, segs), buf) in groups.into_iter().zip(bufs) {
             let len: usize = segs.iter().map(|s| s.length as usize).sum();
-            let buf = self.sinks.take_or_alloc(len);
+            // The whole buffer is registered (a pooled one may be longer
+            // than the chunk; the Reads fill only its first `len` octets).
             let mr = match self.pd.register_mut(buf, Access::LOCAL_WRITE) {
                 Ok(mr) => mr,
                 Err(e) => {
                     tracing::warn!(xid, error = %e, "cannot register a Read sink");
-                    for p in pulls {
-                        let Pull { mr, .. } = p;
-                        if let Some(mr) = mr {
-                            self.drop_mr(mr);
-                        }
+                    if let Some(mut call) = self.incoming.remove(&token) {
+                        call.pulls = pulls;
+                        self.finish_call(call);
                     }
-                    self.incoming.remove(&token);
                     self.send_error(version, xid, ErrorBody::BadHeader);
                     return;
                 }
             };
             self.stats.registrations += 1;
-            self.sync_pool_stats();
             let mut off = 0usize;
             for s in segs.iter().filter(|s| s.length > 0) {
                 let wr_id = self.wr_id(Wr::Read { token });
@@ -369,6 +507,7 @@ impl<P: ProtectionDomain> Engine<P> {
             }
             pulls.push(Pull {
                 position,
+                len,
                 mr: Some(mr),
             });
         }
@@ -414,12 +553,14 @@ impl<P: ProtectionDomain> Engine<P> {
         };
         let pulls = std::mem::take(&mut call.pulls);
         let mut chunks = Vec::with_capacity(pulls.len());
+        let mut sinks = Vec::with_capacity(pulls.len());
         for p in pulls {
-            let data =
+            let whole =
                 p.mr.and_then(|mr| self.drop_mr(mr))
                     .map(|b| b.freeze())
                     .unwrap_or_default();
-            self.sinks.keep(data.clone());
+            let data = whole.slice(..p.len.min(whole.len()));
+            sinks.push(whole);
             chunks.push((p.position, data));
         }
         // (A sink that could not be invalidated failed the connection,
@@ -427,6 +568,8 @@ impl<P: ProtectionDomain> Engine<P> {
         let Some(call) = self.incoming.get_mut(&token) else {
             return;
         };
+        // The buffers stay the call's (and counted) until it is answered.
+        call.sinks = sinks;
         let inline = match chunks.first() {
             Some((0, _)) => chunks.remove(0).1,
             _ => call.inline.clone(),
@@ -437,15 +580,13 @@ impl<P: ProtectionDomain> Engine<P> {
         let head_end = chunks
             .first()
             .map_or(inline.len(), |(p, _)| (*p as usize).min(inline.len()));
-        if rpc_call_head(&inline[..head_end], xid) != RpcHead::Usable {
+        let head = rpc_call_head(&inline[..head_end], xid);
+        if head != RpcHead::Usable {
             if let Some(call) = self.incoming.remove(&token) {
-                self.usable_rpc_call(&call, &inline[..head_end]);
+                self.refuse_unusable(call, head);
             }
             return;
         }
-        let Some(call) = self.incoming.get_mut(&token) else {
-            return;
-        };
         match Payload::from_read_chunks(inline, chunks) {
             Ok(message) => {
                 call.delivered = true;
@@ -461,7 +602,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 tracing::debug!(xid, error = %e, "Read chunks do not fit the Payload stream");
                 self.stats.bad_messages += 1;
                 if let Some(call) = self.incoming.remove(&token) {
-                    self.reply_rpc_error(&call, GARBAGE_ARGS);
+                    self.reply_rpc_error(call, GARBAGE_ARGS);
                 }
             }
         }

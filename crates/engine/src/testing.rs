@@ -283,6 +283,9 @@ pub struct Pair {
     /// Messages the fabric dropped (fault injection counts).
     pub steps: u64,
     cut: bool,
+    /// Ends whose send queue is held (client, server): nothing they post
+    /// is executed until released.
+    held: [bool; 2],
 }
 
 /// Whether both engines exchanged private data, and what each advertised.
@@ -298,6 +301,10 @@ pub struct PairOptions {
     pub private_data: bool,
     /// Fabric key seed.
     pub seed: u64,
+    /// The memory budget the server draws from (`None`: its own, of
+    /// `server.max_shared_memory`). Give two pairs the same one to test a
+    /// budget shared by several connections.
+    pub server_budget: Option<crate::MemoryBudget>,
 }
 
 impl Default for PairOptions {
@@ -308,6 +315,7 @@ impl Default for PairOptions {
             caps: QpCaps::default(),
             private_data: true,
             seed: 0x5eed,
+            server_budget: None,
         }
     }
 }
@@ -329,7 +337,11 @@ impl Pair {
             (None, None)
         };
         let client = Engine::new(o.client, fabric.pd(1), o.caps, cpeer).expect("client config");
-        let server = Engine::new(o.server, fabric.pd(2), o.caps, speer).expect("server config");
+        let server = match o.server_budget {
+            Some(b) => Engine::with_budget(o.server, fabric.pd(2), o.caps, speer, b),
+            None => Engine::new(o.server, fabric.pd(2), o.caps, speer),
+        }
+        .expect("server config");
         let end = |engine, owner| End {
             engine,
             events: VecDeque::new(),
@@ -346,6 +358,7 @@ impl Pair {
             now: Instant::now(),
             steps: 0,
             cut: false,
+            held: [false, false],
         };
         p.collect();
         p
@@ -384,6 +397,9 @@ impl Pair {
         }
         self.collect();
         for from_client in [true, false] {
+            if self.held[usize::from(!from_client)] {
+                continue;
+            }
             let (me, peer) = if from_client {
                 (&mut self.client, &mut self.server)
             } else {
@@ -487,6 +503,13 @@ impl Pair {
         c.buf = Some(r.buf);
         end.engine.handle_completion(self.now, c);
         self.collect();
+    }
+
+    /// Holds (or releases) one end's send queue: while held, nothing it
+    /// posts is executed — its RDMA Reads are never answered, its Sends
+    /// never arrive — as with a peer that stopped serving the connection.
+    pub fn hold_sends(&mut self, from_client: bool, hold: bool) {
+        self.held[usize::from(!from_client)] = hold;
     }
 
     /// Completes the oldest posted Send-queue work request of one end
@@ -715,6 +738,13 @@ pub fn fuzz_pair(data: &[u8]) {
     }
     pair.disconnect();
     pair.assert_no_leaks();
+    for end in [&pair.client, &pair.server] {
+        // Every octet charged to the connection came back; the budget
+        // holds only idle buffers kept for reuse.
+        assert_eq!(end.engine.memory_in_use(), 0, "memory not returned");
+        let b = end.engine.memory_budget();
+        assert_eq!(b.in_use(), b.pooled(), "budget not returned");
+    }
     let outcomes = pair
         .client
         .events

@@ -15,6 +15,11 @@
 //!   idle sink buffers kept for reuse (`pool.rs`) live here and count
 //!   against it; they are dropped first when a call needs room.
 //!
+//! A connection that already holds memory may not take the last eighth of
+//! the shared budget ([`MemoryBudget::headroom`]): that is kept for
+//! connections holding none, so a few stalled connections cannot hold up
+//! every other client until the stall timeout cuts them off.
+//!
 //! A received call is *admitted* only when its Read sinks fit both limits;
 //! until then it waits in arrival order, holding its credit (its RDMA Reads
 //! are posted later). One that could never fit is refused with an RPC-level
@@ -136,10 +141,20 @@ impl MemoryBudget {
         Poll::Pending
     }
 
-    /// Charges `n` octets if they fit, dropping idle pooled buffers first
-    /// if that makes room. Returns whether it did.
-    pub(crate) fn try_reserve(&self, n: u64) -> bool {
-        let limit = self.inner.limit;
+    /// The part of the budget a connection that already holds memory may
+    /// not take: kept for connections that hold none, so that a few
+    /// connections filling the budget (peers that never answer our RDMA
+    /// Reads, say) cannot hold up every other client's calls until the
+    /// stall timeout frees their memory. An eighth of the limit.
+    pub fn headroom(&self) -> u64 {
+        self.inner.limit / 8
+    }
+
+    /// Charges `n` octets if they fit with `leave` octets still free,
+    /// dropping idle pooled buffers first if that makes room. Returns
+    /// whether it did.
+    pub(crate) fn try_reserve(&self, n: u64, leave: u64) -> bool {
+        let limit = self.inner.limit.saturating_sub(leave);
         let mut s = self.lock();
         while s.used.saturating_add(n) > limit {
             match s.pool.evict_oldest() {
@@ -214,16 +229,17 @@ mod tests {
     #[test]
     fn reserve_within_the_limit_and_release() {
         let b = MemoryBudget::new(100);
-        assert!(b.try_reserve(60));
-        assert!(!b.try_reserve(41));
-        assert!(b.try_reserve(40));
+        assert!(b.try_reserve(60, 0));
+        assert!(!b.try_reserve(41, 0));
+        assert!(!b.try_reserve(40, 1));
+        assert!(b.try_reserve(40, 0));
         let e = b.epoch();
         b.release(50);
         assert_ne!(b.epoch(), e);
         assert_eq!(b.in_use(), 50);
         b.force(80);
         assert_eq!(b.in_use(), 130);
-        assert!(!b.try_reserve(1));
+        assert!(!b.try_reserve(1, 0));
     }
 
     #[test]
@@ -232,7 +248,7 @@ mod tests {
         b.keep(Bytes::from(vec![0u8; 200]));
         assert_eq!((b.in_use(), b.pooled()), (200, 200));
         // 900 fits only once the idle buffer is dropped.
-        assert!(b.try_reserve(900));
+        assert!(b.try_reserve(900, 0));
         assert_eq!((b.in_use(), b.pooled()), (900, 0));
         // No room left: a buffer is not kept.
         b.keep(Bytes::from(vec![0u8; 200]));
@@ -269,7 +285,7 @@ mod tests {
         let waker = Waker::from(flag.clone());
         let mut cx = Context::from_waker(&waker);
         let b = MemoryBudget::new(10);
-        assert!(b.try_reserve(10));
+        assert!(b.try_reserve(10, 0));
         let seen = b.epoch();
         assert!(b.poll_released(seen, &mut cx).is_pending());
         b.release(5);

@@ -417,7 +417,14 @@ impl<P: ProtectionDomain> Engine<P> {
             .map(|(&l, _)| l as u64)
             .sum();
         let conn_ok = self.mem_used + pooled + fresh <= self.cfg.max_memory;
-        let shared_ok = conn_ok && (fresh == 0 || self.budget.try_reserve(fresh));
+        // A connection that holds memory already leaves the budget's
+        // headroom to those that hold none (spec note E21).
+        let leave = if self.mem_used > 0 {
+            self.budget.headroom()
+        } else {
+            0
+        };
+        let shared_ok = conn_ok && (fresh == 0 || self.budget.try_reserve(fresh, leave));
         if !shared_ok {
             for b in bufs.into_iter().flatten() {
                 self.budget.put_back(b);

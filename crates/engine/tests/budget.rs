@@ -242,13 +242,15 @@ fn a_call_that_can_never_fit_is_refused() {
     pair.assert_no_leaks();
 }
 
-/// Two connections sharing one server budget: while the first holds it
-/// all (its peer never answers the Reads), the second's call waits and
-/// says so (`memory_wait`); when the first connection goes, its memory
-/// comes back and the second's call proceeds.
+/// Two connections sharing one server budget: the first (its peer never
+/// answers the Reads) fills it but for the headroom kept for connections
+/// that hold nothing, which the second's first call gets at once; its
+/// next call waits and says so (`memory_wait`); when the first
+/// connection goes, its memory comes back and the second proceeds.
 #[test]
-fn a_shared_budget_is_returned_when_a_connection_goes() {
-    let shared = MemoryBudget::new(3 * MIB);
+fn a_shared_budget_is_shared_and_returned_when_a_connection_goes() {
+    let shared = MemoryBudget::new(4 * MIB);
+    assert_eq!(shared.headroom(), MIB / 2);
     let opts = || PairOptions {
         server_budget: Some(shared.clone()),
         ..v1(64 * MIB)
@@ -259,17 +261,32 @@ fn a_shared_budget_is_returned_when_a_connection_goes() {
         inject_write(&mut hostile, 10 + x, MIB as u32);
     }
     hostile.drive();
+    // 3 MiB: a fourth would eat into the headroom.
     assert_eq!(hostile.server.engine.memory_in_use(), 3 * MIB);
     assert_eq!(shared.in_use(), 3 * MIB);
 
     let mut honest = Pair::with(opts());
-    let data = Bytes::from(vec![3; MIB as usize]);
+    // A first exchange gives the client its credits.
     honest
         .client
         .engine
-        .send_call(honest.now, 1, write_call(1, data), small())
+        .send_call(honest.now, 9, write_call(9, Bytes::new()), small())
         .unwrap();
+    honest.serve(|xid, _| reply(xid, None));
+    honest.hold_sends(true, true); // keep both calls' Reads pending
+    for x in 1..=2u32 {
+        let data = Bytes::from(vec![x as u8; MIB as usize]);
+        honest
+            .client
+            .engine
+            .send_call(honest.now, x, write_call(x, data), small())
+            .unwrap();
+    }
+    honest.hold_sends(true, false);
+    honest.hold_sends(false, true);
     honest.drive();
+    // The first got the headroom; the second waits.
+    assert_eq!(honest.server.engine.memory_in_use(), MIB);
     let epoch = honest
         .server
         .engine
@@ -279,17 +296,24 @@ fn a_shared_budget_is_returned_when_a_connection_goes() {
 
     // The hostile connection goes: everything it held comes back.
     hostile.disconnect();
-    assert_eq!(shared.in_use(), 0);
+    assert_eq!(shared.in_use(), MIB);
     assert_ne!(shared.epoch(), epoch);
     honest.server.engine.retry_admission();
-    honest.drive();
-    assert_eq!(answer_all(&mut honest), 1);
-    honest.drive();
-    assert!(honest
-        .client
-        .take_event(|e| matches!(e, Event::Reply { xid: 1, .. }))
-        .is_some());
+    honest.hold_sends(false, false);
+    let mut answered = 0;
+    for _ in 0..10 {
+        honest.drive();
+        answered += answer_all(&mut honest);
+    }
+    assert_eq!(answered, 2);
+    for x in 1..=2u32 {
+        assert!(honest
+            .client
+            .take_event(|e| matches!(e, Event::Reply { xid, .. } if *xid == x))
+            .is_some());
+    }
     assert!(honest.server.engine.memory_wait().is_none());
+    assert_eq!(honest.server.engine.memory_in_use(), 0);
 }
 
 /// Reply data is counted from `send_reply` until its Send completes, and

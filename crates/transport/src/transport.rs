@@ -474,11 +474,26 @@ impl<D: Device> Transport for RdmaTransport<D> {
                     }
                 }
                 s.armed = deadline;
-                deadline
+                // A call waiting for memory another connection holds: wake
+                // when the shared budget releases some (spec note E21).
+                let memory = s
+                    .engine
+                    .memory_wait()
+                    .map(|epoch| (s.engine.memory_budget().clone(), epoch));
+                (deadline, memory)
             };
+            let (deadline, memory) = deadline;
             let sleep = async {
                 match deadline {
                     Some(d) => tokio::time::sleep_until(d.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let released = async {
+                match &memory {
+                    Some((budget, epoch)) => {
+                        std::future::poll_fn(|cx| budget.poll_released(*epoch, cx)).await;
+                    }
                     None => std::future::pending().await,
                 }
             };
@@ -486,6 +501,11 @@ impl<D: Device> Transport for RdmaTransport<D> {
                 biased;
                 () = self.inner.cq.wait() => {}
                 () = self.inner.wake.wait() => {}
+                () = released => {
+                    let mut s = self.lock();
+                    s.engine.retry_admission();
+                    self.flush(&mut s);
+                }
                 reason = self.inner.qp.closed() => {
                     // Drain what the provider flushed, then end.
                     let mut s = self.lock();

@@ -861,6 +861,7 @@ fn bad_header_round_trip_for_diagnostics() {
 }
 
 // ----- readings recorded in docs/spec-notes.md ("Engine", E1–E12) --------
+// (E13–E20: tests/conformance.rs; E21, E22: tests/budget.rs)
 
 /// The header of the client's `i`-th call (its Version Two optional
 /// offers, `RDMA2_OPTIONAL`, are not counted).

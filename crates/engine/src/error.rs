@@ -1,7 +1,7 @@
 //! Errors, split by cause (STYLE-ANCHORS §2): configuration, API misuse,
 //! per-call failures, and connection-fatal conditions.
 
-use rpcrdma_verbs::{DeregisterError, RegisterError, WcOpcode, WcStatus};
+use rpcrdma_verbs::{DeregisterError, PostError, RegisterError, WcOpcode, WcStatus};
 use rpcrdma_wire::ErrCode;
 
 /// A configuration value that cannot work.
@@ -117,7 +117,7 @@ pub enum EngineError {
     },
     /// The provider refused to post a work request.
     #[error("posting a work request failed: {0}")]
-    Post(String),
+    Post(#[from] PostError),
     /// A Version Two requester got no answer to its first message in time
     /// (draft-cel-01 §5.2: treat the responder as lacking Version Two).
     #[error("no answer to the first Version Two message; the responder is assumed to speak Version One only")]
@@ -159,4 +159,29 @@ pub enum EngineError {
     /// The connection was closed.
     #[error("connection closed")]
     Closed,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_post_failure_keeps_the_providers_error() {
+        let e: EngineError = PostError::QueueFull {
+            queue: "send",
+            depth: 4,
+        }
+        .into();
+        assert_eq!(
+            e,
+            EngineError::Post(PostError::QueueFull {
+                queue: "send",
+                depth: 4
+            })
+        );
+        assert!(e
+            .to_string()
+            .contains("send queue is full (4 work requests"));
+        assert!(std::error::Error::source(&e).is_some());
+    }
 }

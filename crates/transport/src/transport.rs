@@ -219,13 +219,13 @@ impl<D: Device> RdmaTransport<D> {
     fn flush(&self, s: &mut Shared<D>) {
         while let Some(wr) = s.engine.poll_recv() {
             if let Err(e) = self.inner.qp.post_recv(wr) {
-                s.engine.close(EngineError::Post(e.to_string()));
+                s.engine.close(EngineError::Post(e));
                 return;
             }
         }
         while let Some(wr) = s.engine.poll_send() {
             if let Err(e) = self.inner.qp.post_send(wr) {
-                s.engine.close(EngineError::Post(e.to_string()));
+                s.engine.close(EngineError::Post(e));
                 return;
             }
         }

@@ -536,11 +536,19 @@ impl<P: ProtectionDomain> Engine<P> {
     /// of the stall timeout counted from the last progress, or, when the
     /// queue went busy without a clock reading, a check to start counting.
     fn stall_deadline(&self) -> Option<Instant> {
-        if self.failed.is_some() || self.sq_busy == 0 {
+        if !self.stall_watched() {
             return None;
         }
         let from = self.stall_since.or(self.last_now)?;
         Some(from + self.cfg.stall_timeout)
+    }
+
+    /// Whether the stall watch runs: work is on the send queue while the
+    /// connection holds memory for the peer (its calls' Read sinks, reply
+    /// data) or RDMA Reads are out. Our own calls' Sends are the RPC
+    /// layer's to time out.
+    fn stall_watched(&self) -> bool {
+        self.failed.is_none() && self.sq_busy > 0 && (self.reads_busy > 0 || self.mem_used > 0)
     }
 
     /// Records the time of an input; starts the stall watch if work is on
@@ -558,7 +566,7 @@ impl<P: ProtectionDomain> Engine<P> {
 
     /// Timer expiry. Spurious calls are harmless.
     pub fn handle_timeout(&mut self, now: Instant) {
-        if self.failed.is_none() && self.sq_busy > 0 {
+        if self.stall_watched() {
             match self.stall_since {
                 Some(t) if now >= t + self.cfg.stall_timeout => {
                     // Nothing on the send queue completed for the whole

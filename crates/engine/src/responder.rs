@@ -165,8 +165,14 @@ impl<P: ProtectionDomain> Engine<P> {
                 };
                 tracing::trace!(xid = call.xid, form = plan.form.name(), "reply sent");
                 // The reply's data exists already: it is counted, never
-                // refused (spec note E21).
-                let data = payload.stream_len() as u64;
+                // refused (spec note E21). A reply that goes wholly inline
+                // is bounded by the inline threshold, like the receive
+                // buffers, and not counted.
+                let data = if plan.form == MessageForm::Short {
+                    0
+                } else {
+                    payload.stream_len() as u64
+                };
                 self.charge_anyway(data);
                 let held = Held {
                     charge: call.charge + data,

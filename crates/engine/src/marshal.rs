@@ -58,6 +58,47 @@ pub struct ReplyHints {
     pub reduce: bool,
 }
 
+impl ReplyHints {
+    /// A reply of at most `max_reply` bytes with nothing DDP-eligible.
+    ///
+    /// ```
+    /// use rpcrdma_engine::ReplyHints;
+    /// let h = ReplyHints::at_most(8192);
+    /// assert_eq!((h.max_reply, h.ddp_results.is_empty(), h.reduce), (Some(8192), true, true));
+    /// ```
+    pub fn at_most(max_reply: u32) -> Self {
+        Self {
+            max_reply: Some(max_reply),
+            ..Self::default()
+        }
+    }
+
+    /// DDP-eligible results of at most `ddp_results[i]` bytes each, in XDR
+    /// order, in a reply of at most `max_reply` bytes (unreduced).
+    ///
+    /// ```
+    /// use rpcrdma_engine::ReplyHints;
+    /// let read = ReplyHints::with_ddp(&[1 << 20], (1 << 20) + 64);
+    /// assert_eq!(read.ddp_results, vec![1 << 20]);
+    /// assert!(!read.unreduced().reduce);
+    /// ```
+    pub fn with_ddp(ddp_results: &[u32], max_reply: u32) -> Self {
+        Self {
+            ddp_results: ddp_results.to_vec(),
+            max_reply: Some(max_reply),
+            reduce: true,
+        }
+    }
+
+    /// The same with reduction turned off (RPCSEC_GSS integrity or privacy,
+    /// RFC 8166 §10.2.2.3).
+    #[must_use]
+    pub fn unreduced(mut self) -> Self {
+        self.reduce = false;
+        self
+    }
+}
+
 impl Default for ReplyHints {
     fn default() -> Self {
         Self {

@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 use rpcrdma_engine::testing::{Pair, PairOptions};
-use rpcrdma_engine::{CallError, EngineError, Event, MemoryBudget, ReplyHints, VersionPolicy};
+use rpcrdma_engine::{CallError, EngineError, Event, MemoryBudget, ReplyHints};
 use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain};
 use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder};
 
@@ -41,18 +41,7 @@ fn reply(xid: u32, ddp: Option<Bytes>) -> Payload {
 
 /// Small replies stated by the Upper Layer (no Reply chunk).
 fn small() -> ReplyHints {
-    ReplyHints {
-        ddp_results: vec![],
-        max_reply: Some(64),
-        reduce: true,
-    }
-}
-
-fn v1(server_memory: u64) -> PairOptions {
-    let mut o = PairOptions::default();
-    o.client.client_version = VersionPolicy::V1;
-    o.server.max_memory = server_memory;
-    o
+    ReplyHints::at_most(64)
 }
 
 /// A hand-made call (as a hostile client sends it): RDMA_MSG, WRITE of
@@ -104,7 +93,7 @@ fn answer_all(pair: &mut Pair) -> usize {
 /// peer does answer, every call completes in turn.
 #[test]
 fn read_sinks_stay_within_the_connection_budget() {
-    let mut pair = Pair::with(v1(4 * MIB));
+    let mut pair = Pair::with(PairOptions::v1().server_memory(4 * MIB));
     pair.hold_sends(false, true); // the server's Reads go unanswered
     for x in 0..20u32 {
         inject_write(&mut pair, 100 + x, MIB as u32);
@@ -143,7 +132,7 @@ fn read_sinks_stay_within_the_connection_budget() {
 /// a 2 MiB budget takes 1 MiB WRITEs two at a time, and all complete.
 #[test]
 fn honest_calls_beyond_the_budget_wait_and_complete() {
-    let mut pair = Pair::with(v1(2 * MIB));
+    let mut pair = Pair::with(PairOptions::v1().server_memory(2 * MIB));
     for x in 1..=6u32 {
         let data = Bytes::from(vec![x as u8; MIB as usize]);
         pair.client
@@ -196,7 +185,7 @@ fn honest_calls_beyond_the_budget_wait_and_complete() {
 /// (no RPC header in the Send) gets `ERR_BADHEADER`.
 #[test]
 fn a_call_that_can_never_fit_is_refused() {
-    let mut pair = Pair::with(v1(MIB));
+    let mut pair = Pair::with(PairOptions::v1().server_memory(MIB));
     let data = Bytes::from(vec![1; 2 * MIB as usize]);
     pair.client
         .engine
@@ -253,7 +242,7 @@ fn a_shared_budget_is_shared_and_returned_when_a_connection_goes() {
     assert_eq!(shared.headroom(), MIB / 2);
     let opts = || PairOptions {
         server_budget: Some(shared.clone()),
-        ..v1(64 * MIB)
+        ..PairOptions::v1().server_memory(64 * MIB)
     };
     let mut hostile = Pair::with(opts());
     hostile.hold_sends(false, true);
@@ -320,18 +309,14 @@ fn a_shared_budget_is_shared_and_returned_when_a_connection_goes() {
 /// while a connection holds more than its limit it admits no new call.
 #[test]
 fn reply_data_in_flight_counts() {
-    let mut pair = Pair::with(v1(MIB));
+    let mut pair = Pair::with(PairOptions::v1().server_memory(MIB));
     // A first exchange gives the client its credits.
     pair.client
         .engine
         .send_call(pair.now, 9, write_call(9, Bytes::new()), small())
         .unwrap();
     pair.serve(|xid, _| reply(xid, None));
-    let hints = ReplyHints {
-        ddp_results: vec![2 << 20],
-        max_reply: Some((2 << 20) + 64),
-        reduce: true,
-    };
+    let hints = ReplyHints::with_ddp(&[2 << 20], (2 << 20) + 64);
     let mut pe = PayloadEncoder::new();
     let mut e = pe.encoder();
     for w in [1u32, 0, 2, 0x2000_0099, 1, 2, 0, 0, 0, 0] {
@@ -379,7 +364,7 @@ fn a_stalled_peer_is_cut_off_after_the_stall_timeout() {
     let shared = MemoryBudget::new(64 * MIB);
     let mut pair = Pair::with(PairOptions {
         server_budget: Some(shared.clone()),
-        ..v1(8 * MIB)
+        ..PairOptions::v1().server_memory(8 * MIB)
     });
     pair.hold_sends(false, true);
     inject_write(&mut pair, 5, MIB as u32);
@@ -406,12 +391,8 @@ fn a_stalled_peer_is_cut_off_after_the_stall_timeout() {
 /// chunk is refused by the client's RDMA layer.
 #[test]
 fn a_server_cannot_make_the_client_allocate_beyond_its_chunks() {
-    let mut pair = Pair::with(v1(64 * MIB));
-    let hints = ReplyHints {
-        ddp_results: vec![4096],
-        max_reply: Some(4096 + 64),
-        reduce: true,
-    };
+    let mut pair = Pair::with(PairOptions::v1().server_memory(64 * MIB));
+    let hints = ReplyHints::with_ddp(&[4096], 4096 + 64);
     let mut pe = PayloadEncoder::new();
     let mut e = pe.encoder();
     for w in [1u32, 0, 2, 0x2000_0099, 1, 2, 0, 0, 0, 0] {
@@ -449,12 +430,8 @@ fn a_server_cannot_make_the_client_allocate_beyond_its_chunks() {
 
     // A real reply larger than the chunk: the server's engine refuses to
     // send it (E4) and the client allocated nothing more.
-    let mut pair = Pair::with(v1(64 * MIB));
-    let hints = ReplyHints {
-        ddp_results: vec![4096],
-        max_reply: Some(4096 + 64),
-        reduce: true,
-    };
+    let mut pair = Pair::with(PairOptions::v1().server_memory(64 * MIB));
+    let hints = ReplyHints::with_ddp(&[4096], 4096 + 64);
     let mut pe = PayloadEncoder::new();
     let mut e = pe.encoder();
     for w in [2u32, 0, 2, 0x2000_0099, 1, 2, 0, 0, 0, 0] {

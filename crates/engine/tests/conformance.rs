@@ -5,7 +5,7 @@
 
 use bytes::{Bytes, BytesMut};
 use rpcrdma_engine::testing::{Pair, PairOptions};
-use rpcrdma_engine::{CallError, Event, MessageForm, ReplyHints, VersionPolicy};
+use rpcrdma_engine::{CallError, Event, MessageForm, ReplyHints};
 use rpcrdma_wire::ErrCode;
 use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder};
 
@@ -55,12 +55,6 @@ fn pattern(len: usize, seed: u8) -> Bytes {
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
         .collect::<Vec<u8>>()
         .into()
-}
-
-fn v1() -> PairOptions {
-    let mut o = PairOptions::default();
-    o.client.client_version = VersionPolicy::V1;
-    o
 }
 
 fn outcome(pair: &mut Pair, want: u32) -> Option<Event> {
@@ -152,7 +146,7 @@ fn take_call(pair: &mut Pair) -> Payload {
 /// accepted: the upper layer gets the 5 bytes, not GARBAGE_ARGS.
 #[test]
 fn item6_read_chunk_with_its_xdr_padding_is_accepted() {
-    let mut pair = Pair::with(v1());
+    let mut pair = Pair::with(PairOptions::v1());
     let (key, addr) = client_source(&pair, Bytes::from_static(b"hello\0\0\0"));
     // RDMA_MSG; Read list: one 8-byte segment at position 44 (after the
     // 40-byte call header and the opaque's length word 5).
@@ -178,7 +172,7 @@ fn item6_read_chunk_with_its_xdr_padding_is_accepted() {
 /// segments in list order.
 #[test]
 fn item6_read_list_out_of_position_order_is_accepted() {
-    let mut pair = Pair::with(v1());
+    let mut pair = Pair::with(PairOptions::v1());
     let (ka, aa) = client_source(&pair, Bytes::from_static(b"abcd"));
     let (kb, ab) = client_source(&pair, Bytes::from_static(b"efgh"));
     let (kc, ac) = client_source(&pair, Bytes::from_static(b"XYZ"));
@@ -221,7 +215,7 @@ fn item6_rdma_error_with_pad_bytes_still_ends_its_call() {
         ),
         (vec![1, 1, 1, 0], CallError::Version { low: 1, high: 1 }),
     ] {
-        let mut pair = Pair::with(v1());
+        let mut pair = Pair::with(PairOptions::v1());
         pair.client
             .engine
             .send_call(pair.now, 5, call(5, 0, &[], None), ReplyHints::default())
@@ -258,11 +252,7 @@ fn item4_version_two_without_private_data_uses_4096_both_ways() {
         o.client.transport_properties = props;
         o.server.transport_properties = props;
         let mut pair = Pair::with(o);
-        let hints = ReplyHints {
-            ddp_results: vec![],
-            max_reply: Some(3000),
-            reduce: true,
-        };
+        let hints = ReplyHints::at_most(3000);
         pair.client
             .engine
             .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
@@ -350,12 +340,8 @@ fn last_call_chunks(pair: &Pair) -> rpcrdma_wire::ChunkLists {
 /// the Reply chunk the requester must provide, RFC 8166 §5.3.3).
 #[test]
 fn item5_largest_reply_from_a_branch_without_the_ddp_item() {
-    let mut pair = Pair::with(v1());
-    let hints = ReplyHints {
-        ddp_results: vec![8192],
-        max_reply: Some(9000),
-        reduce: true,
-    };
+    let mut pair = Pair::with(PairOptions::v1());
+    let hints = ReplyHints::with_ddp(&[8192], 9000);
     pair.client
         .engine
         .send_call(pair.now, 1, call(1, 2, &[], None), hints.clone())
@@ -401,7 +387,7 @@ fn item5_largest_reply_from_a_branch_without_the_ddp_item() {
 /// reply comes back (through the Reply chunk) instead of `ERR_BADHEADER`.
 #[test]
 fn item5_no_maximum_means_the_largest_message() {
-    let mut pair = Pair::with(v1());
+    let mut pair = Pair::with(PairOptions::v1());
     pair.client
         .engine
         .send_call(pair.now, 1, call(1, 1, &[], None), ReplyHints::default())
@@ -467,9 +453,7 @@ fn last_accept_stat(pair: &Pair) -> (u32, u32) {
 /// are served, not answered SYSTEM_ERR.
 #[test]
 fn item2_unusable_calls_do_not_eat_the_grant() {
-    let mut o = v1();
-    o.server.credits_grant = 4;
-    let mut pair = Pair::with(o);
+    let mut pair = Pair::with(PairOptions::v1().grant(4));
     let hdr = |xid: u32| vec![xid, 1, 8, 0, 0, 0, 0];
     let bad: Vec<Vec<u32>> = vec![
         // RDMA_MSG carrying only the XID and CALL.
@@ -503,9 +487,7 @@ fn item2_unusable_calls_do_not_eat_the_grant() {
 /// and sends nothing.
 #[test]
 fn item2_the_upper_layer_retires_a_call_it_drops() {
-    let mut o = v1();
-    o.server.credits_grant = 1;
-    let mut pair = Pair::with(o);
+    let mut pair = Pair::with(PairOptions::v1().grant(1));
     for x in 0..3u32 {
         let xid = 200 + x;
         let mut m = vec![xid, 1, 8, 0, 0, 0, 0];
@@ -532,9 +514,7 @@ fn item2_the_upper_layer_retires_a_call_it_drops() {
 /// truncated call header `GARBAGE_ARGS`; none holds a credit.
 #[test]
 fn item2_long_calls_without_a_usable_rpc_call() {
-    let mut o = v1();
-    o.server.credits_grant = 2;
-    let mut pair = Pair::with(o);
+    let mut pair = Pair::with(PairOptions::v1().grant(2));
     let cases: [(u32, Vec<u32>, bool); 4] = [
         (300, vec![], false),
         (301, vec![301, 1, 0, 0, 0, 0], false),
@@ -600,12 +580,8 @@ fn item2_long_calls_without_a_usable_rpc_call() {
 #[test]
 fn item7_a_failed_invalidation_closes_the_connection() {
     use rpcrdma_engine::EngineError;
-    let mut pair = Pair::with(v1());
-    let hints = ReplyHints {
-        ddp_results: vec![4096],
-        max_reply: Some(4096 + 64),
-        reduce: true,
-    };
+    let mut pair = Pair::with(PairOptions::v1());
+    let hints = ReplyHints::with_ddp(&[4096], 4096 + 64);
     pair.client
         .engine
         .send_call(pair.now, 1, call(1, 2, &[], None), hints.clone())
@@ -642,7 +618,7 @@ fn item7_a_failed_invalidation_closes_the_connection() {
         .any(|e| matches!(e, Event::Fatal(EngineError::InvalidationFailed { .. }))));
 
     // The same for a call the upper layer releases early.
-    let mut pair = Pair::with(v1());
+    let mut pair = Pair::with(PairOptions::v1());
     pair.client
         .engine
         .send_call(pair.now, 2, call(2, 2, &[], None), hints)
@@ -678,15 +654,10 @@ fn reply_with_items(xid: u32, n: usize) -> Payload {
 /// §3.3.1, RFC 8167 §4.3.2).
 #[test]
 fn item3_receives_never_fall_below_the_grant() {
-    let mut o = v1();
-    o.server.credits_grant = 8;
+    let mut o = PairOptions::v1().grant(8);
     o.caps.send_depth = 4;
     let mut pair = Pair::with(o);
-    let hints = ReplyHints {
-        ddp_results: vec![1; 16],
-        max_reply: Some(2000),
-        reduce: true,
-    };
+    let hints = ReplyHints::with_ddp(&[1; 16], 2000);
     let total = 40u32;
     for x in 1..=total {
         pair.client

@@ -23,11 +23,7 @@ pub fn fuzz_pair(data: &[u8]) {
         e.put_u32(w);
     }
     e.put_opaque_ddp(Bytes::from(vec![0x5a; 5000]));
-    let hints = ReplyHints {
-        ddp_results: vec![8192],
-        max_reply: Some(9000),
-        reduce: true,
-    };
+    let hints = ReplyHints::with_ddp(&[8192], 9000);
     pair.client
         .engine
         .send_call(pair.now, 1, pe.finish(), hints)

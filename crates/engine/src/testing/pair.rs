@@ -91,6 +91,37 @@ impl Default for PairOptions {
     }
 }
 
+impl PairOptions {
+    /// Defaults, but the client speaks Version One only (no Version Two
+    /// probe, no optional features).
+    ///
+    /// ```
+    /// use rpcrdma_engine::testing::{Pair, PairOptions};
+    /// let pair = Pair::with(PairOptions::v1().grant(4));
+    /// assert_eq!(pair.server.engine.info().credits_we_grant, 4);
+    /// ```
+    pub fn v1() -> Self {
+        let mut o = Self::default();
+        o.client.client_version = crate::VersionPolicy::V1;
+        o
+    }
+
+    /// The server grants `credits`.
+    #[must_use]
+    pub fn grant(mut self, credits: u32) -> Self {
+        self.server.credits_grant = credits;
+        self
+    }
+
+    /// The server holds at most `bytes` for one connection
+    /// (`EngineConfig::max_memory`).
+    #[must_use]
+    pub fn server_memory(mut self, bytes: u64) -> Self {
+        self.server.max_memory = bytes;
+        self
+    }
+}
+
 impl Pair {
     /// Two connected engines with default configurations.
     pub fn new() -> Self {

@@ -595,6 +595,48 @@ fn remote_invalidation_only_when_both_set_r() {
 
 #[test]
 fn disconnect_at_every_step_leaks_nothing_and_completes_at_most_once() {
+    /// Runs the exchange, cutting the connection once `cut` work requests
+    /// have been executed (`None`: never). Returns the pair, whether the
+    /// server answered, and the steps taken.
+    fn run(name: &str, hints: &ReplyHints, c: &Payload, cut: Option<u64>) -> (Pair, bool, u64) {
+        let mut pair = Pair::new();
+        pair.client
+            .engine
+            .send_call(pair.now, 80, c.clone(), hints.clone())
+            .unwrap();
+        let mut replied = false;
+        while cut.is_none_or(|cut| pair.steps < cut) && pair.step() {
+            if let Some(Event::Call { token, xid, .. }) =
+                pair.server.take_event(|e| matches!(e, Event::Call { .. }))
+            {
+                let r = if name == "long" {
+                    reply(xid, &pattern(5000, 3), None)
+                } else {
+                    reply(xid, &[], Some(pattern(1 << 15, 4)))
+                };
+                pair.server.engine.send_reply(token, r).unwrap();
+                replied = true;
+            }
+        }
+        let steps = pair.steps;
+        if cut.is_some() {
+            pair.disconnect();
+        }
+        (pair, replied, steps)
+    }
+    let outcomes = |pair: &Pair| {
+        pair.client
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Reply { .. } | Event::CallFailed { .. }))
+            .count()
+    };
+    let got_reply = |pair: &Pair| {
+        pair.client
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Reply { xid: 80, .. }))
+    };
     for (name, hints, c) in [
         (
             "chunked",
@@ -607,35 +649,26 @@ fn disconnect_at_every_step_leaks_nothing_and_completes_at_most_once() {
             call(80, 1, &pattern(3000, 2), None),
         ),
     ] {
-        for cut in 0..40u64 {
-            let mut pair = Pair::new();
-            pair.client
-                .engine
-                .send_call(pair.now, 80, c.clone(), hints.clone())
-                .unwrap();
-            let mut replied = false;
-            while pair.steps < cut && pair.step() {
-                if let Some(Event::Call { token, xid, .. }) =
-                    pair.server.take_event(|e| matches!(e, Event::Call { .. }))
-                {
-                    let r = if name == "long" {
-                        reply(xid, &pattern(5000, 3), None)
-                    } else {
-                        reply(xid, &[], Some(pattern(1 << 15, 4)))
-                    };
-                    pair.server.engine.send_reply(token, r).unwrap();
-                    replied = true;
-                }
+        // The whole exchange, uncut: how many steps the cuts must cover.
+        let (pair, replied, total) = run(name, &hints, &c, None);
+        assert!(
+            replied && got_reply(&pair),
+            "{name}: the uncut exchange completes"
+        );
+        assert!(total > 4, "{name}: {total} steps");
+        for cut in 0..=total {
+            let (pair, replied, _) = run(name, &hints, &c, Some(cut));
+            let n = outcomes(&pair);
+            assert!(n <= 1, "{name} cut at {cut}: {n} outcomes");
+            // A reply can only have arrived if the server sent one.
+            assert!(replied || !got_reply(&pair), "{name} cut at {cut}");
+            if cut == total {
+                // The last cut comes after the whole exchange.
+                assert!(
+                    got_reply(&pair),
+                    "{name}: cut at {cut} (the end) lost the reply"
+                );
             }
-            let _ = replied;
-            pair.disconnect();
-            let outcomes = pair
-                .client
-                .events
-                .iter()
-                .filter(|e| matches!(e, Event::Reply { .. } | Event::CallFailed { .. }))
-                .count();
-            assert!(outcomes <= 1, "{name} cut at {cut}: {outcomes} outcomes");
             pair.assert_no_leaks();
         }
     }

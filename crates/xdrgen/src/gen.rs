@@ -627,14 +627,20 @@ impl Gen<'_> {
         self.w
             .open(&format!("impl ::core::clone::Clone for {name} {{"));
         self.w.open("fn clone(&self) -> Self {");
-        self.w.line(&format!(
-            "let copies = self.iter().map(|n| Self {{ {}{link}: ::core::option::Option::None }});",
+        let copy = |who: &str| -> String {
             data.iter()
-                .map(|f| format!("{0}: n.{0}.clone(), ", f.rust))
+                .map(|f| {
+                    if self.m.is_copy(&f.ty, &mut Vec::new()) {
+                        format!("{0}: {who}.{0}, ", f.rust)
+                    } else {
+                        format!("{0}: {who}.{0}.clone(), ", f.rust)
+                    }
+                })
                 .collect::<String>()
-        ));
-        self.w.line(&format!("match Self::link_list(copies) {{ ::core::option::Option::Some(h) => *h, ::core::option::Option::None => Self {{ {}{link}: ::core::option::Option::None }} }}",
-            data.iter().map(|f| format!("{0}: self.{0}.clone(), ", f.rust)).collect::<String>()));
+        };
+        let (cn, cs) = (copy("n"), copy("self"));
+        self.w.line(&format!("let copies = self.iter().map(|n| Self {{ {cn}{link}: ::core::option::Option::None }});"));
+        self.w.line(&format!("match Self::link_list(copies) {{ ::core::option::Option::Some(h) => *h, ::core::option::Option::None => Self {{ {cs}{link}: ::core::option::Option::None }} }}"));
         self.w.close("}");
         self.w.close("}");
         self.w.line("");
@@ -646,16 +652,16 @@ impl Gen<'_> {
         self.w.open("loop {");
         self.w.open("match (a.next(), b.next()) {");
         let cmp = if data.is_empty() {
-            "true".to_string()
+            "false".to_string()
         } else {
             data.iter()
-                .map(|f| format!("x.{0} == y.{0}", f.rust))
+                .map(|f| format!("x.{0} != y.{0}", f.rust))
                 .collect::<Vec<_>>()
-                .join(" && ")
+                .join(" || ")
         };
         self.w
             .open("(::core::option::Option::Some(x), ::core::option::Option::Some(y)) => {");
-        self.w.open(&format!("if !({cmp}) {{"));
+        self.w.open(&format!("if {cmp} {{"));
         self.w.line("return false;");
         self.w.close("}");
         self.w.close("}");
@@ -937,7 +943,9 @@ impl Gen<'_> {
     }
 
     fn union_decode_body(&mut self, t: &TypeItem, u: &Union, depth: bool) {
-        self.w.line("let offset = dec.position();");
+        if u.default.is_none() || matches!(u.discr, Ty::Named(_)) {
+            self.w.line("let offset = dec.position();");
+        }
         let get = match &u.discr {
             Ty::I32 | Ty::Named(_) => "dec.get_i32()?",
             Ty::U32 => "dec.get_u32()?",

@@ -9,6 +9,7 @@ pub(crate) mod probe;
 pub(crate) mod rdma_opts;
 pub(crate) mod rping;
 pub(crate) mod serve;
+pub(crate) mod xdrgen;
 
 use std::process::ExitCode;
 
@@ -24,5 +25,6 @@ pub(crate) fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Call(args) => call::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Xdrgen(args) => xdrgen::run(args),
     }
 }

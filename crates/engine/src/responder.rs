@@ -435,10 +435,9 @@ impl<P: ProtectionDomain> Engine<P> {
             for b in bufs.into_iter().flatten() {
                 self.budget.put_back(b);
             }
-            if conn_ok {
-                // Waiting for another connection to release memory.
-                self.mem_blocked = Some(self.budget.epoch());
-            }
+            // Waiting for another connection to release memory, or for
+            // this one's own calls (which wake it themselves).
+            self.mem_blocked = conn_ok.then(|| self.budget.epoch());
             if let Some(call) = self.incoming.get_mut(&token) {
                 if !call.waited {
                     call.waited = true;

@@ -7,9 +7,9 @@
 //! 1. the hostile clients never answer the server's RDMA Reads;
 //! 2. they answer every Read with the data, as fast as the server asks.
 //!
-//! Meanwhile an honest client (`rpcrdma call`, over the software iWARP
-//! provider) completes NULL, a verified 1 MiB READ and a verified 1 MiB
-//! WRITE. The server's memory must stay under its budget plus a fixed
+//! Meanwhile, in both phases, an honest client (`rpcrdma call`, over the
+//! software iWARP provider) completes NULL, a verified 1 MiB READ and a
+//! verified 1 MiB WRITE. The server's memory must stay under its budget plus a fixed
 //! overhead measured before the attack (`OVERHEAD`, see docs/engine.md).
 //! Without the budget, phase 1 alone makes the server reserve every Read
 //! sink the clients ask for (here 3 × 32 × 4 MiB = 384 MiB), and phase 2
@@ -337,6 +337,12 @@ fn serve_stays_within_its_memory_budget_under_hostile_read_chunks() {
     // Phase 2: the Reads are answered with data, as fast as asked.
     let rt = runtime();
     let sampler = Sampler::start(server.child.id());
+    // The honest client calls meanwhile.
+    let meanwhile = std::thread::spawn(move || {
+        honest(addr, "null", 0);
+        honest(addr, "write", 1 << 20);
+        honest(addr, "read", 1 << 20);
+    });
     let replies = rt.block_on(async {
         let mut tasks = Vec::new();
         for c in 0..HOSTILE_ANSWERING {
@@ -353,6 +359,7 @@ fn serve_stays_within_its_memory_budget_under_hostile_read_chunks() {
         }
         n
     });
+    meanwhile.join().expect("the honest client's calls complete");
     honest(addr, "write", 1 << 20);
     let (vsz2, rss2) = sampler.finish();
     drop(rt);

@@ -359,7 +359,9 @@ fn serve_stays_within_its_memory_budget_under_hostile_read_chunks() {
         }
         n
     });
-    meanwhile.join().expect("the honest client's calls complete");
+    meanwhile
+        .join()
+        .expect("the honest client's calls complete");
     honest(addr, "write", 1 << 20);
     let (vsz2, rss2) = sampler.finish();
     drop(rt);

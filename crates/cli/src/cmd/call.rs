@@ -132,13 +132,7 @@ async fn call(
         outcome = match &op {
             Op::Raw { prog, vers, proc_ } => c
                 .client
-                .call::<_, RawResults>(
-                    *prog,
-                    *vers,
-                    *proc_,
-                    &RawArgs(raw.clone()),
-                    &raw_hints,
-                )
+                .call::<_, RawResults>(*prog, *vers, *proc_, &RawArgs(raw.clone()), &raw_hints)
                 .await
                 .map(|r| {
                     format!(

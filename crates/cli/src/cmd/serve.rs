@@ -79,11 +79,20 @@ async fn serve(
     println!(
         "serving the demo program {PROGRAM:#x} v{VERSION} over RPC-over-RDMA (software iWARP) on {rdma_addr}"
     );
+    let per_connection = a.max_connection_memory.min(a.max_memory);
     println!(
         "memory for clients' calls: at most {} in all, {} per connection",
         show_size(a.max_memory),
-        show_size(a.max_connection_memory.min(a.max_memory))
+        show_size(per_connection)
     );
+    let largest = u64::from(cfg_max_message(&a));
+    if per_connection < largest {
+        eprintln!(
+            "note: calls whose Read chunks exceed {} (the per-connection memory) are refused with SYSTEM_ERR; the largest message is {}",
+            show_size(per_connection),
+            show_size(largest)
+        );
+    }
     let tcp_addr = match tcp {
         Some(t) => {
             let bound = server
@@ -189,11 +198,17 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     Ok(v)
 }
 
-/// A size for people: whole MiB or GiB when exact, else bytes.
+/// The largest message the server accepts through chunks.
+fn cfg_max_message(a: &ServeArgs) -> u32 {
+    a.rdma.server().max_message
+}
+
+/// A size for people: whole GiB, MiB or KiB when exact, else bytes.
 fn show_size(v: u64) -> String {
     match v {
         v if v >= 1 << 30 && v % (1 << 30) == 0 => format!("{} GiB", v >> 30),
         v if v >= 1 << 20 && v % (1 << 20) == 0 => format!("{} MiB", v >> 20),
+        v if v >= 1 << 10 && v % (1 << 10) == 0 => format!("{} KiB", v >> 10),
         v => format!("{v} bytes"),
     }
 }

@@ -44,7 +44,8 @@ impl FabricInner {
     }
 }
 
-/// An in-memory RDMA fabric shared by the protection domains of a [`Pair`].
+/// An in-memory RDMA fabric shared by the protection domains of a
+/// [`Pair`](super::Pair).
 #[derive(Debug, Clone)]
 pub struct Fabric {
     inner: Arc<Mutex<FabricInner>>,

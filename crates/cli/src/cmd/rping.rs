@@ -27,14 +27,11 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use bytes::{Bytes, BytesMut};
 use clap::{Args, ValueEnum};
-use rpcrdma_iwarp::conn::ConnError;
-use rpcrdma_softiwarp::{
-    Cq, Options, P2pMode, Pd, Qp, SetupError, SoftIwarp, DEFAULT_FIRST_FPDU_DELAY,
-};
+use rpcrdma_softiwarp::{Cq, Options, P2pMode, Pd, Qp, SoftIwarp, DEFAULT_FIRST_FPDU_DELAY};
 use rpcrdma_verbs::{
-    Access, CompletionQueue, ConnectError, ConnectRequest, Device, DisconnectReason, Listener,
-    MemoryRegion, ProtectionDomain, QpCaps, QpParams, QueuePair, RecvWr, SendWr, Sge, WcOpcode,
-    WcStatus, WorkCompletion,
+    Access, CompletionQueue, ConnectRequest, Device, DisconnectReason, Listener, MemoryRegion,
+    ProtectionDomain, QpCaps, QpParams, QueuePair, RecvWr, SendWr, Sge, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 
 /// rping's default port.
@@ -509,21 +506,6 @@ fn describe(qp: &Qp) -> String {
     }
 }
 
-fn retryable(e: &ConnectError) -> bool {
-    match e {
-        ConnectError::Io(io) => matches!(
-            io.kind(),
-            std::io::ErrorKind::ConnectionRefused
-                | std::io::ErrorKind::ConnectionReset
-                | std::io::ErrorKind::UnexpectedEof
-        ),
-        ConnectError::Protocol(p) => p
-            .downcast_ref::<SetupError>()
-            .is_some_and(|s| matches!(s.0, ConnError::PeerClosed | ConnError::Transport(_))),
-        _ => false,
-    }
-}
-
 // ------------------------------------------------------------------ client
 
 /// Connects to an rping server at `addr` and makes `s.count` pings
@@ -582,8 +564,8 @@ async fn connect(
     let mut attempts = 0u32;
     loop {
         attempts += 1;
-        let pd = dev.alloc_pd();
-        let cq = dev.create_cq(CQ_DEPTH);
+        let pd = dev.alloc_pd().expect("protection domain");
+        let cq = dev.create_cq(CQ_DEPTH).expect("completion queue");
         let params = QpParams {
             pd: &pd,
             send_cq: &cq,
@@ -599,7 +581,7 @@ async fn connect(
                 conn.post_recv()?;
                 return Ok(conn);
             }
-            Ok(Err(e)) if retryable(&e) && Instant::now() < deadline => {
+            Ok(Err(e)) if e.is_transient() && Instant::now() < deadline => {
                 tracing::debug!(error = %e, attempts, "server not ready; retrying");
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
@@ -705,7 +687,10 @@ pub(crate) async fn run_server(
     .context("waiting for a connection request failed")?;
     let peer = req.peer_addr();
     let info = req.info().clone();
-    let (pd, cq) = (dev.alloc_pd(), dev.create_cq(CQ_DEPTH));
+    let (pd, cq) = (
+        dev.alloc_pd().expect("protection domain"),
+        dev.create_cq(CQ_DEPTH).expect("completion queue"),
+    );
     let params = QpParams {
         pd: &pd,
         send_cq: &cq,
@@ -1086,7 +1071,10 @@ mod tests {
         let s = settings(1, 64, options);
         let lying_server = async {
             let req = l.accept().await.unwrap();
-            let (pd, cq) = (dev.alloc_pd(), dev.create_cq(CQ_DEPTH));
+            let (pd, cq) = (
+                dev.alloc_pd().expect("protection domain"),
+                dev.create_cq(CQ_DEPTH).expect("completion queue"),
+            );
             let params = QpParams {
                 pd: &pd,
                 send_cq: &cq,

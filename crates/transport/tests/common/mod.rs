@@ -18,7 +18,9 @@ use rpcrdma_softiwarp::{Cq, Mr, Options, Pd, Qp, Request, SoftIwarp, SoftListene
 use rpcrdma_testkit::mpa::{fpdu_spans, fpdu_ulpdu, DdpSegment, StartFrame};
 use rpcrdma_testkit::relay::{Direction, Recorded, Relay};
 use rpcrdma_transport::{serve_rdma, ListenConfig, RdmaConnector, RdmaService, RdmaTransport};
-use rpcrdma_verbs::{ConnectError, ConnectRequest, Device, Listener, QpCaps, QpParams};
+use rpcrdma_verbs::{
+    ConnectError, ConnectRequest, Device, Listener, QpCaps, QpParams, ResourceError,
+};
 use rpcrdma_wire::VersionRange;
 
 /// Generous bound for anything that should happen "soon": it only fails a
@@ -60,13 +62,13 @@ impl Device for CountingDevice {
     type Request = CountingRequest;
     type Options = Options;
 
-    fn alloc_pd(&self) -> Pd {
-        let pd = self.inner.alloc_pd();
+    fn alloc_pd(&self) -> Result<Pd, ResourceError> {
+        let pd = self.inner.alloc_pd()?;
         self.pds.lock().unwrap().push(pd.clone());
-        pd
+        Ok(pd)
     }
 
-    fn create_cq(&self, capacity: usize) -> Cq {
+    fn create_cq(&self, capacity: usize) -> Result<Cq, ResourceError> {
         self.inner.create_cq(capacity)
     }
 

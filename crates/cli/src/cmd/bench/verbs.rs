@@ -158,7 +158,11 @@ async fn server_side(crc: bool, to_a: std_mpsc::Sender<Ctl>) -> anyhow::Result<S
     let dev = SoftIwarp::new();
     let l = dev.listen("127.0.0.1:0".parse()?, options(crc)).await?;
     to_a.send(Ctl::Addr(l.local_addr()))?;
-    let (pd, scq, rcq) = (dev.alloc_pd(), dev.create_cq(1024), dev.create_cq(1024));
+    let (pd, scq, rcq) = (
+        dev.alloc_pd().expect("protection domain"),
+        dev.create_cq(1024).expect("completion queue"),
+        dev.create_cq(1024).expect("completion queue"),
+    );
     let req = l.accept().await?;
     let qp = req
         .accept(
@@ -177,7 +181,11 @@ async fn server_side(crc: bool, to_a: std_mpsc::Sender<Ctl>) -> anyhow::Result<S
 
 async fn client_side(crc: bool, addr: SocketAddr) -> anyhow::Result<Side> {
     let dev = SoftIwarp::new();
-    let (pd, scq, rcq) = (dev.alloc_pd(), dev.create_cq(1024), dev.create_cq(1024));
+    let (pd, scq, rcq) = (
+        dev.alloc_pd().expect("protection domain"),
+        dev.create_cq(1024).expect("completion queue"),
+        dev.create_cq(1024).expect("completion queue"),
+    );
     let (qp, _) = dev
         .connect(
             addr,

@@ -600,11 +600,22 @@ impl Qp {
 impl rpcrdma_verbs::QueuePair for Qp {
     fn post_send(&self, wr: SendWr) -> Result<(), PostError> {
         let s = &*self.shared;
+        let depth = s.caps.lock().unwrap_or_else(|p| p.into_inner()).send_depth;
+        if s.lock().sq.len() >= depth as usize {
+            // Requests the caller did not signal complete only at the
+            // device: reap them (lock order: queue, then queue pair).
+            let mut cq = s.send_cq.lock();
+            s.send_cq.drain_device(&mut cq);
+            let any = !cq.ready.is_empty();
+            drop(cq);
+            if any {
+                s.send_cq.wake();
+            }
+        }
         let mut st = s.lock();
         if st.closed {
             return Err(PostError::NotConnected { state: "closed" });
         }
-        let depth = s.caps.lock().unwrap_or_else(|p| p.into_inner()).send_depth;
         if st.sq.len() >= depth as usize {
             return Err(PostError::QueueFull {
                 queue: "send",

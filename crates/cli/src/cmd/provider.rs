@@ -61,6 +61,7 @@ pub(crate) struct ProviderParams {
     pub(crate) softiwarp: rpcrdma_softiwarp::Options,
     /// The largest message the command expects to receive (the rdma-core
     /// provider's receive slot size).
+    #[cfg_attr(not(feature = "rdma-core"), allow(dead_code))]
     pub(crate) recv_size: usize,
 }
 
@@ -72,6 +73,37 @@ pub(crate) struct Setup<D: Device> {
     pub(crate) label: String,
     /// Describes a connected queue pair (negotiated parameters).
     pub(crate) describe_qp: fn(&D::Qp) -> String,
+    /// Describes an incoming connection request.
+    pub(crate) describe_request: fn(&D::Request) -> String,
+}
+
+/// The software iWARP provider's setup with `options`.
+pub(crate) fn softiwarp_setup(options: rpcrdma_softiwarp::Options) -> Setup<SoftIwarp> {
+    Setup {
+        options,
+        label: "software iWARP".into(),
+        describe_qp: describe_soft,
+        describe_request: describe_soft_request,
+    }
+}
+
+fn describe_soft_request(req: &rpcrdma_softiwarp::Request) -> String {
+    let info = req.info();
+    format!(
+        "MPA request revision {}{}{}, {} octets of private data",
+        info.revision,
+        if info.crc { ", CRC" } else { "" },
+        match info.ird_ord {
+            Some(w) => format!(
+                ", IRD {} ORD {}{}",
+                w.ird,
+                w.ord,
+                if w.peer_to_peer { ", peer-to-peer" } else { "" }
+            ),
+            None => String::new(),
+        },
+        info.private_data.len(),
+    )
 }
 
 /// A command's work, for any provider.
@@ -123,12 +155,8 @@ impl ProviderOpts {
                 if self.poll_cq {
                     bail!("--poll-cq needs --provider rdma-core");
                 }
-                let setup = Setup {
-                    options: params.softiwarp,
-                    label: "software iWARP".into(),
-                    describe_qp: describe_soft,
-                };
-                job.run(SoftIwarp::new(), setup).await
+                job.run(SoftIwarp::new(), softiwarp_setup(params.softiwarp))
+                    .await
             }
             ProviderKind::RdmaCore => self.run_rdmacore(params, job).await,
         }
@@ -166,6 +194,7 @@ impl ProviderOpts {
                 dev.info().limits.transport.name()
             ),
             describe_qp: describe_rdmacore,
+            describe_request: describe_rdmacore_request,
         };
         job.run(dev, setup).await
     }
@@ -195,6 +224,16 @@ fn describe_rdmacore(qp: &rpcrdma_rdmacore::Qp) -> String {
         c.recv_depth,
         qp.max_send_sge(),
         qp.max_inline()
+    )
+}
+
+#[cfg(feature = "rdma-core")]
+fn describe_rdmacore_request(req: &rpcrdma_rdmacore::Request) -> String {
+    use rpcrdma_verbs::ConnectRequest;
+    let (ird, ord) = req.ird_ord().unwrap_or((0, 0));
+    format!(
+        "RDMA-CM request, IRD {ird} ORD {ord}, {} octets of private data",
+        req.private_data().len()
     )
 }
 

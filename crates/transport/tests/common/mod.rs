@@ -34,11 +34,21 @@ pub const PATIENCE: Duration = Duration::from_secs(30);
 pub struct CountingDevice {
     inner: SoftIwarp,
     pds: Arc<Mutex<Vec<Pd>>>,
+    no_remote_invalidation: bool,
 }
 
 impl CountingDevice {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A device that says its regions cannot be invalidated remotely (as
+    /// the rdma-core provider does).
+    pub fn without_remote_invalidation() -> Self {
+        CountingDevice {
+            no_remote_invalidation: true,
+            ..Self::default()
+        }
     }
 
     /// Regions registered in every protection domain of this device.
@@ -61,6 +71,10 @@ impl Device for CountingDevice {
     type Listener = CountingListener;
     type Request = CountingRequest;
     type Options = Options;
+
+    fn remote_invalidation(&self) -> bool {
+        !self.no_remote_invalidation
+    }
 
     fn alloc_pd(&self) -> Result<Pd, ResourceError> {
         let pd = self.inner.alloc_pd()?;

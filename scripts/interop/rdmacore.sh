@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# rdmacore.sh - the rdma-core provider (`--provider rdma-core`) on the Linux
+# kernel's soft RDMA devices in the QEMU guest of ../shared/interop
+# (issue 10, item 3). Two guest boots, `run-guest.sh exec` running
+# rdmacore-guest.sh with our binary (built with the rdma-core feature):
+#
+#   rxe (RoCE v2, inside the guest):
+#     - rpcrdma demo --provider rdma-core: all 8 operations verified;
+#     - rpcrdma serve and rpcrdma call as two processes (NULL, ECHO, READ and
+#       WRITE of 1 MiB, 20 READs, probe);
+#     - our client against the kernel nfsd of the same guest: NFSv3 NULL
+#       with Version One, NFSv3 and NFSv4 NULL with our Version Two probe
+#       drawing ERR_VERS and the Version One fallback, probe (text, JSON);
+#     - perftest (ib_write_bw, ib_read_bw, ib_send_lat) beside
+#       `rpcrdma bench verbs --provider rdma-core` on rxe0 in the same boot,
+#       reported as ratios (the guest is emulated: only ratios mean anything;
+#       the check is that both produced figures, never their values).
+#   siw (iWARP): our rdma-core provider in the guest against our software
+#     iWARP provider on the host, both directions:
+#     - guest -> host: rdma-core `call`/`probe`/`rping -c` against the host's
+#       softiwarp `serve` and `rping -s`;
+#     - host -> guest: the host's softiwarp `call`/`probe`/`rping -c` against
+#       the guest's rdma-core `serve` and `rping -s`;
+#     - the kernel nfsd checks above, over siw0.
+#
+# Usage: scripts/interop/rdmacore.sh   (root or sudo for apt on the first
+#                                       run; Debian 12 x86_64)
+# Environment: IOP_RDMACORE_PORT (default 20149; the script uses it and the
+# four ports above it on 127.0.0.1), RPCRDMA_RDMACORE_BIN (a binary built
+# with `--features rdma-core`; default: build one), and common.sh's.
+# Exit status 0 only if every check passed. About 4 minutes under TCG once
+# the guest is built.
+set -uo pipefail
+IOP_NAME=rdmacore
+# shellcheck source=common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+PORT=${IOP_RDMACORE_PORT:-20149}
+P1=$((PORT + 1)) P3=$((PORT + 3)) P4=$((PORT + 4))
+GUEST_SCRIPT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/rdmacore-guest.sh
+
+iop_setup_work
+echo "== $IOP_NAME: the rdma-core provider on rxe and siw in the QEMU guest (logs: $IOP_WORK)"
+
+# The binary: built with the rdma-core feature (needs libibverbs-dev and
+# librdmacm-dev), stripped so the guest's initramfs stays small.
+build_rdmacore() {
+    local bin=${RPCRDMA_RDMACORE_BIN:-}
+    if [ -z "$bin" ]; then
+        if [ ! -e /usr/include/infiniband/verbs.h ] || [ ! -e /usr/include/rdma/rdma_cma.h ]; then
+            iop_need ibv_devices ibverbs-utils >/dev/null 2>&1 || true
+            local sudo=
+            [ "$(id -u)" = 0 ] || sudo=sudo
+            iop_log "installing libibverbs-dev librdmacm-dev with apt-get"
+            $sudo apt-get update -qq >&2 &&
+                $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libibverbs-dev librdmacm-dev >&2 ||
+                return 1
+        fi
+        iop_log "building rpcrdma with the rdma-core feature"
+        (cd "$IOP_ROOT" && cargo build -q -p rpcrdma-cli --bin rpcrdma --features rdma-core) || return 1
+        local target=${CARGO_TARGET_DIR:-$IOP_ROOT/target}
+        case "$target" in /*) ;; *) target=$IOP_ROOT/$target ;; esac
+        bin=$target/debug/rpcrdma
+    fi
+    [ -x "$bin" ] || { iop_log "no rpcrdma binary at $bin"; return 1; }
+    ldd "$bin" | grep -q libibverbs || { iop_log "$bin was built without the rdma-core feature"; return 1; }
+    BIN=$IOP_WORK/bin/rpcrdma
+    mkdir -p "$IOP_WORK/bin"
+    strip -o "$BIN" "$bin" 2>/dev/null || cp "$bin" "$BIN"
+}
+
+build_rdmacore || { iop_result "build rpcrdma --features rdma-core" 1; iop_summary; exit 1; }
+iop_prepare_guest || { iop_result "prepare the guest" 1; iop_summary; exit 1; }
+
+# checks_from NAME: the guest's INTEROP-CHECK lines as results.
+checks_from() {
+    local log=$IOP_WORK/$1.log n=0 rc name
+    while read -r rc name; do
+        iop_result "$name" "$rc"
+        n=$((n + 1))
+    done < <(sed -n 's/\r$//; s/^INTEROP-CHECK \([0-9]*\) \(.*\)$/\1 \2/p' "$log")
+    [ "$n" -gt 0 ] || iop_result "$1: the guest reported no checks" 1 "see $log"
+}
+
+# ---------------------------------------------------------------- rxe
+iop_log "rxe: booting the guest (demo, serve/call, nfsd, perftest + bench verbs)"
+iop_guest_start rxe exec --rdma rxe --port "$PORT" --add "$BIN" --script "$GUEST_SCRIPT" \
+    --out "$IOP_WORK/rxe-out" --timeout 900
+iop_guest_finish rxe 960
+rc=$?
+grep -q '^INTEROP-EXEC-RC 0' "$IOP_WORK/rxe.log"
+iop_result "rxe: guest script ran to the end" $? "run-guest.sh exit $rc"
+checks_from rxe
+
+# Ratios against perftest, from the same boot.
+python3 - "$IOP_WORK/rxe-out" "$IOP_WORK/bench-ratios.json" <<'PY'
+import json, math, sys, os
+d, dest = sys.argv[1], sys.argv[2]
+
+def perftest(name, col):
+    # The result line starts with the message size; col is the column.
+    try:
+        for line in open(os.path.join(d, name)):
+            f = line.split()
+            if len(f) > col and f[0] in ("1048576", "64") and f[1].isdigit():
+                return float(f[col])
+    except OSError:
+        pass
+    return math.nan
+
+w = perftest("pt-write.txt", 3)   # BW average [MB/sec] (MiB/s)
+r = perftest("pt-read.txt", 3)
+lat = perftest("pt-lat.txt", 5)   # t_avg [usec], one way (half a round trip)
+try:
+    b = json.load(open(os.path.join(d, "bench.json")))
+except (OSError, ValueError):
+    b = {}
+ow = b.get("write_1mib_mib_per_s") or math.nan
+orr = b.get("read_1mib_mib_per_s") or math.nan
+ortt = b.get("send64_pingpong_rtt_us") or math.nan
+ratios = {
+    "write_1mib_vs_ib_write_bw": ow / w if w else math.nan,
+    "read_1mib_vs_ib_read_bw": orr / r if r else math.nan,
+    "send64_rtt_vs_ib_send_lat_rtt": ortt / (2 * lat) if lat else math.nan,
+}
+out = {
+    "device": "rxe0 (RoCE v2, QEMU TCG guest)",
+    "perftest": {"ib_write_bw_mib_per_s": w, "ib_read_bw_mib_per_s": r, "ib_send_lat_t_avg_us": lat},
+    "rpcrdma_bench_verbs": {"write_1mib_mib_per_s": ow, "read_1mib_mib_per_s": orr, "send64_pingpong_rtt_us": ortt},
+    "ratios": ratios,
+    "note": "ours / perftest in the same boot; ib_send_lat reports half a round trip, so it is doubled",
+}
+json.dump(out, open(dest, "w"), indent=1, default=str)
+print("    | perftest on rxe0: ib_write_bw %.1f MiB/s, ib_read_bw %.1f MiB/s, ib_send_lat %.1f us (one way)" % (w, r, lat))
+print("    | rpcrdma bench verbs: RDMA Write 1 MiB %.1f MiB/s, RDMA Read 1 MiB %.1f MiB/s, Send/Recv 64 B RTT %.1f us" % (ow, orr, ortt))
+for k, v in ratios.items():
+    print("    | ratio %-32s %.3f" % (k, v))
+ok = all(math.isfinite(x) and x > 0 for x in (w, r, lat, ow, orr, ortt))
+sys.exit(0 if ok else 1)
+PY
+iop_result "rxe: perftest and bench verbs figures from the same boot, as ratios" $? \
+    "$(python3 -c 'import json,sys; print(", ".join("%s %.3f" % kv for kv in json.load(open(sys.argv[1]))["ratios"].items()))' "$IOP_WORK/bench-ratios.json" 2>/dev/null)"
+
+# ---------------------------------------------------------------- siw
+iop_log "siw: host software iWARP serve on 127.0.0.1:$PORT and rping -s on :$P3"
+timeout 900 "$BIN" serve --listen "127.0.0.1:$PORT" --duration 880 >"$IOP_WORK/host-serve.txt" 2>&1 &
+IOP_PIDS+=("$!")
+timeout 900 "$BIN" rping -s -a 127.0.0.1 -p "$P3" -C 3 -S 64 -v --accept-timeout 880 --timeout 60 \
+    >"$IOP_WORK/host-rping-server.txt" 2>&1 &
+RPING_S=$!
+IOP_PIDS+=("$RPING_S")
+iop_log "siw: booting the guest (both directions, nfsd)"
+iop_guest_start siw exec --rdma siw --port "$PORT" --fwd "$P3" --hostfwd "$P1" --hostfwd "$P4" \
+    --add "$BIN" --script "$GUEST_SCRIPT" --out "$IOP_WORK/siw-out" --timeout 900
+if iop_guest_wait_line siw '^INTEROP-GUEST-SERVE-READY' 600; then
+    G=127.0.0.1:$P1
+    host_check() {
+        local name=$1 re=$2 out
+        shift 2
+        out=$IOP_WORK/host-$(echo "$name" | tr -c 'a-zA-Z0-9\n' '-').txt
+        timeout 120 "$BIN" "$@" >"$out" 2>&1
+        local rc=$?
+        sed 's/^/    | /' "$out"
+        if [ "$rc" = 0 ] && grep -qE "$re" "$out"; then iop_result "$name" 0; else iop_result "$name" 1 "exit $rc; see $out"; fi
+    }
+    host_check "siw: host -> guest: NULL" 'NULL ok' call "$G" demo null
+    host_check "siw: host -> guest: ECHO 1 KiB" 'ECHO of 1024 bytes verified' call "$G" demo echo
+    host_check "siw: host -> guest: READ 1 MiB (Write chunk)" 'READ of 1048576 bytes verified' \
+        call "$G" demo read --size 1048576
+    host_check "siw: host -> guest: WRITE 1 MiB (Read chunk)" 'WRITE of 1048576 bytes verified' \
+        call "$G" demo write --size 1048576
+    host_check "siw: host -> guest: probe (the guest's R = 0)" 'RFC 8797: .*remote invalidation no' \
+        probe "$G" --prog 0x2052444d --vers 1
+    host_check "siw: host -> guest: rping -c (software iWARP) vs rping -s (rdma-core)" 'rping client: PASS' \
+        rping -c -a 127.0.0.1 -p "$P4" -C 3 -S 64 -v --connect-wait 60 --timeout 30
+else
+    iop_result "siw: the guest's rdma-core server came up" 1 "see $IOP_WORK/siw.log"
+fi
+iop_guest_finish siw 600
+rc=$?
+grep -q '^INTEROP-EXEC-RC 0' "$IOP_WORK/siw.log"
+iop_result "siw: guest script ran to the end" $? "run-guest.sh exit $rc"
+checks_from siw
+iop_wait_pid "$RPING_S" 20
+iop_result "siw: guest -> host: the host's rping -s served the rdma-core client" $? \
+    "$(tail -1 "$IOP_WORK/host-rping-server.txt")"
+
+iop_summary

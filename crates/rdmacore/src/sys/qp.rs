@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use rpcrdma_verbs::{
     Access, ConnectError, DisconnectReason, PostError, QpCaps, QpParams, QueuePair as _, RecvWr,
     SendOp, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion,
@@ -794,11 +794,4 @@ impl Qp {
             s.recv_cq.wake();
         }
     }
-}
-
-#[allow(dead_code)]
-fn _assert_send_sync() {
-    fn is<T: Send + Sync>() {}
-    is::<Qp>();
-    is::<BytesMut>();
 }

@@ -40,6 +40,7 @@ enum Command {
     /// Benchmarks: RPC-over-RDMA vs ONC RPC/TCP vs raw TCP (default), or
     /// `bench verbs`: a verbs provider against raw TCP.
     Bench(cmd::bench::BenchArgs),
+    Xdrgen(cmd::xdrgen::XdrgenArgs),
 }
 
 fn init_logging(filter: Option<&str>) {

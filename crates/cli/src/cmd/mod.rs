@@ -10,6 +10,7 @@ pub(crate) mod provider;
 pub(crate) mod rdma_opts;
 pub(crate) mod rping;
 pub(crate) mod serve;
+pub(crate) mod xdrgen;
 
 use std::process::ExitCode;
 
@@ -25,5 +26,6 @@ pub(crate) fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Call(args) => call::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Xdrgen(args) => xdrgen::run(args),
     }
 }

@@ -35,11 +35,16 @@ async fn pair(server_dev: CountingDevice, client_dev: CountingDevice) -> (bool, 
     assert!(client_engine.remote_invalidate);
     let connector = RdmaConnector::new(client_dev, svc.local_addr(), client_engine).caps(caps());
     let handle = connector.handle();
-    let client = bounded("connect", Client::connect(connector, ClientConfig::default()))
-        .await
-        .expect("connect");
+    let client = bounded(
+        "connect",
+        Client::connect(connector, ClientConfig::default()),
+    )
+    .await
+    .expect("connect");
     let demo = DemoClient::new(client.clone());
-    bounded("read", demo.read_verified(1, 64 * 1024)).await.expect("read");
+    bounded("read", demo.read_verified(1, 64 * 1024))
+        .await
+        .expect("read");
     let t = handle.transport().expect("connected");
     let info = t.info();
     let peer_r = info
@@ -70,12 +75,20 @@ async fn r_bit_follows_the_device() {
     );
     // The client's device cannot: it sends R = 0; nobody uses it.
     assert_eq!(
-        pair(CountingDevice::new(), CountingDevice::without_remote_invalidation()).await,
+        pair(
+            CountingDevice::new(),
+            CountingDevice::without_remote_invalidation()
+        )
+        .await,
         (false, true, true, false)
     );
     // The server's device cannot: it sends R = 0.
     assert_eq!(
-        pair(CountingDevice::without_remote_invalidation(), CountingDevice::new()).await,
+        pair(
+            CountingDevice::without_remote_invalidation(),
+            CountingDevice::new()
+        )
+        .await,
         (true, false, false, false)
     );
 }

@@ -9,6 +9,8 @@
 # Every check prints "INTEROP-CHECK <rc> <name>" (rc 0: passed); the host
 # turns those lines into PASS/FAIL. Results and outputs go to out/.
 #
+# both: verbs tour              every verbs operation over the device's loopback
+#                             (crates/rdmacore/examples/verbs_tour.rs)
 # rxe (RoCE v2, all inside the guest):
 #   demo                      rpcrdma demo over rxe0, every operation verified
 #   serve/call                rpcrdma serve and rpcrdma call as two processes
@@ -111,6 +113,9 @@ nfsd_checks() {
         echo "INTEROP-CHECK 1 $RDMA: nfsd: probe --json (exit $rc)"
     fi
 }
+
+check "verbs tour: Send, RDMA Write (4 gather paths), RDMA Read, Send with Invalidate" \
+    'verbs tour: PASS' ./verbs_tour $DEV $ME
 
 if [ "$RDMA" = rxe ]; then
     check "demo: every operation verified byte for byte" 'all 8 operations verified byte for byte' \

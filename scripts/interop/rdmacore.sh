@@ -4,6 +4,9 @@
 # (issue 10, item 3). Two guest boots, `run-guest.sh exec` running
 # rdmacore-guest.sh with our binary (built with the rdma-core feature):
 #
+#   both: the verbs tour (crates/rdmacore/examples/verbs_tour.rs): Send,
+#     RDMA Write through every gather path, RDMA Read, Send with Invalidate,
+#     each checked, over the device's loopback;
 #   rxe (RoCE v2, inside the guest):
 #     - rpcrdma demo --provider rdma-core: all 8 operations verified;
 #     - rpcrdma serve and rpcrdma call as two processes (NULL, ECHO, READ and
@@ -57,15 +60,24 @@ build_rdmacore() {
         fi
         iop_log "building rpcrdma with the rdma-core feature"
         (cd "$IOP_ROOT" && cargo build -q -p rpcrdma-cli --bin rpcrdma --features rdma-core) || return 1
-        local target=${CARGO_TARGET_DIR:-$IOP_ROOT/target}
-        case "$target" in /*) ;; *) target=$IOP_ROOT/$target ;; esac
-        bin=$target/debug/rpcrdma
+        bin=$(target_dir)/debug/rpcrdma
     fi
     [ -x "$bin" ] || { iop_log "no rpcrdma binary at $bin"; return 1; }
     ldd "$bin" | grep -q libibverbs || { iop_log "$bin was built without the rdma-core feature"; return 1; }
     BIN=$IOP_WORK/bin/rpcrdma
     mkdir -p "$IOP_WORK/bin"
     strip -o "$BIN" "$bin" 2>/dev/null || cp "$bin" "$BIN"
+    iop_log "building the verbs tour example"
+    (cd "$IOP_ROOT" && cargo build -q -p rpcrdma-rdmacore --features rdma-core --example verbs_tour) || return 1
+    TOUR=$IOP_WORK/bin/verbs_tour
+    strip -o "$TOUR" "$(target_dir)/debug/examples/verbs_tour" 2>/dev/null ||
+        cp "$(target_dir)/debug/examples/verbs_tour" "$TOUR"
+}
+
+target_dir() {
+    local target=${CARGO_TARGET_DIR:-$IOP_ROOT/target}
+    case "$target" in /*) ;; *) target=$IOP_ROOT/$target ;; esac
+    echo "$target"
 }
 
 build_rdmacore || { iop_result "build rpcrdma --features rdma-core" 1; iop_summary; exit 1; }
@@ -83,7 +95,7 @@ checks_from() {
 
 # ---------------------------------------------------------------- rxe
 iop_log "rxe: booting the guest (demo, serve/call, nfsd, perftest + bench verbs)"
-iop_guest_start rxe exec --rdma rxe --port "$PORT" --add "$BIN" --script "$GUEST_SCRIPT" \
+iop_guest_start rxe exec --rdma rxe --port "$PORT" --add "$BIN" --add "$TOUR" --script "$GUEST_SCRIPT" \
     --out "$IOP_WORK/rxe-out" --timeout 900
 iop_guest_finish rxe 960
 rc=$?
@@ -174,7 +186,7 @@ RPING_S=$!
 IOP_PIDS+=("$RPING_S")
 iop_log "siw: booting the guest (both directions, nfsd)"
 iop_guest_start siw exec --rdma siw --port "$PORT" --fwd "$P3" --hostfwd "$P1" --hostfwd "$P4" \
-    --add "$BIN" --script "$GUEST_SCRIPT" --out "$IOP_WORK/siw-out" --timeout 900
+    --add "$BIN" --add "$TOUR" --script "$GUEST_SCRIPT" --out "$IOP_WORK/siw-out" --timeout 900
 if iop_guest_wait_line siw '^INTEROP-GUEST-SERVE-READY' 600; then
     G=127.0.0.1:$P1
     host_check() {

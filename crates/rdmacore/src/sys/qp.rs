@@ -689,10 +689,14 @@ impl rpcrdma_verbs::QueuePair for Qp {
         // `holds` until the completion.
         let rc = unsafe { ffi::rs_post_send(s.qp, &d, sges.as_ptr()) };
         if rc != 0 {
+            tracing::debug!(rc, op = d.op, "ibv_post_send refused a work request");
             return Err(match -rc {
                 libc::ENOMEM => PostError::QueueFull {
                     queue: "send",
                     depth,
+                },
+                libc::EINVAL | libc::EOPNOTSUPP => PostError::Invalid {
+                    reason: "the device does not support this operation or its parameters (ibv_post_send: EINVAL)",
                 },
                 _ => PostError::Invalid {
                     reason: "the device refused the work request (ibv_post_send)",

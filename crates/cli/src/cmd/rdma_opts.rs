@@ -127,3 +127,53 @@ impl RdmaOpts {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cmd::provider::ProviderKind;
+
+    #[derive(Debug, Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        rdma: RdmaOpts,
+    }
+
+    fn parse(args: &[&str]) -> RdmaOpts {
+        Cmd::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
+            .unwrap()
+            .rdma
+    }
+
+    #[test]
+    fn provider_options_are_shared_and_checked() {
+        let o = parse(&[
+            "--provider",
+            "rdma-core",
+            "--device",
+            "rxe0",
+            "--inline",
+            "4096",
+        ]);
+        assert_eq!(o.provider.provider, ProviderKind::RdmaCore);
+        assert_eq!(o.provider.device.as_deref(), Some("rxe0"));
+        assert!(o.check().is_ok());
+        // Receive slots of the inline threshold (the largest Send a peer
+        // may make).
+        assert_eq!(o.params().recv_size, 4096);
+        for bad in [
+            &["--provider", "rdma-core", "--crc"][..],
+            &["--provider", "rdma-core", "--mpa-revision", "1"],
+        ] {
+            let e = parse(bad).check().unwrap_err().to_string();
+            assert!(e.contains("software iWARP options"), "{e}");
+        }
+        let o = parse(&["--crc", "--mpa-revision", "1"]);
+        assert_eq!(o.provider.provider, ProviderKind::Softiwarp);
+        assert!(o.check().is_ok());
+        assert!(o.params().softiwarp.crc);
+        assert_eq!(o.params().softiwarp.revision, 1);
+    }
+}

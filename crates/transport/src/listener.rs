@@ -146,9 +146,12 @@ async fn accept_one<D: Device>(
 ) -> Result<RdmaTransport<D>, RdmaError> {
     let peer = req.peer_addr();
     let peer_private = req.private_data().clone();
-    let pd = device.alloc_pd();
-    let cq = device.create_cq((config.caps.send_depth + config.caps.recv_depth) as usize + 16);
-    let ours = Bytes::copy_from_slice(&config.engine.private_data().to_bytes());
+    // R = 1 only where the device's regions can be invalidated remotely.
+    let mut engine_config = config.engine.clone();
+    engine_config.remote_invalidate &= device.remote_invalidation();
+    let pd = device.alloc_pd()?;
+    let cq = device.create_cq((config.caps.send_depth + config.caps.recv_depth) as usize + 16)?;
+    let ours = Bytes::copy_from_slice(&engine_config.private_data().to_bytes());
     let params = QpParams {
         pd: &pd,
         send_cq: &cq,
@@ -164,7 +167,7 @@ async fn accept_one<D: Device>(
             source,
         })?;
     let engine = Engine::with_budget(
-        config.engine.clone(),
+        engine_config,
         pd,
         qp.caps(),
         Some(&peer_private),

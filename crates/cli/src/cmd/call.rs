@@ -160,8 +160,8 @@ async fn call(
                     None => "RPC-over-RDMA".into(),
                 };
                 format!(
-                    "{v}, inline {}/{} B, {} credits",
-                    info.thresholds.send, info.thresholds.recv, info.credits_granted
+                    "{v}, inline {}/{} B, {} credits, {}",
+                    info.thresholds.send, info.thresholds.recv, info.credits_granted, c.provider
                 )
             }
             None => "RPC-over-RDMA".into(),

@@ -6,6 +6,7 @@ pub(crate) mod connect;
 pub(crate) mod decode;
 pub(crate) mod demo;
 pub(crate) mod probe;
+pub(crate) mod provider;
 pub(crate) mod rdma_opts;
 pub(crate) mod rping;
 pub(crate) mod serve;

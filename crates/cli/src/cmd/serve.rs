@@ -9,16 +9,18 @@ use clap::Args;
 use rpcrdma_demoprog::{serve_demo, PROGRAM, VERSION};
 use rpcrdma_oncrpc::rpcbind::Rpcbind;
 use rpcrdma_oncrpc::{Server, ServerConfig, Services};
-use rpcrdma_softiwarp::SoftIwarp;
 use rpcrdma_transport::{serve_rdma, ListenConfig};
+use rpcrdma_verbs::Device;
 
 use super::connect::resolve;
+use super::provider::{Setup, WithDevice};
 use super::rdma_opts::RdmaOpts;
 
 /// Arguments of `rpcrdma serve`.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    /// RPC-over-RDMA (software iWARP) listening address.
+    /// RPC-over-RDMA listening address (with `--provider rdma-core`, an
+    /// address of the device's interface, or 0.0.0.0).
     #[arg(long, default_value = "127.0.0.1:20049")]
     listen: String,
     /// Also serve ONC RPC over TCP on this address.
@@ -53,13 +55,36 @@ pub(crate) fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(serve(a, listen, tcp))
+    a.rdma.check()?;
+    let params = a.rdma.params();
+    let provider = a.rdma.provider.clone();
+    rt.block_on(provider.run(params, Serve { a, listen, tcp }))
 }
 
-async fn serve(
+struct Serve {
     a: ServeArgs,
     listen: SocketAddr,
     tcp: Option<SocketAddr>,
+}
+
+impl WithDevice for Serve {
+    type Output = ExitCode;
+
+    async fn run<D: Device + Clone + std::fmt::Debug>(
+        self,
+        dev: D,
+        setup: Setup<D>,
+    ) -> anyhow::Result<ExitCode> {
+        serve(self.a, self.listen, self.tcp, dev, setup).await
+    }
+}
+
+async fn serve<D: Device + Clone>(
+    a: ServeArgs,
+    listen: SocketAddr,
+    tcp: Option<SocketAddr>,
+    dev: D,
+    setup: Setup<D>,
 ) -> anyhow::Result<ExitCode> {
     let mut services = Services::new();
     serve_demo(&mut services);
@@ -69,15 +94,16 @@ async fn serve(
     engine.max_memory = a.max_connection_memory.min(a.max_memory);
     let cfg = ListenConfig {
         engine,
-        options: a.rdma.options(),
+        options: setup.options.clone(),
         caps: a.rdma.caps(),
     };
-    let svc = serve_rdma(&server, SoftIwarp::new(), listen, cfg)
+    let svc = serve_rdma(&server, dev, listen, cfg)
         .await
         .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?;
     let rdma_addr = svc.local_addr();
     println!(
-        "serving the demo program {PROGRAM:#x} v{VERSION} over RPC-over-RDMA (software iWARP) on {rdma_addr}"
+        "serving the demo program {PROGRAM:#x} v{VERSION} over RPC-over-RDMA ({}) on {rdma_addr}",
+        setup.label
     );
     let per_connection = a.max_connection_memory.min(a.max_memory);
     println!(

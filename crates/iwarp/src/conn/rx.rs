@@ -1,6 +1,7 @@
-//! The receive side: MPA set-up frames, then FPDUs parsed header by header,
-//! with payload placed straight into registered memory or posted receive
-//! buffers.
+//! The receive side's framing: the octet stream cut into MPA set-up frames
+//! (handed to `setup.rs`), then FPDUs parsed header, payload and trailer
+//! (length, DDP header, pad, CRC32c), each payload handed to its place
+//! (`place.rs`) straight from the socket or from staging.
 //!
 //! Small reads go into a staging buffer (headers, trailers, small
 //! payloads, which are then copied to their place). Once a header has been
@@ -9,22 +10,12 @@
 //! small staging area for the trailer and the next header: one vectored
 //! read, no intermediate copy.
 
-use std::collections::VecDeque;
-
-use bytes::Bytes;
-use rpcrdma_verbs::{Access, WcStatus};
-
-use super::{
-    ConnError, Connection, Event, OrqEntry, Phase, ProtocolError, RecvProgress, Role, Rtr,
-};
-use crate::ddp::{Buffer, DdpHeader, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
+use super::place::{place, Target};
+use super::{ConnError, Connection, Phase, ProtocolError};
+use crate::ddp::{DdpHeader, UNTAGGED_HEADER_LEN};
 use crate::fpdu::{crc_from_wire, pad_len, MPA_CRC_LEN, MPA_LEN_FIELD};
-use crate::mpa::{FrameKind, MpaFlags, MpaFrame};
 use crate::mr::MrTable;
-use crate::rdmap::{queue, Opcode, ReadRequest, Terminate, READ_REQUEST_LEN};
-
-use super::tx::{push_message, Mark};
-use super::MAX_IRD;
+use crate::rdmap::{ReadRequest, Terminate, READ_REQUEST_LEN};
 
 /// Staging buffer size.
 const STAGE_CAP: usize = 16 * 1024;
@@ -35,47 +26,28 @@ const STAGE_READ: usize = 4096;
 const SPILL_WITH_DIRECT: usize = 512;
 /// Payload remainders at least this long are read in place.
 const DIRECT_MIN: usize = 1024;
-/// Largest Terminate message body we accept.
-const CTRL_MAX: usize = 256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum St {
+pub(super) enum St {
     Header,
     Payload,
     Trailer,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
-    /// Zero-length segments.
-    Discard,
-    /// Tagged placement into a region.
-    Mr {
-        stag: u32,
-        addr: u64,
-        needed: Access,
-        read_response: bool,
-    },
-    /// The receive buffer of the Send in progress.
-    Recv,
-    /// A Read Request or Terminate body, into `ctrl`.
-    Ctrl,
-}
-
 #[derive(Debug)]
 pub(super) struct Rx {
-    buf: Box<[u8]>,
-    start: usize,
-    end: usize,
-    st: St,
-    crc: u32,
-    ulpdu_len: usize,
-    hdr: Option<DdpHeader>,
-    remaining: usize,
-    target: Target,
-    ctrl: Vec<u8>,
-    direct_offered: usize,
-    dead: bool,
+    pub(super) buf: Box<[u8]>,
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) st: St,
+    pub(super) crc: u32,
+    pub(super) ulpdu_len: usize,
+    pub(super) hdr: Option<DdpHeader>,
+    pub(super) remaining: usize,
+    pub(super) target: Target,
+    pub(super) ctrl: Vec<u8>,
+    pub(super) direct_offered: usize,
+    pub(super) dead: bool,
 }
 
 impl Rx {
@@ -252,43 +224,6 @@ impl Connection {
         total - data.len()
     }
 
-    /// `d` octets were read straight into the current target.
-    fn placed_direct(&mut self, d: usize, mrs: &mut MrTable) {
-        let crc_on = self.crc;
-        match &mut self.rx.target {
-            Target::Mr {
-                stag,
-                addr,
-                needed,
-                read_response,
-            } => {
-                if crc_on {
-                    if let Ok(s) = mrs.slice_mut(*stag, *addr, d, *needed) {
-                        self.rx.crc = crc32c::crc32c_append(self.rx.crc, s);
-                    }
-                }
-                *addr += d as u64;
-                if *read_response {
-                    if let Some(e) = self.orq.front_mut() {
-                        e.received += d as u64;
-                    }
-                }
-            }
-            Target::Recv => {
-                if let Some(c) = self.recv_cur.as_mut() {
-                    if crc_on {
-                        if let Some(s) = c.wr.buf.get(c.received..c.received + d) {
-                            self.rx.crc = crc32c::crc32c_append(self.rx.crc, s);
-                        }
-                    }
-                    c.received += d;
-                }
-            }
-            Target::Discard | Target::Ctrl => {}
-        }
-        self.rx.remaining -= d;
-    }
-
     /// Processes staged octets as far as they go.
     fn process(&mut self, mrs: &mut MrTable) {
         loop {
@@ -318,162 +253,6 @@ impl Connection {
     }
 
     // ------------------------------------------------------------ MPA set-up
-
-    fn process_mpa(&mut self) -> bool {
-        let staged = &self.rx.buf[self.rx.start..self.rx.end];
-        match MpaFrame::parse(staged) {
-            Ok(None) => false,
-            Err(e) => {
-                // A responder can still answer a frame it could read the
-                // header of with a Reject; a garbled key gets no answer.
-                if self.role == Role::Responder && !matches!(e, crate::mpa::MpaError::BadKey) {
-                    let _ = self.send_reject(Bytes::new());
-                }
-                self.fail(ConnError::Protocol(e.into()), None);
-                true
-            }
-            Ok(Some((frame, used))) => {
-                self.rx.start += used;
-                match self.role {
-                    Role::Responder => self.on_request(frame),
-                    Role::Initiator => self.on_reply(frame),
-                }
-                true
-            }
-        }
-    }
-
-    fn on_request(&mut self, req: MpaFrame) {
-        if req.kind != FrameKind::Request {
-            self.fail(
-                ProtocolError::MpaUnexpectedKey {
-                    got: "Reply",
-                    expected: "Request",
-                }
-                .into(),
-                None,
-            );
-            return;
-        }
-        let early = self.rx.end - self.rx.start;
-        let markers = req.flags.has(MpaFlags::MARKERS);
-        let pd_len = req.pd_length();
-        let revision = req.revision;
-        self.request = Some(req);
-        if early > 0 {
-            self.fail(ProtocolError::MpaEarlyData(early).into(), None);
-            return;
-        }
-        let refusal = if !(1..=2).contains(&revision) {
-            Some(ConnError::Protocol(ProtocolError::MpaRevision(revision)))
-        } else if markers {
-            Some(ConnError::RejectedLocally { markers: true })
-        } else if pd_len > self.cfg.max_private_data {
-            Some(ConnError::Protocol(ProtocolError::MpaPrivateDataTooLong {
-                len: pd_len,
-                max: self.cfg.max_private_data,
-            }))
-        } else {
-            None
-        };
-        if let Some(err) = refusal {
-            let _ = self.send_reject(Bytes::new());
-            self.fail(err, None);
-            return;
-        }
-        let Some(req) = self.request.as_ref() else {
-            return;
-        };
-        let info = super::PeerRequest {
-            revision: req.revision,
-            crc: req.flags.has(MpaFlags::CRC),
-            ird_ord: req.ird_ord,
-            private_data: req.private_data.clone(),
-        };
-        self.phase = Phase::AwaitAccept;
-        self.deadline = None;
-        self.events.push_back(Event::ConnectRequest(info));
-    }
-
-    fn on_reply(&mut self, rep: MpaFrame) {
-        if rep.kind != FrameKind::Reply {
-            self.fail(
-                ProtocolError::MpaUnexpectedKey {
-                    got: "Request",
-                    expected: "Reply",
-                }
-                .into(),
-                None,
-            );
-            return;
-        }
-        if rep.is_reject() {
-            self.fail(
-                ConnError::Rejected {
-                    private_data: rep.private_data,
-                },
-                None,
-            );
-            return;
-        }
-        let Some(req) = self.request.clone() else {
-            return;
-        };
-        self.crc = req.flags.has(MpaFlags::CRC) || rep.flags.has(MpaFlags::CRC);
-        let mut rtr = None;
-        let err = if rep.revision == 0 || rep.revision > req.revision {
-            Some(ProtocolError::MpaReplyRevision {
-                sent: req.revision,
-                got: rep.revision,
-            })
-        } else if rep.flags.has(MpaFlags::MARKERS) {
-            Some(ProtocolError::MpaMarkers)
-        } else if rep.pd_length() > self.cfg.max_private_data {
-            Some(ProtocolError::MpaPrivateDataTooLong {
-                len: rep.pd_length(),
-                max: self.cfg.max_private_data,
-            })
-        } else {
-            match (req.ird_ord, rep.ird_ord) {
-                (Some(ours), Some(w)) if ours.peer_to_peer && w.peer_to_peer => {
-                    if w.write_rtr && ours.write_rtr {
-                        rtr = Some(Rtr::Write);
-                        None
-                    } else if w.read_rtr && ours.read_rtr {
-                        rtr = Some(Rtr::Read);
-                        None
-                    } else {
-                        Some(ProtocolError::MpaNoMatchingRtr)
-                    }
-                }
-                _ => None,
-            }
-        };
-        if let Some(w) = rep.ird_ord {
-            self.ord = self.cfg.caps.ord.min(w.ird);
-            self.ird = self.cfg.caps.ird.max(w.ord).min(MAX_IRD);
-        }
-        if let Some(e) = err {
-            // The Reply was well formed, so the peer is in FPDU mode: tell it
-            // why with a Terminate (as Linux siw does).
-            self.phase = Phase::Connected;
-            let t = e.term_error().map(Terminate::bare);
-            self.fail(e.into(), t);
-            return;
-        }
-        self.connected(rep.revision, rtr, rep.private_data.clone(), rep.ird_ord);
-        // Peer-to-peer mode: the RTR is our first FPDU.
-        match rtr {
-            Some(Rtr::Write) => {
-                let (crc, max) = (self.crc, self.cfg.max_ulpdu);
-                push_message(&mut self.tx, crc, max, TAGGED_HEADER_LEN, &[], 0, |_, _| {
-                    DdpHeader::tagged(true, Opcode::WRITE, 0, 0)
-                });
-            }
-            Some(Rtr::Read) => self.queue_read_request(None, ReadRequest::default()),
-            None => {}
-        }
-    }
 
     // ------------------------------------------------------------ FPDUs
 
@@ -527,172 +306,6 @@ impl Connection {
             Err(e) => self.protocol_fail(e, true, None),
         }
         true
-    }
-
-    /// Checks a segment header and says where its payload goes. Nothing is
-    /// placed anywhere unless this returns `Ok`.
-    fn on_header(
-        &mut self,
-        h: &DdpHeader,
-        payload: usize,
-        mrs: &mut MrTable,
-    ) -> Result<Target, ProtocolError> {
-        let c = h.control;
-        if c.ddp_version != crate::ddp::DDP_VERSION {
-            return Err(ProtocolError::DdpVersion {
-                version: c.ddp_version,
-                tagged: c.tagged,
-            });
-        }
-        if c.rdmap_version != crate::ddp::RDMAP_VERSION {
-            return Err(ProtocolError::RdmapVersion(c.rdmap_version));
-        }
-        let op = c.opcode;
-        if op.tagged() != Some(c.tagged) {
-            return Err(ProtocolError::UnexpectedOpcode {
-                opcode: op,
-                tagged: c.tagged,
-            });
-        }
-        match h.buffer {
-            Buffer::Tagged { stag, to } => {
-                if op == Opcode::WRITE {
-                    // A zero-length Write (the RTR of RFC 6581) places
-                    // nothing, so its STag is not checked (as in siw).
-                    if payload == 0 {
-                        return Ok(Target::Discard);
-                    }
-                    mrs.check(stag, to, payload as u64, Access::REMOTE_WRITE)
-                        .map_err(ProtocolError::WriteAccess)?;
-                    return Ok(Target::Mr {
-                        stag,
-                        addr: to,
-                        needed: Access::REMOTE_WRITE,
-                        read_response: false,
-                    });
-                }
-                // Read Response: must continue the oldest outstanding Read.
-                let Some(e) = self.orq.front() else {
-                    return Err(ProtocolError::UnexpectedReadResponse);
-                };
-                if stag != e.sink_stag {
-                    return Err(ProtocolError::ReadResponseMismatch("sink STag"));
-                }
-                if e.sink_to.checked_add(e.received) != Some(to) {
-                    return Err(ProtocolError::ReadResponseMismatch("tagged offset"));
-                }
-                let got = e.received + payload as u64;
-                if got > e.len || (c.last && got != e.len) {
-                    return Err(ProtocolError::ReadResponseMismatch("length"));
-                }
-                if payload == 0 {
-                    return Ok(Target::Discard);
-                }
-                mrs.check(stag, to, payload as u64, Access::LOCAL_WRITE)
-                    .map_err(ProtocolError::WriteAccess)?;
-                Ok(Target::Mr {
-                    stag,
-                    addr: to,
-                    needed: Access::LOCAL_WRITE,
-                    read_response: true,
-                })
-            }
-            Buffer::Untagged {
-                rdmap_word,
-                qn,
-                msn,
-                mo,
-            } => {
-                let want_qn = match op {
-                    Opcode::READ_REQUEST => queue::READ_REQUEST,
-                    Opcode::TERMINATE => queue::TERMINATE,
-                    _ => queue::SEND,
-                };
-                if qn != want_qn {
-                    return Err(ProtocolError::InvalidQueue { qn, opcode: op });
-                }
-                let expected = self.rx_msn[qn as usize];
-                if msn != expected {
-                    return Err(ProtocolError::MsnRange { qn, msn, expected });
-                }
-                match qn {
-                    queue::SEND => self.on_send_header(op, rdmap_word, msn, mo, payload),
-                    queue::READ_REQUEST => {
-                        if mo != 0 {
-                            return Err(ProtocolError::InvalidMo { mo, expected: 0 });
-                        }
-                        if !c.last {
-                            return Err(ProtocolError::BadReadRequest(
-                                "segmented over several FPDUs",
-                            ));
-                        }
-                        if payload != READ_REQUEST_LEN {
-                            return Err(ProtocolError::BadReadRequest("not 28 octets long"));
-                        }
-                        Ok(Target::Ctrl)
-                    }
-                    _ => {
-                        if mo != 0 || !c.last || payload > CTRL_MAX {
-                            return Err(ProtocolError::BadTerminate);
-                        }
-                        Ok(Target::Ctrl)
-                    }
-                }
-            }
-        }
-    }
-
-    fn on_send_header(
-        &mut self,
-        op: Opcode,
-        inv: u32,
-        msn: u32,
-        mo: u32,
-        payload: usize,
-    ) -> Result<Target, ProtocolError> {
-        match &mut self.recv_cur {
-            None => {
-                if mo != 0 {
-                    return Err(ProtocolError::InvalidMo { mo, expected: 0 });
-                }
-                let Some(wr) = self.rq.pop_front() else {
-                    return Err(ProtocolError::NoReceiveBuffer { msn });
-                };
-                self.recv_cur = Some(RecvProgress {
-                    wr,
-                    msn,
-                    received: 0,
-                    opcode: op,
-                    invalidate: inv,
-                });
-            }
-            Some(cur) => {
-                if op != cur.opcode || inv != cur.invalidate {
-                    return Err(ProtocolError::Interleaved { opcode: op });
-                }
-                if mo as usize != cur.received {
-                    return Err(ProtocolError::InvalidMo {
-                        mo,
-                        expected: cur.received as u32,
-                    });
-                }
-            }
-        }
-        let Some(cur) = self.recv_cur.as_ref() else {
-            return Err(ProtocolError::NoReceiveBuffer { msn });
-        };
-        debug_assert_eq!(cur.msn, msn);
-        if cur.received + payload > cur.wr.buf.len() {
-            return Err(ProtocolError::MessageTooLong {
-                len: cur.received + payload,
-                buffer: cur.wr.buf.len(),
-            });
-        }
-        Ok(if payload == 0 {
-            Target::Discard
-        } else {
-            Target::Recv
-        })
     }
 
     fn rx_payload(&mut self, mrs: &mut MrTable) -> bool {
@@ -749,155 +362,6 @@ impl Connection {
             self.protocol_fail(e, true, rr.as_ref());
         }
         true
-    }
-
-    /// A segment passed its CRC: finish the message if it was the last one.
-    fn on_segment_end(
-        &mut self,
-        mrs: &mut MrTable,
-    ) -> Result<(), (ProtocolError, Option<ReadRequest>)> {
-        let Some(h) = self.rx.hdr else { return Ok(()) };
-        let (op, last) = (h.control.opcode, h.control.last);
-        match op {
-            Opcode::WRITE => {}
-            Opcode::READ_RESPONSE => {
-                if last {
-                    if let Some(e) = self.orq.pop_front() {
-                        if let Some(seq) = e.seq {
-                            self.set_sq_result(seq, WcStatus::Success, e.len as u32);
-                            self.drain_sq();
-                        }
-                    }
-                    // An ORD slot is free: Reads waiting for one may go.
-                    self.pump(mrs);
-                    self.drain_sq();
-                }
-            }
-            Opcode::READ_REQUEST => {
-                self.rx_msn[1] = self.rx_msn[1].wrapping_add(1);
-                let Some(rr) = ReadRequest::parse(&self.rx.ctrl) else {
-                    return Err((ProtocolError::BadReadRequest("not 28 octets long"), None));
-                };
-                self.serve_read(&rr, mrs).map_err(|e| (e, Some(rr)))?;
-            }
-            Opcode::TERMINATE => {
-                self.rx_msn[2] = self.rx_msn[2].wrapping_add(1);
-                match Terminate::parse(&self.rx.ctrl) {
-                    Ok(t) => self.fail(ConnError::RemoteTerminate(t), None),
-                    Err(_) => self.fail(ConnError::Protocol(ProtocolError::BadTerminate), None),
-                }
-            }
-            _ => {
-                if last {
-                    self.rx_msn[0] = self.rx_msn[0].wrapping_add(1);
-                    let Some(cur) = self.recv_cur.take() else {
-                        return Ok(());
-                    };
-                    let mut inv = None;
-                    if op.invalidates() {
-                        if mrs.invalidate(cur.invalidate).is_err() {
-                            let stag = cur.invalidate;
-                            self.recv_cur = Some(cur);
-                            return Err((ProtocolError::CannotInvalidate(stag), None));
-                        }
-                        inv = Some(cur.invalidate);
-                    }
-                    let len = cur.received;
-                    self.complete_recv(cur.wr, WcStatus::Success, len, inv, op.solicited());
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Answers an inbound RDMA Read Request.
-    fn serve_read(&mut self, rr: &ReadRequest, mrs: &mut MrTable) -> Result<(), ProtocolError> {
-        if self.irq_outstanding >= usize::from(self.ird) {
-            return Err(ProtocolError::IrdExceeded(self.ird));
-        }
-        let data = if rr.size == 0 {
-            // Zero-length Read (e.g. an RTR): nothing to check or send.
-            Bytes::new()
-        } else {
-            mrs.source(
-                rr.src_stag,
-                rr.src_to,
-                rr.size as usize,
-                Access::REMOTE_READ,
-            )
-            .map_err(ProtocolError::ReadAccess)?
-        };
-        let (sink, to) = (rr.sink_stag, rr.sink_to);
-        let total = data.len();
-        push_message(
-            &mut self.tx,
-            self.crc,
-            self.cfg.max_ulpdu,
-            TAGGED_HEADER_LEN,
-            &[data],
-            total,
-            |off, last| {
-                DdpHeader::tagged(
-                    last,
-                    Opcode::READ_RESPONSE,
-                    sink,
-                    to.wrapping_add(off as u64),
-                )
-            },
-        );
-        self.tx.mark(Mark::Irq);
-        self.irq_outstanding += 1;
-        Ok(())
-    }
-}
-
-/// Places staged payload octets at their target.
-fn place(
-    data: &[u8],
-    target: &mut Target,
-    recv_cur: &mut Option<RecvProgress>,
-    orq: &mut VecDeque<OrqEntry>,
-    ctrl: &mut Vec<u8>,
-    mrs: &mut MrTable,
-) -> Result<(), ProtocolError> {
-    match target {
-        Target::Discard => Ok(()),
-        Target::Mr {
-            stag,
-            addr,
-            needed,
-            read_response,
-        } => {
-            mrs.slice_mut(*stag, *addr, data.len(), *needed)
-                .map_err(ProtocolError::WriteAccess)?
-                .copy_from_slice(data);
-            *addr += data.len() as u64;
-            if *read_response {
-                if let Some(e) = orq.front_mut() {
-                    e.received += data.len() as u64;
-                }
-            }
-            Ok(())
-        }
-        Target::Recv => {
-            let Some(c) = recv_cur.as_mut() else {
-                return Err(ProtocolError::NoReceiveBuffer { msn: 0 });
-            };
-            let len = c.wr.buf.len();
-            let Some(dst) = c.wr.buf.get_mut(c.received..c.received + data.len()) else {
-                return Err(ProtocolError::MessageTooLong {
-                    len: c.received + data.len(),
-                    buffer: len,
-                });
-            };
-            dst.copy_from_slice(data);
-            c.received += data.len();
-            Ok(())
-        }
-        Target::Ctrl => {
-            ctrl.extend_from_slice(data);
-            Ok(())
-        }
     }
 }
 

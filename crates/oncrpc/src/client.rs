@@ -13,9 +13,9 @@ use tracing::Instrument;
 use crate::auth::Credential;
 use crate::backchannel::ClientKey;
 use crate::codec::{Marshal, Unmarshal};
-use crate::conn::{
-    lock, ConnOps, Connection, OpenAs, Outcome, ServeLimits, SharedXids, Side, XidAlloc,
-};
+use rpcrdma_sync::lock;
+
+use crate::conn::{ConnOps, Connection, OpenAs, Outcome, ServeLimits, SharedXids, Side, XidAlloc};
 use crate::error::{MessageError, RpcError, TransportError};
 use crate::msg::{
     decode_header, AcceptedStatus, CallHeader, Header, OpaqueAuth, RejectedReply, ReplyBody,

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Poll, Waker};
 
+use rpcrdma_sync::lock;
 use rpcrdma_verbs::{CompletionQueue, WorkCompletion};
 
 use crate::qp::QpInner;
@@ -58,7 +59,7 @@ impl Cq {
     }
 
     fn lock(&self) -> MutexGuard<'_, CqState> {
-        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner.state)
     }
 
     /// Adds completions; wakes the waiters.
@@ -85,7 +86,7 @@ impl Cq {
     }
 
     pub(crate) fn attach(&self, qp: &Arc<QpInner>) {
-        let mut o = self.inner.owners.lock().unwrap_or_else(|p| p.into_inner());
+        let mut o = lock(&self.inner.owners);
         o.retain(|w| w.strong_count() > 0);
         if !o.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(qp))) {
             o.push(Arc::downgrade(qp));
@@ -94,7 +95,7 @@ impl Cq {
 
     /// The one live queue pair feeding this queue, if there is exactly one.
     fn sole_owner(&self) -> Option<Arc<QpInner>> {
-        let mut o = self.inner.owners.lock().unwrap_or_else(|p| p.into_inner());
+        let mut o = lock(&self.inner.owners);
         if o.len() > 1 {
             o.retain(|w| w.strong_count() > 0);
         }

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rpcrdma_iwarp::conn::{ConnError, Connection, Event};
+use rpcrdma_sync::{lock, Signal};
 use rpcrdma_verbs::{
     DisconnectReason, PostError, QpCaps, QueuePair, RecvWr, SendWr, WcOpcode, WorkCompletion,
 };
@@ -48,6 +49,7 @@ pub(crate) struct QpInner {
     stream: TcpStream,
     send_cq: Cq,
     recv_cq: Cq,
+    /// Wakes the I/O task.
     wake: Signal,
     closed: Closed,
     caps: QpCaps,
@@ -65,47 +67,6 @@ pub(crate) struct QpInner {
 /// (a purely passive consumer that only exposes memory).
 const START_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// Wakes the I/O task: a flag and one waker (cheaper than a general
-/// notifier on the per-message path).
-#[derive(Debug, Default)]
-struct Signal {
-    set: std::sync::atomic::AtomicBool,
-    waker: Mutex<Option<Waker>>,
-}
-
-impl Signal {
-    fn lock(&self) -> MutexGuard<'_, Option<Waker>> {
-        self.waker.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn notify_one(&self) {
-        self.set.store(true, Ordering::Release);
-        let w = self.lock().take();
-        if let Some(w) = w {
-            w.wake();
-        }
-    }
-
-    /// Remembers the I/O task's waker (before it looks at the state).
-    fn register(&self, w: &Waker) {
-        let mut g = self.lock();
-        match g.as_ref() {
-            Some(old) if old.will_wake(w) => {}
-            _ => *g = Some(w.clone()),
-        }
-    }
-
-    /// Consumes a pending notification.
-    fn take(&self) -> bool {
-        self.set.swap(false, Ordering::AcqRel)
-    }
-
-    /// The I/O task's waker, if it is waiting.
-    fn waker(&self) -> Option<Waker> {
-        self.lock().clone()
-    }
-}
-
 /// Why the connection ended, once it has, and the tasks waiting to learn
 /// it (cheaper than a watch channel for the per-message `closed()` polls
 /// of a reader's `select!`).
@@ -119,7 +80,7 @@ const MAX_CLOSE_WAITERS: usize = 16;
 
 impl Closed {
     fn lock(&self) -> MutexGuard<'_, (Option<DisconnectReason>, Vec<Waker>)> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.0)
     }
 
     fn is_set(&self) -> bool {
@@ -168,7 +129,7 @@ pub struct Qp {
 
 impl QpInner {
     fn lock(&self) -> MutexGuard<'_, QpState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
     }
 
     /// Starts processing incoming traffic, once. A new queue pair holds
@@ -207,14 +168,14 @@ impl QpInner {
     /// socket again (its waker goes back into the read slot; if the socket
     /// is readable already, or the task is not waiting, it is woken).
     pub(crate) fn hand_back_read(&self) {
-        match self.wake.waker() {
+        match self.wake.waiter() {
             Some(w) => {
                 let mut cx = Context::from_waker(&w);
                 if self.stream.poll_read_ready(&mut cx).is_ready() {
-                    self.wake.notify_one();
+                    self.wake.notify();
                 }
             }
-            None => self.wake.notify_one(),
+            None => self.wake.notify(),
         }
     }
 
@@ -270,7 +231,7 @@ impl QpInner {
             self.collect(st);
             let _ = self.send_cq.push_all(&mut st.send_wcs);
             let _ = self.recv_cq.push_all(&mut st.recv_wcs);
-            self.wake.notify_one();
+            self.wake.notify();
         }
         if let Some(reason) = st.reason.clone() {
             if !self.closed.is_set() {
@@ -289,7 +250,7 @@ impl QpInner {
         let wake = st.conn.wants_write() || st.conn.wants_close() || st.reason.is_some();
         drop(st);
         if wake {
-            self.wake.notify_one();
+            self.wake.notify();
         }
         r
     }
@@ -341,7 +302,7 @@ impl QpInner {
         let wake = st.conn.wants_write() || st.conn.wants_close();
         drop(st);
         if wake {
-            self.wake.notify_one();
+            self.wake.notify();
         }
         alive
     }
@@ -409,7 +370,7 @@ async fn run(inner: Arc<QpInner>) {
                     Poll::Pending => {}
                 }
             }
-            if inner.wake.set.load(Ordering::Acquire) {
+            if inner.wake.is_set() {
                 continue;
             }
             return Poll::Pending;
@@ -482,7 +443,7 @@ impl Qp {
             stream,
             send_cq,
             recv_cq,
-            wake: Signal::default(),
+            wake: Signal::new(),
             closed: Closed::default(),
             caps,
             consumers: AtomicUsize::new(0),

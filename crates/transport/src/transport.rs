@@ -11,9 +11,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Poll, Waker};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -23,6 +21,7 @@ use rpcrdma_engine::{
     ReplyHints, Stats,
 };
 use rpcrdma_oncrpc::{CallHints, Received, Transport, TransportError};
+use rpcrdma_sync::{lock, Signal};
 use rpcrdma_verbs::{CompletionQueue, Device, QueuePair, WorkCompletion};
 use rpcrdma_xdr::Payload;
 use tokio::sync::oneshot;
@@ -31,56 +30,6 @@ use crate::error::RdmaError;
 
 /// Completions taken from the queue per lock.
 const CQ_BATCH: usize = 64;
-
-/// Wakes the reader ([`Transport::recv`]) when a command left events for
-/// it: a flag and the wakers of the tasks waiting (normally one, the RPC
-/// layer's reader). Cheaper than a general notifier on the per-message
-/// path.
-#[derive(Default)]
-struct Wake {
-    set: AtomicBool,
-    wakers: Mutex<Vec<Waker>>,
-}
-
-/// Most distinct waiting tasks remembered; beyond, all are woken (a
-/// spurious wake-up only makes a waiter look again).
-const MAX_WAKERS: usize = 16;
-
-impl Wake {
-    fn notify(&self) {
-        self.set.store(true, Ordering::Release);
-        let wakers = std::mem::take(&mut *self.wakers.lock().unwrap_or_else(|p| p.into_inner()));
-        for w in wakers {
-            w.wake();
-        }
-    }
-
-    /// Resolves once `notify` was called since the last resolution.
-    async fn wait(&self) {
-        std::future::poll_fn(|cx| {
-            if self.set.swap(false, Ordering::AcqRel) {
-                return Poll::Ready(());
-            }
-            {
-                let mut ws = self.wakers.lock().unwrap_or_else(|p| p.into_inner());
-                if !ws.iter().any(|w| w.will_wake(cx.waker())) {
-                    if ws.len() >= MAX_WAKERS {
-                        for w in ws.drain(..) {
-                            w.wake();
-                        }
-                    }
-                    ws.push(cx.waker().clone());
-                }
-            }
-            if self.set.swap(false, Ordering::AcqRel) {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        })
-        .await
-    }
-}
 
 /// The forms of the last call and reply, for displays such as `rpcrdma demo`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +59,9 @@ struct Inner<D: Device> {
     state: Mutex<Shared<D>>,
     qp: D::Qp,
     cq: D::Cq,
-    wake: Wake,
+    /// Wakes the reader ([`Transport::recv`]) when a command left events
+    /// for it or an earlier deadline.
+    wake: Signal,
     peer: SocketAddr,
     peer_private: Bytes,
     on_negotiated: Option<NegotiatedHook>,
@@ -197,7 +148,7 @@ impl<D: Device> RdmaTransport<D> {
                 }),
                 qp,
                 cq,
-                wake: Wake::default(),
+                wake: Signal::new(),
                 peer,
                 peer_private,
                 on_negotiated: hooks.on_negotiated,
@@ -211,7 +162,7 @@ impl<D: Device> RdmaTransport<D> {
     }
 
     fn lock(&self) -> MutexGuard<'_, Shared<D>> {
-        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner.state)
     }
 
     /// Posts everything the engine has queued. A post failure ends the

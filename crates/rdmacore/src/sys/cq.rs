@@ -1,6 +1,7 @@
 //! Completion queues, driven from tokio through the completion channel's
 //! file descriptor (or by polling, in polling mode).
 
+use rpcrdma_sync::lock;
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
@@ -148,7 +149,7 @@ impl Cq {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, CqState> {
-        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner.state)
     }
 
     /// Wakes waiters after completions were queued outside a poll.

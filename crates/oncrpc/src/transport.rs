@@ -173,6 +173,23 @@ pub trait Transport: Send + Sync + 'static {
         hints: &CallHints,
     ) -> impl Future<Output = Result<(), TransportError>> + Send;
 
+    /// The per-call fast path of [`Transport::send_call`]: sends the call
+    /// at once if that needs no waiting (no flow control to wait for),
+    /// returning `Ok` with the outcome; otherwise gives the message back
+    /// (`Err`) and the caller awaits [`Transport::send_call`]. Saves the RPC
+    /// layer a boxed future per call.
+    ///
+    /// The default always gives the message back.
+    fn try_send_call(
+        &self,
+        xid: u32,
+        message: Payload,
+        hints: &CallHints,
+    ) -> Result<Result<(), TransportError>, Payload> {
+        let _ = (xid, hints);
+        Err(message)
+    }
+
     /// Sends the reply to a call received with `context`.
     fn send_reply(
         &self,
@@ -190,6 +207,14 @@ pub trait Transport: Send + Sync + 'static {
     /// elsewhere). The client awaits this before the caller sees the
     /// outcome. Must be harmless for an unknown xid.
     fn release(&self, xid: u32) -> impl Future<Output = ()> + Send;
+
+    /// The fast path of [`Transport::release`]: releases `xid` at once if
+    /// that needs no waiting and returns true; false means the caller
+    /// awaits [`Transport::release`] (the default).
+    fn try_release(&self, xid: u32) -> bool {
+        let _ = xid;
+        false
+    }
 
     /// The RPC layer will not answer a call received with `context` (its
     /// header could not be decoded, or it is not a call: RFC 5531 has no

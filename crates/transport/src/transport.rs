@@ -272,6 +272,41 @@ impl<D: Device> RdmaTransport<D> {
             .map_err(|_| RdmaError::Connection(EngineError::Closed))
     }
 
+    /// Sends a call (the engine queues it until a credit is free).
+    fn send_call_now(
+        &self,
+        xid: u32,
+        message: Payload,
+        hints: &CallHints,
+    ) -> Result<(), TransportError> {
+        let mut s = self.lock();
+        let r = s
+            .engine
+            .send_call(Instant::now(), xid, message, reply_hints(hints));
+        self.flush(&mut s);
+        // The reader hands up what the command produced (a call that failed
+        // at once, a fatal error) and arms new timers; nothing to do
+        // otherwise.
+        let wake = Self::reader_must_look(&s);
+        drop(s);
+        if wake {
+            self.inner.wake.notify();
+        }
+        r.map_err(api_error)
+    }
+
+    /// Releases a call's registrations ([`Engine::release`]).
+    fn release_now(&self, xid: u32) {
+        let mut s = self.lock();
+        s.engine.release(xid);
+        self.flush(&mut s);
+        let wake = Self::reader_must_look(&s);
+        drop(s);
+        if wake {
+            self.inner.wake.notify();
+        }
+    }
+
     /// Maps the next engine event to what the RPC layer wants; bookkeeping
     /// events are consumed here.
     fn next_received(
@@ -368,20 +403,17 @@ impl<D: Device> Transport for RdmaTransport<D> {
         message: Payload,
         hints: &CallHints,
     ) -> Result<(), TransportError> {
-        let mut s = self.lock();
-        let r = s
-            .engine
-            .send_call(Instant::now(), xid, message, reply_hints(hints));
-        self.flush(&mut s);
-        // The reader hands up what the command produced (a call that failed
-        // at once, a fatal error) and arms new timers; nothing to do
-        // otherwise.
-        let wake = Self::reader_must_look(&s);
-        drop(s);
-        if wake {
-            self.inner.wake.notify();
-        }
-        r.map_err(api_error)
+        self.send_call_now(xid, message, hints)
+    }
+
+    /// Never waits: the engine queues a call that has no credit yet.
+    fn try_send_call(
+        &self,
+        xid: u32,
+        message: Payload,
+        hints: &CallHints,
+    ) -> Result<Result<(), TransportError>, Payload> {
+        Ok(self.send_call_now(xid, message, hints))
     }
 
     async fn send_reply(&self, context: CallToken, message: Payload) -> Result<(), TransportError> {
@@ -492,14 +524,13 @@ impl<D: Device> Transport for RdmaTransport<D> {
     }
 
     async fn release(&self, xid: u32) {
-        let mut s = self.lock();
-        s.engine.release(xid);
-        self.flush(&mut s);
-        let wake = Self::reader_must_look(&s);
-        drop(s);
-        if wake {
-            self.inner.wake.notify();
-        }
+        self.release_now(xid);
+    }
+
+    /// Never waits.
+    fn try_release(&self, xid: u32) -> bool {
+        self.release_now(xid);
+        true
     }
 
     async fn close(&self) {

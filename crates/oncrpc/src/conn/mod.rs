@@ -39,7 +39,9 @@ use std::sync::{Arc, Mutex};
 
 use rpcrdma_sync::{lock, Signal};
 use rpcrdma_xdr::Payload;
-use tokio::sync::{oneshot, watch, Semaphore};
+use std::task::{Context, Poll};
+
+use tokio::sync::{watch, Semaphore};
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -103,10 +105,22 @@ pub(crate) trait ConnOps: Send + Sync + 'static {
     fn client_key(&self) -> Option<ClientKey>;
     fn backchannels(&self) -> Option<&Backchannels>;
     /// Starts waiting for the reply to `xid`, until `deadline` at the
-    /// latest ([`Outcome::TimedOut`]); `None` if the connection is dead (or
+    /// latest ([`Outcome::TimedOut`]); false if the connection is dead (or
     /// `xid` is already waited for).
-    fn register(&self, xid: u32, deadline: Instant) -> Option<oneshot::Receiver<Outcome>>;
+    fn register(&self, xid: u32, deadline: Instant) -> bool;
+    /// The outcome of a registered wait once there is one; `Ready(None)`
+    /// if the connection was lost first.
+    fn poll_outcome(&self, xid: u32, cx: &mut Context<'_>) -> Poll<Option<Outcome>>;
     fn unregister(&self, xid: u32);
+    /// [`Transport::try_send_call`].
+    fn try_send_call(
+        &self,
+        xid: u32,
+        message: Payload,
+        hints: &CallHints,
+    ) -> Result<Result<(), TransportError>, Payload>;
+    /// [`Transport::try_release`].
+    fn try_release(&self, xid: u32) -> bool;
     fn send_call<'a>(
         &'a self,
         xid: u32,
@@ -177,15 +191,33 @@ impl<T: Transport> ConnOps for Conn<T> {
     fn backchannels(&self) -> Option<&Backchannels> {
         self.registry.as_ref()
     }
-    fn register(&self, xid: u32, deadline: Instant) -> Option<oneshot::Receiver<Outcome>> {
-        let (rx, rearm) = self.pending.register(xid, deadline)?;
-        if rearm {
-            self.ctl.notify();
+    fn register(&self, xid: u32, deadline: Instant) -> bool {
+        match self.pending.register(xid, deadline) {
+            None => false,
+            Some(rearm) => {
+                if rearm {
+                    self.ctl.notify();
+                }
+                true
+            }
         }
-        Some(rx)
+    }
+    fn poll_outcome(&self, xid: u32, cx: &mut Context<'_>) -> Poll<Option<Outcome>> {
+        self.pending.poll_outcome(xid, cx)
     }
     fn unregister(&self, xid: u32) {
         self.pending.unregister(xid);
+    }
+    fn try_send_call(
+        &self,
+        xid: u32,
+        message: Payload,
+        hints: &CallHints,
+    ) -> Result<Result<(), TransportError>, Payload> {
+        self.transport.try_send_call(xid, message, hints)
+    }
+    fn try_release(&self, xid: u32) -> bool {
+        self.transport.try_release(xid)
     }
     fn send_call<'a>(
         &'a self,

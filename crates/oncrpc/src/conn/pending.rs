@@ -4,7 +4,9 @@
 //! ([`Pending::armed`]) and ends the calls whose deadline passed
 //! ([`Pending::sweep`]).
 
-use tokio::sync::oneshot;
+use std::sync::Mutex;
+use std::task::{Context, Poll, Waker};
+
 use tokio::time::Instant;
 
 use rpcrdma_sync::lock;
@@ -33,21 +35,30 @@ struct State {
     armed: Option<Instant>,
 }
 
-/// A call waiting for its reply.
+/// A call waiting for its reply: the outcome once known, and the waker of
+/// the task waiting for it (no channel, no allocation per call).
 struct Waiting {
-    tx: oneshot::Sender<Outcome>,
     deadline: Instant,
+    outcome: Option<Outcome>,
+    waker: Option<Waker>,
 }
 
 /// The calls waiting for replies on one connection.
+///
+/// A call [`Pending::register`]s before it is sent, then polls
+/// [`Pending::poll_outcome`] until the reader [`Pending::complete`]s it,
+/// the sweep ends it at its deadline, or the connection is lost
+/// ([`Pending::fail_all`]); the poll that returns the outcome removes the
+/// entry, and [`Pending::unregister`] removes one whose wait was
+/// abandoned.
 pub(crate) struct Pending {
-    state: std::sync::Mutex<State>,
+    state: Mutex<State>,
 }
 
 impl Pending {
     pub(crate) fn new() -> Self {
         Pending {
-            state: std::sync::Mutex::new(State {
+            state: Mutex::new(State {
                 alive: true,
                 pending: IdMap::default(),
                 armed: None,
@@ -56,29 +67,51 @@ impl Pending {
     }
 
     /// Starts waiting for the reply to `xid` until `deadline`; `None` if
-    /// the connection is dead or `xid` is already waited for. The flag
-    /// says the reader's sweep timer must be set earlier (to `deadline`).
-    pub(crate) fn register(
-        &self,
-        xid: u32,
-        deadline: Instant,
-    ) -> Option<(oneshot::Receiver<Outcome>, bool)> {
+    /// the connection is dead or `xid` is already waited for, otherwise
+    /// whether the reader's sweep timer must be set earlier (to
+    /// `deadline`).
+    pub(crate) fn register(&self, xid: u32, deadline: Instant) -> Option<bool> {
         let mut st = lock(&self.state);
         if !st.alive || st.pending.contains_key(&xid) {
             return None;
         }
-        let (tx, rx) = oneshot::channel();
-        st.pending.insert(xid, Waiting { tx, deadline });
+        st.pending.insert(
+            xid,
+            Waiting {
+                deadline,
+                outcome: None,
+                waker: None,
+            },
+        );
         // With one timeout for every call, deadlines only grow: the sweep
         // timer already armed for an earlier one covers this call too.
         let rearm = st.armed.is_none_or(|a| deadline < a);
         if rearm {
             st.armed = Some(deadline);
         }
-        Some((rx, rearm))
+        Some(rearm)
     }
 
-    /// Stops waiting for `xid`.
+    /// The outcome of `xid`'s wait once there is one (the entry is then
+    /// removed); `Ready(None)` if the connection was lost first.
+    pub(crate) fn poll_outcome(&self, xid: u32, cx: &mut Context<'_>) -> Poll<Option<Outcome>> {
+        let mut st = lock(&self.state);
+        let Some(w) = st.pending.get_mut(&xid) else {
+            return Poll::Ready(None);
+        };
+        if w.outcome.is_some() {
+            let outcome = st.pending.remove(&xid).and_then(|w| w.outcome);
+            return Poll::Ready(outcome);
+        }
+        match &w.waker {
+            Some(old) if old.will_wake(cx.waker()) => {}
+            _ => w.waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+
+    /// Stops waiting for `xid` (a wait given up; harmless once the
+    /// outcome was taken).
     pub(crate) fn unregister(&self, xid: u32) {
         lock(&self.state).pending.remove(&xid);
     }
@@ -88,21 +121,31 @@ impl Pending {
         lock(&self.state).alive
     }
 
-    /// The connection is gone: every waiting call learns it (its receiver
-    /// sees the sender dropped) and no new call may wait.
+    /// The connection is gone: every call still waiting learns it
+    /// ([`Pending::poll_outcome`] gives `None`; one whose outcome arrived
+    /// before keeps it) and no new call may wait.
     pub(crate) fn fail_all(&self) {
-        let drained: Vec<_> = {
+        let mut wakers: Vec<Waker> = Vec::new();
+        {
             let mut st = lock(&self.state);
             st.alive = false;
-            st.pending.drain().map(|(_, w)| w.tx).collect::<Vec<_>>()
-        };
-        if !drained.is_empty() {
+            st.pending.retain(|_, w| {
+                if w.outcome.is_some() {
+                    return true;
+                }
+                wakers.extend(w.waker.take());
+                false
+            });
+        }
+        if !wakers.is_empty() {
             tracing::debug!(
-                calls = drained.len(),
+                calls = wakers.len(),
                 "connection lost with calls outstanding"
             );
         }
-        drop(drained);
+        for w in wakers {
+            w.wake();
+        }
     }
 
     /// The deadline the sweep timer should be set to.
@@ -113,41 +156,94 @@ impl Pending {
     /// Ends every call whose deadline has passed ([`Outcome::TimedOut`]);
     /// returns the earliest deadline left (the next time to sweep).
     pub(crate) fn sweep(&self, now: Instant) -> Option<Instant> {
-        let mut expired = Vec::new();
+        let mut woken = Vec::new();
         let next = {
             let mut st = lock(&self.state);
-            let due: Vec<u32> = st
-                .pending
-                .iter()
-                .filter(|(_, w)| w.deadline <= now)
-                .map(|(xid, _)| *xid)
-                .collect();
-            for xid in due {
-                if let Some(w) = st.pending.remove(&xid) {
-                    expired.push(w.tx);
+            let mut next: Option<Instant> = None;
+            for w in st.pending.values_mut() {
+                if w.outcome.is_some() {
+                    continue;
+                }
+                if w.deadline <= now {
+                    w.outcome = Some(Outcome::TimedOut);
+                    woken.extend(w.waker.take());
+                } else {
+                    next = Some(next.map_or(w.deadline, |n| n.min(w.deadline)));
                 }
             }
-            let next = st.pending.values().map(|w| w.deadline).min();
             st.armed = next;
             next
         };
-        for tx in expired {
-            let _ = tx.send(Outcome::TimedOut);
+        for w in woken {
+            w.wake();
         }
         next
     }
 
     /// Hands `outcome` to the call waiting for `xid`, if any.
     pub(crate) fn complete(&self, xid: u32, outcome: Outcome) {
-        let w = lock(&self.state).pending.remove(&xid);
-        match w {
-            Some(w) => {
-                let _ = w.tx.send(outcome);
+        let waker = {
+            let mut st = lock(&self.state);
+            match st.pending.get_mut(&xid) {
+                Some(w) if w.outcome.is_none() => {
+                    w.outcome = Some(outcome);
+                    w.waker.take()
+                }
+                _ => {
+                    drop(st);
+                    tracing::debug!(
+                        xid = format_args!("{xid:#010x}"),
+                        "dropping a reply for an xid with no outstanding call"
+                    );
+                    return;
+                }
             }
-            None => tracing::debug!(
-                xid = format_args!("{xid:#010x}"),
-                "dropping a reply for an xid with no outstanding call"
-            ),
+        };
+        if let Some(w) = waker {
+            w.wake();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn poll(p: &Pending, xid: u32) -> Poll<Option<Outcome>> {
+        p.poll_outcome(xid, &mut Context::from_waker(Waker::noop()))
+    }
+
+    #[test]
+    fn an_outcome_that_arrived_before_the_connection_was_lost_is_kept() {
+        let p = Pending::new();
+        let t = Instant::now() + Duration::from_secs(30);
+        assert_eq!(p.register(1, t), Some(true));
+        assert_eq!(p.register(2, t), Some(false), "later deadline: no re-arm");
+        assert_eq!(p.register(1, t), None, "xid already waited for");
+        assert!(poll(&p, 1).is_pending());
+        p.complete(1, Outcome::TimedOut);
+        p.fail_all();
+        assert!(matches!(poll(&p, 1), Poll::Ready(Some(Outcome::TimedOut))));
+        assert!(matches!(poll(&p, 2), Poll::Ready(None)), "lost");
+        assert_eq!(p.register(3, t), None, "dead connection");
+    }
+
+    #[test]
+    fn the_sweep_ends_due_calls_and_returns_the_next_deadline() {
+        let p = Pending::new();
+        let now = Instant::now();
+        let (a, b) = (now + Duration::from_secs(1), now + Duration::from_secs(5));
+        p.register(1, a);
+        p.register(2, b);
+        assert_eq!(p.sweep(now), Some(a));
+        assert_eq!(p.sweep(a), Some(b));
+        assert!(matches!(poll(&p, 1), Poll::Ready(Some(Outcome::TimedOut))));
+        assert!(poll(&p, 2).is_pending());
+        p.complete(2, Outcome::TimedOut);
+        p.complete(2, Outcome::TimedOut); // a duplicate is dropped
+        assert_eq!(p.sweep(b), None, "nothing left to time out");
+        assert!(matches!(poll(&p, 2), Poll::Ready(Some(_))));
+        assert!(matches!(poll(&p, 2), Poll::Ready(None)), "taken once");
     }
 }

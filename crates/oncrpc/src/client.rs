@@ -276,9 +276,7 @@ impl CallGuard {
 
     /// Waits for the call's outcome (`None`: the connection was lost).
     async fn outcome(&mut self) -> Option<Outcome> {
-        let Some(c) = self.conn.as_ref() else {
-            return None;
-        };
+        let c = self.conn.as_ref()?;
         let xid = self.xid;
         let r = std::future::poll_fn(|cx| c.poll_outcome(xid, cx)).await;
         self.waiting = false;

@@ -191,7 +191,9 @@ pub enum Dispatch {
     /// Nothing can be answered (the header is undecodable, or it is not a
     /// call); the reason is for logs.
     Drop(MessageError),
-    /// The framework's answer, to send as is.
+    /// The answer, to send as is: the framework's (an error status), or
+    /// the handler's when it finished at once (the dispatch polls it once,
+    /// so a handler that never waits costs no task and no boxed wrapper).
     Reply(Payload),
     /// Run the handler; the future yields the encoded reply.
     Run {
@@ -343,33 +345,56 @@ impl Services {
                 return accepted(xid, AcceptedStatus::GarbageArgs);
             }
         };
+        // Poll the handler once right here: most finish at once (no I/O to
+        // wait for), and then no task and no wrapper is needed. One that
+        // waits is polled again by its task, with a real waker (futures
+        // register the waker of their latest poll).
+        let mut fut = fut;
+        let noop = std::task::Waker::noop();
+        let mut cx = Context::from_waker(noop);
+        let first = std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx)));
+        match first {
+            Ok(Poll::Ready(r)) => return Dispatch::Reply(encode_result(xid, r)),
+            Ok(Poll::Pending) => {}
+            Err(_) => return Dispatch::Reply(encode_panic(xid)),
+        }
         Dispatch::Run {
             xid,
             future: Box::pin(async move {
                 match CatchUnwind(fut).await {
-                    Ok(Ok(results)) => encode_success(xid, &*results),
-                    Ok(Err(ProcError::Auth(stat))) => {
-                        encode_reply(&ReplyHeader::denied(xid, RejectedReply::AuthError(stat)))
-                    }
-                    Ok(Err(e)) => encode_reply(&ReplyHeader::accepted(
-                        xid,
-                        match e {
-                            ProcError::GarbageArgs => AcceptedStatus::GarbageArgs,
-                            ProcError::ProcUnavail => AcceptedStatus::ProcUnavail,
-                            _ => AcceptedStatus::SystemErr,
-                        },
-                    )),
-                    Err(()) => {
-                        tracing::error!(
-                            xid = format_args!("{xid:#010x}"),
-                            "RPC handler panicked; answering SYSTEM_ERR"
-                        );
-                        encode_reply(&ReplyHeader::accepted(xid, AcceptedStatus::SystemErr))
-                    }
+                    Ok(r) => encode_result(xid, r),
+                    Err(()) => encode_panic(xid),
                 }
             }),
         }
     }
+}
+
+/// Encodes a handler's outcome.
+fn encode_result(xid: u32, r: Reply) -> Payload {
+    match r {
+        Ok(results) => encode_success(xid, &*results),
+        Err(ProcError::Auth(stat)) => {
+            encode_reply(&ReplyHeader::denied(xid, RejectedReply::AuthError(stat)))
+        }
+        Err(e) => encode_reply(&ReplyHeader::accepted(
+            xid,
+            match e {
+                ProcError::GarbageArgs => AcceptedStatus::GarbageArgs,
+                ProcError::ProcUnavail => AcceptedStatus::ProcUnavail,
+                _ => AcceptedStatus::SystemErr,
+            },
+        )),
+    }
+}
+
+/// The answer to a call whose handler panicked.
+fn encode_panic(xid: u32) -> Payload {
+    tracing::error!(
+        xid = format_args!("{xid:#010x}"),
+        "RPC handler panicked; answering SYSTEM_ERR"
+    );
+    encode_reply(&ReplyHeader::accepted(xid, AcceptedStatus::SystemErr))
 }
 
 fn reply_now(h: ReplyHeader) -> Dispatch {

@@ -197,6 +197,22 @@ pub trait Transport: Send + Sync + 'static {
         message: Payload,
     ) -> impl Future<Output = Result<(), TransportError>> + Send;
 
+    /// The fast path of [`Transport::send_reply`]: sends the reply at once
+    /// if that needs no waiting (`Ok` with the outcome); otherwise gives
+    /// the context and message back (`Err`) and the caller awaits
+    /// [`Transport::send_reply`]. Saves the RPC layer a task (or a boxed
+    /// future) per reply.
+    ///
+    /// The default always gives them back.
+    #[allow(clippy::type_complexity)]
+    fn try_send_reply(
+        &self,
+        context: Self::CallContext,
+        message: Payload,
+    ) -> Result<Result<(), TransportError>, (Self::CallContext, Payload)> {
+        Err((context, message))
+    }
+
     /// Waits for the next message.
     fn recv(
         &self,

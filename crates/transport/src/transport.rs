@@ -295,6 +295,19 @@ impl<D: Device> RdmaTransport<D> {
         r.map_err(api_error)
     }
 
+    /// Sends a reply (the engine queues what the send queue cannot take).
+    fn send_reply_now(&self, context: CallToken, message: Payload) -> Result<(), TransportError> {
+        let mut s = self.lock();
+        let r = s.engine.send_reply(context, message);
+        self.flush(&mut s);
+        let wake = Self::reader_must_look(&s);
+        drop(s);
+        if wake {
+            self.inner.wake.notify();
+        }
+        r.map_err(api_error)
+    }
+
     /// Releases a call's registrations ([`Engine::release`]).
     fn release_now(&self, xid: u32) {
         let mut s = self.lock();
@@ -417,15 +430,16 @@ impl<D: Device> Transport for RdmaTransport<D> {
     }
 
     async fn send_reply(&self, context: CallToken, message: Payload) -> Result<(), TransportError> {
-        let mut s = self.lock();
-        let r = s.engine.send_reply(context, message);
-        self.flush(&mut s);
-        let wake = Self::reader_must_look(&s);
-        drop(s);
-        if wake {
-            self.inner.wake.notify();
-        }
-        r.map_err(api_error)
+        self.send_reply_now(context, message)
+    }
+
+    /// Never waits: the engine queues what the send queue cannot take.
+    fn try_send_reply(
+        &self,
+        context: CallToken,
+        message: Payload,
+    ) -> Result<Result<(), TransportError>, (CallToken, Payload)> {
+        Ok(self.send_reply_now(context, message))
     }
 
     async fn recv(&self) -> Result<Received<CallToken>, TransportError> {

@@ -83,48 +83,70 @@ pub(super) async fn run<T: Transport>(
             }
             Ok(Received::Call { message, context }) => (message, context),
         };
-        // Bound the calls in progress before reading more.
-        let permits = {
-            let acquiring = acquire(&local, limits.global.as_ref());
-            tokio::pin!(acquiring);
-            loop {
-                tokio::select! {
-                    biased;
-                    () = conn.ctl.wait() => {
-                        if stopping(&stop) {
-                            break 'outer;
+        // Bound the calls in progress before reading more (a free slot is
+        // taken without a future).
+        let permits = match try_acquire(&local, limits.global.as_ref()) {
+            Some(p) => p,
+            None => {
+                let acquiring = acquire(&local, limits.global.as_ref());
+                tokio::pin!(acquiring);
+                loop {
+                    tokio::select! {
+                        biased;
+                        () = conn.ctl.wait() => {
+                            if stopping(&stop) {
+                                break 'outer;
+                            }
+                            // A re-arm request: handled once the permits are
+                            // here (this wait is bounded by calls finishing).
+                            rearm = true;
                         }
-                        // A re-arm request: handled once the permits are
-                        // here (this wait is bounded by calls finishing).
-                        rearm = true;
+                        p = &mut acquiring => break p,
                     }
-                    p = &mut acquiring => break p,
                 }
             }
         };
-        let token = tracker.token();
         match services.dispatch(&message, &handle) {
             Dispatch::Drop(e) => {
                 tracing::debug!(error = %e, "dropping an undecodable call");
                 // No reply will come: the transport gives back what it
                 // holds for the call (an RDMA credit of its grant).
                 conn.transport.retire_call(context);
-                drop((permits, token));
+                drop(permits);
+            }
+            Dispatch::Reply(_) if conn.aborted.load(Ordering::Acquire) => {
+                // The handler aborted the connection.
+                tracing::debug!("connection aborted; reply dropped");
+                drop(permits);
             }
             Dispatch::Reply(reply) => {
-                let conn = conn.clone();
-                run_or_spawn(Box::pin(
-                    async move {
-                        if let Err(e) = conn.transport.send_reply(context, reply).await {
-                            tracing::debug!(error = %e, "cannot send error reply");
+                // An error status, or a handler that finished at once:
+                // sent from here when the transport need not wait.
+                match conn.transport.try_send_reply(context, reply) {
+                    Ok(r) => {
+                        if let Err(e) = r {
+                            tracing::debug!(error = %e, "cannot send reply");
                         }
-                        drop((permits, token));
+                        drop(permits);
                     }
-                    .in_current_span(),
-                ));
+                    Err((context, reply)) => {
+                        let conn = conn.clone();
+                        let token = tracker.token();
+                        run_or_spawn(Box::pin(
+                            async move {
+                                if let Err(e) = conn.transport.send_reply(context, reply).await {
+                                    tracing::debug!(error = %e, "cannot send reply");
+                                }
+                                drop((permits, token));
+                            }
+                            .in_current_span(),
+                        ));
+                    }
+                }
             }
             Dispatch::Run { xid, future } => {
                 let conn = conn.clone();
+                let token = tracker.token();
                 let span = tracing::debug_span!("rpc_serve", xid = format_args!("{xid:#010x}"));
                 run_or_spawn(Box::pin(
                     async move {
@@ -155,13 +177,22 @@ pub(super) async fn run<T: Transport>(
     tracing::debug!("connection closed");
 }
 
-async fn acquire(
-    local: &Arc<Semaphore>,
-    global: Option<&Arc<Semaphore>>,
-) -> (
+type Permits = (
     Option<tokio::sync::OwnedSemaphorePermit>,
     Option<tokio::sync::OwnedSemaphorePermit>,
-) {
+);
+
+/// The permits of a call, if both are free now.
+fn try_acquire(local: &Arc<Semaphore>, global: Option<&Arc<Semaphore>>) -> Option<Permits> {
+    let a = local.clone().try_acquire_owned().ok()?;
+    let b = match global {
+        Some(g) => Some(g.clone().try_acquire_owned().ok()?),
+        None => None,
+    };
+    Some((Some(a), b))
+}
+
+async fn acquire(local: &Arc<Semaphore>, global: Option<&Arc<Semaphore>>) -> Permits {
     let a = local.clone().acquire_owned().await.ok();
     let b = match global {
         Some(g) => g.clone().acquire_owned().await.ok(),

@@ -865,7 +865,10 @@ impl<P: ProtectionDomain> Engine<P> {
             self.recvs_posted += 1;
             let buf = self.reusable_buffer().unwrap_or_else(|| {
                 self.stats.recv_buffers_allocated += 1;
-                BytesMut::zeroed(self.recv_size)
+                // Made shared now (once per buffer): the message views
+                // handed up and the buffer's reuse then cost a reference
+                // count each, not an allocation.
+                BytesMut::zeroed(self.recv_size).split_to(self.recv_size)
             });
             self.out_recv.push_back(RecvWr { wr_id, buf });
         }

@@ -217,6 +217,9 @@ struct ClientInner {
     xids: SharedXids,
     in_flight: Semaphore,
     config: ClientConfig,
+    /// Where calls are encoded (no allocation per call; see
+    /// [`PayloadEncoder::in_arena`]).
+    arena: Mutex<bytes::BytesMut>,
 }
 
 impl Drop for ClientInner {
@@ -378,6 +381,7 @@ impl Client {
                 xids,
                 in_flight: Semaphore::new(config.max_in_flight.max(1)),
                 config,
+                arena: Mutex::new(bytes::BytesMut::new()),
             }),
             cred,
             timeout,
@@ -440,11 +444,14 @@ impl Client {
             cred: self.cred.clone(),
             verf: OpaqueAuth::none(),
         };
-        let mut pe = PayloadEncoder::with_capacity(header.encoded_len() + 64);
-        let mut enc = pe.encoder();
-        header.encode(&mut enc);
-        args.marshal(&mut enc);
-        let message = pe.finish();
+        let message = {
+            let mut arena = lock(&self.inner.arena);
+            let mut pe = PayloadEncoder::in_arena(&mut arena, header.encoded_len() + 64);
+            let mut enc = pe.encoder();
+            header.encode(&mut enc);
+            args.marshal(&mut enc);
+            pe.finish_into(&mut arena)
+        };
         let span = tracing::debug_span!(
             "rpc_call",
             xid = format_args!("{xid:#010x}"),

@@ -354,15 +354,16 @@ impl Services {
         let mut cx = Context::from_waker(noop);
         let first = std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx)));
         match first {
-            Ok(Poll::Ready(r)) => return Dispatch::Reply(encode_result(xid, r)),
+            Ok(Poll::Ready(r)) => return Dispatch::Reply(encode_result(connection, xid, r)),
             Ok(Poll::Pending) => {}
             Err(_) => return Dispatch::Reply(encode_panic(xid)),
         }
+        let connection = connection.clone();
         Dispatch::Run {
             xid,
             future: Box::pin(async move {
                 match CatchUnwind(fut).await {
-                    Ok(r) => encode_result(xid, r),
+                    Ok(r) => encode_result(&connection, xid, r),
                     Err(()) => encode_panic(xid),
                 }
             }),
@@ -370,10 +371,18 @@ impl Services {
     }
 }
 
-/// Encodes a handler's outcome.
-fn encode_result(xid: u32, r: Reply) -> Payload {
+/// Encodes a handler's outcome (results in the connection's arena).
+fn encode_result(connection: &Connection, xid: u32, r: Reply) -> Payload {
     match r {
-        Ok(results) => encode_success(xid, &*results),
+        Ok(results) => {
+            let h = ReplyHeader::success(xid);
+            let mut arena = rpcrdma_sync::lock(connection.ops.arena());
+            let mut pe = PayloadEncoder::in_arena(&mut arena, h.encoded_len() + 64);
+            let mut enc = pe.encoder();
+            h.encode(&mut enc);
+            results.marshal(&mut enc);
+            pe.finish_into(&mut arena)
+        }
         Err(ProcError::Auth(stat)) => {
             encode_reply(&ReplyHeader::denied(xid, RejectedReply::AuthError(stat)))
         }

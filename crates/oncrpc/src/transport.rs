@@ -218,6 +218,13 @@ pub trait Transport: Send + Sync + 'static {
         &self,
     ) -> impl Future<Output = Result<Received<Self::CallContext>, TransportError>> + Send;
 
+    /// The RPC layer stops calling [`Transport::recv`] for a while (it
+    /// waits for calls in progress to finish before reading more, or it
+    /// stops reading for good). A transport that does its I/O on the task
+    /// that calls `recv` hands it to a task of its own meanwhile. Does
+    /// nothing by default.
+    fn recv_paused(&self) {}
+
     /// Tells the transport the client is finished with call `xid` (reply
     /// handed over, timed out, cancelled, or about to be retransmitted
     /// elsewhere). The client awaits this before the caller sees the

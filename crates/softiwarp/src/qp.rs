@@ -156,6 +156,13 @@ impl QpInner {
         self.stream.readable().await
     }
 
+    /// Read readiness through the socket's single poll slot (the I/O task
+    /// does not use it while a completion-queue poller reads). An error
+    /// counts as ready: the read that follows reports it.
+    pub(crate) fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
+        self.stream.poll_read_ready(cx).map(|_| ())
+    }
+
     /// A completion-queue waiter starts reading the socket itself: the I/O
     /// task's read-readiness registration (a single slot) is replaced by a
     /// no-op waker, so readiness wakes only the waiter.
@@ -221,16 +228,16 @@ impl QpInner {
     /// Moves collected completions to the completion queues (under the
     /// state lock, so the vectors keep their capacity; the CQ locks are
     /// leaves). A full queue fails the connection.
-    fn publish(&self, st: &mut QpState) {
-        let overrun = self.send_cq.push_all(&mut st.send_wcs).is_err()
-            | self.recv_cq.push_all(&mut st.recv_wcs).is_err();
+    fn publish(&self, st: &mut QpState, me: Option<&Waker>) {
+        let overrun = self.send_cq.push_all(&mut st.send_wcs, me).is_err()
+            | self.recv_cq.push_all(&mut st.recv_wcs, me).is_err();
         if overrun {
             st.conn.handle_transport_error(
                 "completion queue overrun: size the CQ for the queues attached to it".into(),
             );
             self.collect(st);
-            let _ = self.send_cq.push_all(&mut st.send_wcs);
-            let _ = self.recv_cq.push_all(&mut st.recv_wcs);
+            let _ = self.send_cq.push_all(&mut st.send_wcs, None);
+            let _ = self.recv_cq.push_all(&mut st.recv_wcs, None);
             self.wake.notify();
         }
         if let Some(reason) = st.reason.clone() {
@@ -246,7 +253,7 @@ impl QpInner {
         let r = f(&mut st);
         self.flush(&mut st);
         self.collect(&mut st);
-        self.publish(&mut st);
+        self.publish(&mut st, None);
         let wake = st.conn.wants_write() || st.conn.wants_close() || st.reason.is_some();
         drop(st);
         if wake {
@@ -256,8 +263,9 @@ impl QpInner {
     }
 
     /// Reads what the socket has, within the budget. Returns false once the
-    /// stream ended or failed.
-    pub(crate) fn read_ready(&self) -> bool {
+    /// stream ended or failed. `me`: the completion-queue waiter reading on
+    /// its own task (it is not woken for the completions it publishes).
+    pub(crate) fn read_ready(&self, me: Option<&Waker>) -> bool {
         if !self.started.load(Ordering::Acquire) {
             return true;
         }
@@ -295,7 +303,7 @@ impl QpInner {
         }
         self.flush(&mut st);
         self.collect(&mut st);
-        self.publish(&mut st);
+        self.publish(&mut st, me);
         // Read Responses (or a Terminate) the socket could not take yet:
         // the I/O task waits for writability (this may run on a
         // completion-queue waiter's task, which does not).
@@ -360,7 +368,7 @@ async fn run(inner: Arc<QpInner>) {
             if readable && inner.consumers.load(Ordering::Acquire) == 0 {
                 match inner.stream.poll_read_ready(cx) {
                     Poll::Ready(Ok(())) => {
-                        stream_alive = inner.read_ready();
+                        stream_alive = inner.read_ready(None);
                         continue;
                     }
                     Poll::Ready(Err(e)) => {

@@ -10,8 +10,11 @@
 //! own, no channel hop on the data path.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -66,6 +69,8 @@ struct Inner<D: Device> {
     peer_private: Bytes,
     on_negotiated: Option<NegotiatedHook>,
     on_fatal: Option<FatalHook>,
+    /// The reader's timer (at the engine's deadline), once one was needed.
+    timer: Mutex<Option<(Instant, Pin<Box<tokio::time::Sleep>>)>>,
 }
 
 /// One RPC-over-RDMA connection, usable by the ONC RPC client and server
@@ -153,6 +158,7 @@ impl<D: Device> RdmaTransport<D> {
                 peer_private,
                 on_negotiated: hooks.on_negotiated,
                 on_fatal: hooks.on_fatal,
+                timer: Mutex::new(None),
             }),
         };
         let mut s = t.lock();
@@ -270,6 +276,78 @@ impl<D: Device> RdmaTransport<D> {
         self.inner.wake.notify();
         rx.await
             .map_err(|_| RdmaError::Connection(EngineError::Closed))
+    }
+
+    /// The reader's step ([`Transport::recv`]): hands up the next event,
+    /// feeding the engine with completions and timeouts until there is
+    /// one; otherwise registers for what can make one (a completion, a
+    /// command's notification, a timer, memory another connection
+    /// releases). The end of the connection arrives as completions too: a
+    /// provider flushes every outstanding work request (the receives the
+    /// engine keeps posted included) when its queue pair closes.
+    fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Result<Received<CallToken>, TransportError>> {
+        loop {
+            let (deadline, memory) = {
+                let mut s = self.lock();
+                if let Some(r) = self.next_received(&mut s) {
+                    return Poll::Ready(r);
+                }
+                let Shared { engine, wcs, .. } = &mut *s;
+                wcs.clear();
+                let n = self.inner.cq.poll(wcs, CQ_BATCH);
+                if n > 0 {
+                    let now = Instant::now();
+                    for wc in wcs.drain(..) {
+                        engine.handle_completion(now, wc);
+                    }
+                    self.flush(&mut s);
+                    continue;
+                }
+                // Timers: only when one is due (extra calls are harmless,
+                // but reading the clock on every message is not free).
+                let deadline = s.engine.poll_timeout();
+                if let Some(d) = deadline {
+                    let now = Instant::now();
+                    if now >= d {
+                        s.engine.handle_timeout(now);
+                        self.flush(&mut s);
+                        continue;
+                    }
+                }
+                s.armed = deadline;
+                // A call waiting for memory another connection holds: wake
+                // when the shared budget releases some (spec note E21).
+                let memory = s
+                    .engine
+                    .memory_wait()
+                    .map(|epoch| (s.engine.memory_budget().clone(), epoch));
+                (deadline, memory)
+            };
+            if self.inner.cq.poll_wait(cx).is_ready() || self.inner.wake.poll_wait(cx).is_ready() {
+                continue;
+            }
+            if let Some((budget, epoch)) = memory {
+                if budget.poll_released(epoch, cx).is_ready() {
+                    let mut s = self.lock();
+                    s.engine.retry_admission();
+                    self.flush(&mut s);
+                    continue;
+                }
+            }
+            if let Some(d) = deadline {
+                let mut timer = lock(&self.inner.timer);
+                let (at, sleep) =
+                    timer.get_or_insert_with(|| (d, Box::pin(tokio::time::sleep_until(d.into()))));
+                if *at != d {
+                    *at = d;
+                    sleep.as_mut().reset(d.into());
+                }
+                if sleep.as_mut().poll(cx).is_ready() {
+                    continue;
+                }
+            }
+            return Poll::Pending;
+        }
     }
 
     /// Sends a call (the engine queues it until a credit is free).
@@ -443,82 +521,13 @@ impl<D: Device> Transport for RdmaTransport<D> {
     }
 
     async fn recv(&self) -> Result<Received<CallToken>, TransportError> {
-        loop {
-            let deadline = {
-                let mut s = self.lock();
-                if let Some(r) = self.next_received(&mut s) {
-                    return r;
-                }
-                let Shared { engine, wcs, .. } = &mut *s;
-                wcs.clear();
-                let n = self.inner.cq.poll(wcs, CQ_BATCH);
-                if n > 0 {
-                    let now = Instant::now();
-                    for wc in wcs.drain(..) {
-                        engine.handle_completion(now, wc);
-                    }
-                    self.flush(&mut s);
-                    continue;
-                }
-                // Timers: only when one is due (extra calls are harmless,
-                // but reading the clock on every message is not free).
-                let deadline = s.engine.poll_timeout();
-                if let Some(d) = deadline {
-                    if Instant::now() >= d {
-                        s.engine.handle_timeout(Instant::now());
-                        self.flush(&mut s);
-                        continue;
-                    }
-                }
-                s.armed = deadline;
-                // A call waiting for memory another connection holds: wake
-                // when the shared budget releases some (spec note E21).
-                let memory = s
-                    .engine
-                    .memory_wait()
-                    .map(|epoch| (s.engine.memory_budget().clone(), epoch));
-                (deadline, memory)
-            };
-            let (deadline, memory) = deadline;
-            let sleep = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d.into()).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let released = async {
-                match &memory {
-                    Some((budget, epoch)) => {
-                        std::future::poll_fn(|cx| budget.poll_released(*epoch, cx)).await;
-                    }
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                biased;
-                () = self.inner.cq.wait() => {}
-                () = self.inner.wake.wait() => {}
-                () = released => {
-                    let mut s = self.lock();
-                    s.engine.retry_admission();
-                    self.flush(&mut s);
-                }
-                reason = self.inner.qp.closed() => {
-                    // Drain what the provider flushed, then end.
-                    let mut s = self.lock();
-                    let Shared { engine, wcs, .. } = &mut *s;
-                    wcs.clear();
-                    self.inner.cq.poll(wcs, usize::MAX);
-                    let now = Instant::now();
-                    for wc in wcs.drain(..) {
-                        engine.handle_completion(now, wc);
-                    }
-                    tracing::debug!(?reason, "queue pair closed");
-                    s.engine.close(EngineError::Closed);
-                }
-                () = sleep => {}
-            }
-        }
+        std::future::poll_fn(|cx| self.poll_recv(cx)).await
+    }
+
+    /// The reader stops for a while: the provider does the queue pair's
+    /// I/O on its own meanwhile.
+    fn recv_paused(&self) {
+        self.inner.cq.pause();
     }
 
     /// The RPC layer drops the call (undecodable header): the engine

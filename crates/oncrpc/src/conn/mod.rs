@@ -135,6 +135,8 @@ pub(crate) trait ConnOps: Send + Sync + 'static {
     fn shutdown(&self);
     fn closed(&self) -> BoxFuture<'_, ()>;
     fn xids(&self) -> &SharedXids;
+    /// Where replies are encoded (see `PayloadEncoder::in_arena`).
+    fn arena(&self) -> &Mutex<bytes::BytesMut>;
 }
 
 struct Conn<T: Transport> {
@@ -158,6 +160,8 @@ struct Conn<T: Transport> {
     key: Mutex<Option<ClientKey>>,
     /// Server side: where the connection is bound to its key.
     registry: Option<Backchannels>,
+    /// See [`ConnOps::arena`].
+    arena: Mutex<bytes::BytesMut>,
 }
 
 const STOP_NONE: u8 = 0;
@@ -259,6 +263,9 @@ impl<T: Transport> ConnOps for Conn<T> {
     fn xids(&self) -> &SharedXids {
         &self.xids
     }
+    fn arena(&self) -> &Mutex<bytes::BytesMut> {
+        &self.arena
+    }
 }
 
 /// A handle to one open connection (cheap to clone).
@@ -332,6 +339,7 @@ impl Connection {
             ready: AtomicBool::new(open.ready),
             key: Mutex::new(None),
             registry: open.registry,
+            arena: Mutex::new(bytes::BytesMut::new()),
         });
         let handle = Connection { ops: conn.clone() };
         let span = tracing::info_span!("rpc_conn", id, peer = %peer);

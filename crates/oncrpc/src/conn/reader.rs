@@ -88,6 +88,9 @@ pub(super) async fn run<T: Transport>(
         let permits = match try_acquire(&local, limits.global.as_ref()) {
             Some(p) => p,
             None => {
+                // Not reading for a while: the transport's own task does
+                // its I/O meanwhile.
+                conn.transport.recv_paused();
                 let acquiring = acquire(&local, limits.global.as_ref());
                 tokio::pin!(acquiring);
                 loop {
@@ -163,6 +166,7 @@ pub(super) async fn run<T: Transport>(
             }
         }
     }
+    conn.transport.recv_paused();
     conn.pending.fail_all();
     // An abort (or a broken transport) closes at once so the peer notices;
     // a graceful stop lets calls in progress send their replies first.

@@ -2,7 +2,7 @@
 # User-space instructions per NULL round trip, both ends together, counted
 # by valgrind's callgrind (deterministic where wall-clock time is not).
 #
-# `rpcrdma bench null-loop` runs a fixed number of sequential NULL round
+# `rpcrdma bench loop` runs a fixed number of sequential NULL round
 # trips over one path (client and server threads, one current-thread tokio
 # runtime each, as in `rpcrdma bench`). It is run twice per path, with
 # $LOW and $HIGH round trips; start-up and tear-down cost the same in both,
@@ -18,7 +18,7 @@
 #   KEEP=DIR     keep the callgrind output files in DIR (for
 #                callgrind_annotate; the HIGH run minus the LOW run is the
 #                per-round-trip profile)
-#   EXTRA_ARGS   more options for `rpcrdma bench null-loop` (e.g.
+#   EXTRA_ARGS   more options for `rpcrdma bench loop` (e.g.
 #                `--rdma-version 1`)
 # Output: one line per path, and a JSON line with every figure.
 set -euo pipefail
@@ -55,7 +55,7 @@ count() {
     local path=$1 n=$2 file="$out/callgrind.$1.$2"
     # shellcheck disable=SC2086
     valgrind --tool=callgrind --callgrind-out-file="$file" -q \
-        "$RPCRDMA" bench null-loop --path "$path" --round-trips "$n" ${EXTRA_ARGS:-} >/dev/null
+        "$RPCRDMA" bench loop --path "$path" --round-trips "$n" ${EXTRA_ARGS:-} >/dev/null
     awk '/^totals:/ { print $2 }' "$file"
 }
 

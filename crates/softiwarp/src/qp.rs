@@ -15,7 +15,7 @@ use std::io::{self, IoSlice, IoSliceMut};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rpcrdma_iwarp::conn::{ConnError, Connection, Event};
+use rpcrdma_iwarp::conn::{ConnError, Connection, Event, MAX_RECV_SLICES};
 use rpcrdma_sync::{lock, Signal};
 use rpcrdma_verbs::{
     DisconnectReason, PostError, QpCaps, QueuePair, RecvWr, SendWr, WcOpcode, WorkCompletion,
@@ -277,13 +277,14 @@ impl QpInner {
             }
             let mut table = self.pd.table();
             let st_ref = &mut *st;
-            let bufs = st_ref.conn.recv_buffers(&mut table);
-            let res = match bufs.direct {
-                Some(d) => {
-                    let mut iov = [IoSliceMut::new(d), IoSliceMut::new(bufs.staging)];
-                    self.stream.try_read_vectored(&mut iov)
-                }
-                None => self.stream.try_read(bufs.staging),
+            let mut bufs = st_ref.conn.recv_buffers(&mut table);
+            let res = if bufs.direct.is_none() {
+                self.stream.try_read(bufs.staging)
+            } else {
+                let mut iov: [IoSliceMut<'_>; MAX_RECV_SLICES] =
+                    std::array::from_fn(|_| IoSliceMut::new(&mut []));
+                let n = bufs.io_slices(&mut iov);
+                self.stream.try_read_vectored(&mut iov[..n])
             };
             match res {
                 Ok(0) => {

@@ -70,8 +70,8 @@ use crate::fpdu::MPA_MAX_ULPDU;
 use crate::mpa::{IrdOrd, MpaFrame, MPA_MAX_PRIVATE_DATA};
 use crate::rdmap::{queue, Opcode, Terminate};
 use place::RecvProgress;
-pub use rx::RecvBuffers;
 use rx::Rx;
+pub use rx::{RecvBuffers, MAX_RECV_SLICES};
 use sq::{OrqEntry, SqEntry};
 use tx::{push_message, Mark, Tx};
 

@@ -9,13 +9,30 @@
 //! the payload's final place itself as the first read buffer, followed by a
 //! small staging area for the trailer and the next header: one vectored
 //! read, no intermediate copy.
+//!
+//! # Several FPDUs of a Read Response per read
+//!
+//! The FPDUs of one RDMA Read Response follow each other, and a sender
+//! cuts a message into FPDUs of one size: so when the payload of a Read
+//! Response is placed directly, the buffers also offer the places of the
+//! following FPDUs of the same Read as guessed from the current one (its
+//! trailer and the next header into a small scratch area, the next
+//! payload straight into the sink at the next offset, and so on, never
+//! past the end of the Read). Verbs leaves a sink's contents undefined
+//! until its Read completes, so a guess may fill it. After the read each
+//! header is checked as usual; where it does not continue the Read as
+//! guessed, the octets read into the sink from there on are copied out and
+//! processed like any other input (so the outcome is exactly that of
+//! reading the stream FPDU by FPDU).
 
 use super::place::{place, Target};
 use super::{ConnError, Connection, Phase, ProtocolError};
-use crate::ddp::{DdpHeader, UNTAGGED_HEADER_LEN};
+use std::io::IoSliceMut;
+
+use crate::ddp::{DdpHeader, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
 use crate::fpdu::{crc_from_wire, pad_len, MPA_CRC_LEN, MPA_LEN_FIELD};
 use crate::mr::MrTable;
-use crate::rdmap::{ReadRequest, Terminate, READ_REQUEST_LEN};
+use crate::rdmap::{Opcode, ReadRequest, Terminate, READ_REQUEST_LEN};
 
 /// Staging buffer size.
 const STAGE_CAP: usize = 16 * 1024;
@@ -26,6 +43,41 @@ const STAGE_READ: usize = 4096;
 const SPILL_WITH_DIRECT: usize = 512;
 /// Payload remainders at least this long are read in place.
 const DIRECT_MIN: usize = 1024;
+/// Most further FPDUs of a Read Response offered in one read.
+const MAX_SPEC: usize = 16;
+/// Octets between two payloads of a Read Response: pad, CRC, the next
+/// FPDU's length field and tagged header.
+const MAX_GAP: usize = 3 + MPA_CRC_LEN + MPA_LEN_FIELD + TAGGED_HEADER_LEN;
+
+/// The further FPDUs of a Read Response offered by the last
+/// [`Connection::recv_buffers`] (see the module documentation).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Spec {
+    count: usize,
+    /// The sink's key and the address of the first guessed payload.
+    stag: u32,
+    addr: u64,
+    /// Octets of each gap (before payload `k`) and each payload.
+    gaps: [usize; MAX_SPEC],
+    pays: [usize; MAX_SPEC],
+    /// Whether payload `k` would end the Read.
+    lasts: [bool; MAX_SPEC],
+}
+
+impl Spec {
+    const NONE: Spec = Spec {
+        count: 0,
+        stag: 0,
+        addr: 0,
+        gaps: [0; MAX_SPEC],
+        pays: [0; MAX_SPEC],
+        lasts: [false; MAX_SPEC],
+    };
+
+    fn payload_len(&self) -> usize {
+        self.pays[..self.count].iter().sum()
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum St {
@@ -48,6 +100,12 @@ pub(super) struct Rx {
     pub(super) ctrl: Vec<u8>,
     pub(super) direct_offered: usize,
     pub(super) dead: bool,
+    /// The guessed FPDUs offered with the direct buffer.
+    spec: Spec,
+    /// Where the guessed gaps (trailers and headers) and what follows the
+    /// last guessed payload are read.
+    gapbuf: Box<[u8]>,
+    tailbuf: Box<[u8]>,
 }
 
 impl Rx {
@@ -65,6 +123,9 @@ impl Rx {
             ctrl: Vec::new(),
             direct_offered: 0,
             dead: false,
+            spec: Spec::NONE,
+            gapbuf: vec![0u8; MAX_SPEC * MAX_GAP].into_boxed_slice(),
+            tailbuf: vec![0u8; SPILL_WITH_DIRECT].into_boxed_slice(),
         }
     }
 
@@ -99,7 +160,9 @@ impl Rx {
 }
 
 /// The buffers to read the socket into, in order (see
-/// [`Connection::recv_buffers`]).
+/// [`Connection::recv_buffers`]): `direct`, then the guessed further
+/// FPDUs of a Read Response if any, then `staging`.
+/// [`RecvBuffers::io_slices`] lists them all for a vectored read.
 #[derive(Debug)]
 pub struct RecvBuffers<'a> {
     /// The final place of the next payload octets (registered memory or a
@@ -107,17 +170,55 @@ pub struct RecvBuffers<'a> {
     pub direct: Option<&'a mut [u8]>,
     /// Staging for whatever follows.
     pub staging: &'a mut [u8],
+    /// Guessed further FPDUs: gap scratch, the sink after `direct`, and
+    /// their layout.
+    spec: Option<(&'a mut [u8], &'a mut [u8], Spec)>,
 }
 
-impl RecvBuffers<'_> {
+/// Most slices [`RecvBuffers::io_slices`] fills.
+pub const MAX_RECV_SLICES: usize = 2 + 2 * MAX_SPEC;
+
+impl<'a> RecvBuffers<'a> {
     /// Total octets the buffers can take.
     pub fn len(&self) -> usize {
-        self.direct.as_ref().map_or(0, |d| d.len()) + self.staging.len()
+        let spec = self.spec.as_ref().map_or(0, |(_, _, l)| {
+            l.gaps[..l.count].iter().sum::<usize>() + l.payload_len()
+        });
+        self.direct.as_ref().map_or(0, |d| d.len()) + spec + self.staging.len()
     }
 
     /// Whether no octet can be taken now.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Every buffer, in the order the octets go, as slices for one
+    /// vectored read; returns how many of `out` were filled (at most
+    /// [`MAX_RECV_SLICES`]).
+    pub fn io_slices<'b>(&'b mut self, out: &mut [IoSliceMut<'b>]) -> usize {
+        let mut n = 0;
+        let mut push = |s: &'b mut [u8], out: &mut [IoSliceMut<'b>]| {
+            if !s.is_empty() && n < out.len() {
+                out[n] = IoSliceMut::new(s);
+                n += 1;
+            }
+        };
+        if let Some(d) = self.direct.as_deref_mut() {
+            push(d, out);
+        }
+        if let Some((gaps, pays, l)) = self.spec.as_mut() {
+            let (mut gaps, mut pays): (&'b mut [u8], &'b mut [u8]) = (gaps, pays);
+            for k in 0..l.count {
+                let (g, rest) = std::mem::take(&mut gaps).split_at_mut(MAX_GAP);
+                gaps = rest;
+                push(&mut g[..l.gaps[k]], out);
+                let (p, rest) = std::mem::take(&mut pays).split_at_mut(l.pays[k]);
+                pays = rest;
+                push(p, out);
+            }
+        }
+        push(self.staging, out);
+        n
     }
 }
 
@@ -137,26 +238,104 @@ impl Connection {
         }
     }
 
+    /// The further FPDUs of the Read Response being placed, as guessed
+    /// from the current one: same payload size, consecutive offsets, never
+    /// past the end of the Read.
+    fn plan_speculation(&self) -> Spec {
+        let rx = &self.rx;
+        let Target::Mr {
+            stag,
+            addr,
+            read_response: true,
+            ..
+        } = rx.target
+        else {
+            return Spec::NONE;
+        };
+        let Some(e) = self.orq.front() else {
+            return Spec::NONE;
+        };
+        let Some(size) = rx.ulpdu_len.checked_sub(TAGGED_HEADER_LEN) else {
+            return Spec::NONE;
+        };
+        let mut rest = e
+            .len
+            .saturating_sub(e.received)
+            .saturating_sub(rx.remaining as u64);
+        let mut spec = Spec {
+            stag,
+            addr: addr + rx.remaining as u64,
+            ..Spec::NONE
+        };
+        let mut ulpdu = rx.ulpdu_len;
+        while spec.count < MAX_SPEC && rest > 0 {
+            let p = (size as u64).min(rest) as usize;
+            if p < DIRECT_MIN {
+                break;
+            }
+            spec.gaps[spec.count] =
+                pad_len(ulpdu) + MPA_CRC_LEN + MPA_LEN_FIELD + TAGGED_HEADER_LEN;
+            spec.pays[spec.count] = p;
+            rest -= p as u64;
+            spec.lasts[spec.count] = rest == 0;
+            spec.count += 1;
+            ulpdu = p + TAGGED_HEADER_LEN;
+        }
+        spec
+    }
+
     /// The buffers the next socket read should fill, in order: read into
-    /// `direct` first (if offered), then `staging`, and report the total
-    /// with [`Connection::handle_read`] before calling anything else.
-    /// Both are empty when no input is wanted ([`Connection::wants_read`]).
+    /// `direct` first (if offered), then the guessed FPDUs, then
+    /// `staging` ([`RecvBuffers::io_slices`]), and report the total with
+    /// [`Connection::handle_read`] before calling anything else. All are
+    /// empty when no input is wanted ([`Connection::wants_read`]).
     pub fn recv_buffers<'a>(&'a mut self, mrs: &'a mut MrTable) -> RecvBuffers<'a> {
+        self.offer(mrs, true)
+    }
+
+    fn offer<'a>(&'a mut self, mrs: &'a mut MrTable, speculate: bool) -> RecvBuffers<'a> {
+        self.rx.spec = Spec::NONE;
         if !self.wants_read() {
             self.rx.direct_offered = 0;
             return RecvBuffers {
                 direct: None,
                 staging: &mut [],
+                spec: None,
             };
         }
         let direct_len = self.direct_len();
+        let mut spec = if speculate && direct_len > 0 {
+            self.plan_speculation()
+        } else {
+            Spec::NONE
+        };
         self.rx.compact();
         let Connection { rx, recv_cur, .. } = self;
+        let mut guessed: Option<&'a mut [u8]> = None;
         let direct: Option<&'a mut [u8]> = if direct_len > 0 {
             match rx.target {
                 Target::Mr {
                     stag, addr, needed, ..
-                } => mrs.slice_mut(stag, addr, direct_len, needed).ok(),
+                } => {
+                    let mut more = spec.payload_len();
+                    if more > 0
+                        && mrs
+                            .check(stag, addr, (direct_len + more) as u64, needed)
+                            .is_err()
+                    {
+                        spec = Spec::NONE;
+                        more = 0;
+                    }
+                    match mrs.slice_mut(stag, addr, direct_len + more, needed) {
+                        Ok(s) if more > 0 => {
+                            let (d, g) = s.split_at_mut(direct_len);
+                            guessed = Some(g);
+                            Some(d)
+                        }
+                        Ok(s) => Some(s),
+                        Err(_) => None,
+                    }
+                }
                 Target::Recv => recv_cur
                     .as_mut()
                     .and_then(|c| c.wr.buf.get_mut(c.received..c.received + direct_len)),
@@ -166,6 +345,16 @@ impl Connection {
             None
         };
         rx.direct_offered = direct.as_ref().map_or(0, |d| d.len());
+        if let Some(g) = guessed {
+            if rx.direct_offered > 0 {
+                rx.spec = spec;
+                return RecvBuffers {
+                    direct,
+                    staging: &mut rx.tailbuf[..],
+                    spec: Some((&mut rx.gapbuf[..], g, spec)),
+                };
+            }
+        }
         let limit = if rx.direct_offered > 0 {
             SPILL_WITH_DIRECT
         } else {
@@ -173,21 +362,34 @@ impl Connection {
         };
         let stop = rx.buf.len().min(rx.end + limit);
         let staging = &mut rx.buf[rx.end..stop];
-        RecvBuffers { direct, staging }
+        RecvBuffers {
+            direct,
+            staging,
+            spec: None,
+        }
     }
 
     /// Records that the last read put `n` octets into the buffers from
-    /// [`Connection::recv_buffers`] (direct first), and processes them.
+    /// [`Connection::recv_buffers`] (in [`RecvBuffers::io_slices`] order),
+    /// and processes them.
     ///
     /// # Panics
     /// If `n` exceeds what was offered (driver bug).
     pub fn handle_read(&mut self, n: usize, mrs: &mut MrTable) {
         let d = n.min(self.rx.direct_offered);
+        let full = d == self.rx.direct_offered;
         self.rx.direct_offered = 0;
+        let spec = std::mem::replace(&mut self.rx.spec, Spec::NONE);
         if d > 0 {
             self.placed_direct(d, mrs);
         }
         let rest = n - d;
+        if spec.count > 0 {
+            if full {
+                self.handle_guessed(rest, &spec, mrs);
+            }
+            return;
+        }
         assert!(
             self.rx.end + rest <= self.rx.buf.len(),
             "driver reported more octets than offered"
@@ -196,13 +398,128 @@ impl Connection {
         self.process(mrs);
     }
 
+    /// Processes what a read put into the guessed FPDUs of a Read Response
+    /// (`left` octets after the direct buffer), in stream order.
+    ///
+    /// Each gap is taken only if the payload before it ended where guessed
+    /// and the header in it is the guessed one; from the first gap where
+    /// that does not hold, every octet that followed (the guessed payloads
+    /// included, which nothing has touched yet) is copied out and processed
+    /// like any other input.
+    fn handle_guessed(&mut self, mut left: usize, spec: &Spec, mrs: &mut MrTable) {
+        let mut other: Option<Vec<u8>> = None;
+        let mut addr = spec.addr;
+        let mut complete = true;
+        for k in 0..spec.count {
+            let g = left.min(spec.gaps[k]);
+            left -= g;
+            let gap = k * MAX_GAP..k * MAX_GAP + g;
+            if other.is_none() && !self.gap_as_guessed(spec, k, addr, &self.rx.gapbuf[gap.clone()])
+            {
+                other = Some(Vec::new());
+            }
+            match other.as_mut() {
+                Some(v) => v.extend_from_slice(&self.rx.gapbuf[gap]),
+                None => {
+                    let end = self.rx.end;
+                    let Rx { buf, gapbuf, .. } = &mut self.rx;
+                    buf[end..end + g].copy_from_slice(&gapbuf[gap]);
+                    self.rx.end += g;
+                    self.process(mrs);
+                }
+            }
+            if g < spec.gaps[k] {
+                complete = false;
+                break;
+            }
+            let p = left.min(spec.pays[k]);
+            left -= p;
+            if other.is_none() && self.continues_read(spec.stag, addr, p) {
+                self.placed_direct(p, mrs);
+            } else {
+                let v = other.get_or_insert_with(Vec::new);
+                match mrs.slice_mut(spec.stag, addr, p, rpcrdma_verbs::Access::LOCAL_WRITE) {
+                    Ok(s) => v.extend_from_slice(s),
+                    // Offered under the same lock, so it is there.
+                    Err(_) => {
+                        self.handle_transport_error("a Read sink vanished during a read".into());
+                        return;
+                    }
+                }
+            }
+            addr += spec.pays[k] as u64;
+            if p < spec.pays[k] {
+                complete = false;
+                break;
+            }
+        }
+        // What followed the last guessed payload is in the tail.
+        if complete && left > 0 {
+            assert!(
+                left <= self.rx.tailbuf.len(),
+                "driver reported more octets than offered"
+            );
+            match other.as_mut() {
+                Some(v) => v.extend_from_slice(&self.rx.tailbuf[..left]),
+                None => {
+                    let end = self.rx.end;
+                    assert!(end + left <= self.rx.buf.len(), "staging overflow");
+                    let Rx { buf, tailbuf, .. } = &mut self.rx;
+                    buf[end..end + left].copy_from_slice(&tailbuf[..left]);
+                    self.rx.end += left;
+                    self.process(mrs);
+                }
+            }
+        } else {
+            assert_eq!(left, 0, "driver reported more octets than offered");
+        }
+        if let Some(v) = other {
+            self.handle_bytes(&v, mrs);
+        }
+    }
+
+    /// Whether `gap` (the octets read into gap `k`, maybe fewer than
+    /// guessed) may be processed as guessed: the payload before it was
+    /// placed whole, and it ends with the guessed header (a partial gap
+    /// holds at most the trailer and part of the header, which place
+    /// nothing).
+    fn gap_as_guessed(&self, spec: &Spec, k: usize, addr: u64, gap: &[u8]) -> bool {
+        let rx = &self.rx;
+        let before_done =
+            !rx.dead && rx.st == St::Payload && rx.remaining == 0 && rx.start == rx.end;
+        if !before_done {
+            return false;
+        }
+        if gap.len() < spec.gaps[k] {
+            return true;
+        }
+        let Some(h) = gap.len().checked_sub(MPA_LEN_FIELD + TAGGED_HEADER_LEN) else {
+            return false;
+        };
+        let ulpdu = (spec.pays[k] + TAGGED_HEADER_LEN) as u16;
+        let header = DdpHeader::tagged(spec.lasts[k], Opcode::READ_RESPONSE, spec.stag, addr);
+        let (bytes, n) = header.to_array();
+        gap[h..h + MPA_LEN_FIELD] == ulpdu.to_be_bytes() && gap[h + MPA_LEN_FIELD..] == bytes[..n]
+    }
+
+    /// Whether the parser now expects `p` payload octets of the Read
+    /// Response at `addr` of the sink `stag` (the guess held).
+    fn continues_read(&self, stag: u32, addr: u64, p: usize) -> bool {
+        let rx = &self.rx;
+        !rx.dead
+            && rx.st == St::Payload
+            && rx.start == rx.end
+            && rx.remaining >= p
+            && matches!(rx.target, Target::Mr { stag: s, addr: a, read_response: true, .. } if s == stag && a == addr)
+    }
+
     /// Feeds received octets by copying them (for tests, tools and
     /// drivers without vectored reads); returns how many were taken (less
     /// than `data.len()` only once the connection wants no more input).
     pub fn handle_bytes(&mut self, mut data: &[u8], mrs: &mut MrTable) -> usize {
         let total = data.len();
         while !data.is_empty() {
-            let mut bufs = self.recv_buffers(mrs);
+            let mut bufs = self.offer(mrs, false);
             let mut n = 0;
             if let Some(d) = bufs.direct.as_deref_mut() {
                 let k = d.len().min(data.len());

@@ -102,7 +102,7 @@ pub(crate) enum Measure {
 }
 
 impl RpcBenchArgs {
-    /// The settings `bench null-loop` starts the same server with.
+    /// The settings `bench loop` starts the same server with.
     pub(crate) fn for_loop(rdma: RdmaOpts) -> Self {
         RpcBenchArgs {
             json: false,

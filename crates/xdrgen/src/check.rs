@@ -747,9 +747,9 @@ impl Checker<'_, '_> {
                 self.model.types[id].recursive = true;
             }
         }
+        let mut memo = HashMap::new();
         for id in 0..n {
-            let mut visiting = Vec::new();
-            let m = self.min_size(&Ty::Named(id), &mut visiting);
+            let m = self.min_size(&Ty::Named(id), &mut memo);
             self.model.types[id].min_size = m;
         }
         // Arrays of zero-size elements could make a decoder spin.
@@ -768,7 +768,7 @@ impl Checker<'_, '_> {
             };
             for f in fields {
                 if let Ty::VarArray(e, _) | Ty::Array(e, _) = &f.ty {
-                    if self.min_size(e, &mut Vec::new()) == 0 {
+                    if self.min_size(e, &mut memo) == 0 {
                         errs.push((f.pos, format!("`{}` is an array of zero-size elements (e.g. `opaque[0]`), which XDR cannot delimit", f.xdr)));
                     }
                 }
@@ -803,38 +803,43 @@ impl Checker<'_, '_> {
         false
     }
 
-    fn min_size(&self, ty: &Ty, visiting: &mut Vec<TypeId>) -> u64 {
+    /// Smallest encoding of a type (memoised: typedef chains may be long).
+    fn min_size(&self, ty: &Ty, memo: &mut HashMap<TypeId, u64>) -> u64 {
         match ty {
             Ty::I32 | Ty::U32 | Ty::F32 | Ty::Bool => 4,
             Ty::I64 | Ty::U64 | Ty::F64 => 8,
             Ty::OpaqueFixed(n) => u64::from(*n).div_ceil(4) * 4,
             Ty::OpaqueVar(_) | Ty::Str(_) | Ty::VarArray(..) | Ty::Optional(_) => 4,
-            Ty::Array(t, n) => self.min_size(t, visiting).saturating_mul(u64::from(*n)),
+            Ty::Array(t, n) => self.min_size(t, memo).saturating_mul(u64::from(*n)),
             Ty::Named(id) => {
-                if visiting.contains(id) {
-                    return 0;
+                if let Some(m) = memo.get(id) {
+                    return *m;
                 }
-                visiting.push(*id);
+                // Cycles only pass through pointers and variable arrays,
+                // which stop the walk; 0 guards against anything else.
+                memo.insert(*id, 0);
                 let r = match &self.model.types[*id].kind {
                     Kind::Enum(_) => 4,
-                    Kind::Alias(f) => self.min_size(&f.ty, visiting),
+                    Kind::Alias(f) => self.min_size(&f.ty, memo),
                     Kind::Struct(fs) => fs
                         .iter()
-                        .map(|f| self.min_size(&f.ty, visiting))
+                        .map(|f| self.min_size(&f.ty, memo))
                         .fold(0u64, u64::saturating_add),
                     Kind::Union(u) => {
-                        let arms = u
+                        let arms: Vec<Option<&Field>> = u
                             .arms
                             .iter()
                             .map(|a| a.field.as_ref())
-                            .chain(u.default.as_ref().map(|d| d.as_ref()));
+                            .chain(u.default.as_ref().map(|d| d.as_ref()))
+                            .collect();
                         4 + arms
-                            .map(|f| f.map_or(0, |f| self.min_size(&f.ty, visiting)))
+                            .into_iter()
+                            .map(|f| f.map_or(0, |f| self.min_size(&f.ty, memo)))
                             .min()
                             .unwrap_or(0)
                     }
                 };
-                visiting.pop();
+                memo.insert(*id, r);
                 r
             }
         }

@@ -1134,9 +1134,10 @@ impl Gen<'_> {
                 }
             }
             Ty::Named(id) => {
-                if let Kind::Alias(f) = &self.m.types[*id].kind {
-                    let f = f.clone();
-                    self.enc_stmts(&f.ty, ddp || f.ddp.is_some(), x);
+                if let Kind::Alias(_) = &self.m.types[*id].kind {
+                    let (r, d) = self.m.resolve(ty);
+                    let (r, d) = (r.clone(), d.is_some());
+                    self.enc_stmts(&r, ddp || d, x);
                 } else {
                     self.w.line(&format!("{M}::Marshal::marshal({r}, enc);"));
                 }
@@ -1215,9 +1216,10 @@ impl Gen<'_> {
             Ty::Named(id) => {
                 let item = &self.m.types[*id];
                 match &item.kind {
-                    Kind::Alias(f) => {
-                        let f = f.clone();
-                        self.dec_expr(&f.ty, ddp || f.ddp.is_some(), depth)
+                    Kind::Alias(_) => {
+                        let (r, d) = self.m.resolve(ty);
+                        let (r, d) = (r.clone(), d.is_some());
+                        self.dec_expr(&r, ddp || d, depth)
                     }
                     _ if item.recursive => {
                         let d = if depth { "depth + 1" } else { "0" };
@@ -1289,6 +1291,7 @@ impl Gen<'_> {
 
     /// Statements checking the item `x`, returning `EncodeError` on failure.
     fn check_stmts(&mut self, ty: &Ty, x: &It, path: &str) {
+        let ty = &self.m.resolve(ty).0.clone();
         if !self.needs_check(ty, &mut Vec::new()) {
             return;
         }

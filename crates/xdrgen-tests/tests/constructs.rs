@@ -105,9 +105,7 @@ fn recursion_deeper_than_the_limit_is_refused() {
             w.extend([1, 1]); // v, left present
         }
         w.extend([1, 0, 0]); // innermost: v, no left, no right
-        for _ in 0..n {
-            w.push(0); // right absent
-        }
+        w.extend(std::iter::repeat_n(0, n)); // right absent
         words(&w)
     };
     assert!(Tree::from_xdr(&tree(60)).is_ok());

@@ -335,3 +335,12 @@ proptest! {
         each!(mount3::Mountres3, mount3::Exportnode, mount3::Mountbody);
     }
 }
+
+/// spec-notes X4.
+#[test]
+fn padding_is_sent_zero_and_not_checked() {
+    let zero = anyblob_to_xdr(&Bytes::from_static(b"a"));
+    assert_eq!(zero.as_ref(), &[0, 0, 0, 1, b'a', 0, 0, 0]);
+    let dirty = Bytes::from_static(&[0, 0, 0, 1, b'a', 9, 9, 9]);
+    assert_eq!(&anyblob_from_xdr(&dirty).unwrap()[..], b"a");
+}

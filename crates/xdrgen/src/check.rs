@@ -56,6 +56,7 @@ pub(crate) fn check(spec: &Spec, rep: &mut Reporter<'_>) -> Model {
                 c.lower_program(p);
             }
         }
+        c.check_program_names(spec);
     }
     c.model
 }
@@ -877,6 +878,48 @@ impl Checker<'_, '_> {
         for c in &self.model.consts {
             if let Some(prev) = cs.insert(c.rust.clone(), c.xdr.clone()) {
                 errs.push((Pos::default(), format!("constants `{prev}` and `{}` both become the Rust constant `{}`: rename one", c.xdr, c.rust)));
+            }
+        }
+        for (p, m) in errs {
+            self.err(p, m);
+        }
+    }
+
+    /// Program and version constants share the namespace of `const`s;
+    /// version modules must differ.
+    fn check_program_names(&mut self, spec: &Spec) {
+        let mut consts: HashMap<String, String> = self
+            .model
+            .consts
+            .iter()
+            .map(|c| (c.rust.clone(), c.xdr.clone()))
+            .collect();
+        let mut modules: HashMap<String, String> = HashMap::new();
+        let mut errs = Vec::new();
+        for def in &spec.defs {
+            let Def::Program(p) = def else { continue };
+            let mut names = vec![(screaming(&p.name.name), p.name.clone())];
+            names.extend(
+                p.versions
+                    .iter()
+                    .map(|v| (screaming(&v.name.name), v.name.clone())),
+            );
+            for (rust, id) in names {
+                if let Some(prev) = consts.insert(rust.clone(), id.name.clone()) {
+                    errs.push((
+                        id.pos,
+                        format!(
+                            "`{}` and `{prev}` both become the Rust constant `{rust}`: rename one",
+                            id.name
+                        ),
+                    ));
+                }
+            }
+            for v in &p.versions {
+                let m = snake(&v.name.name);
+                if let Some(prev) = modules.insert(m.clone(), v.name.name.clone()) {
+                    errs.push((v.name.pos, format!("versions `{prev}` and `{}` both become the Rust module `{m}`: rename one", v.name.name)));
+                }
             }
         }
         for (p, m) in errs {

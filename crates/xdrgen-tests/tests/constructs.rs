@@ -344,3 +344,36 @@ fn padding_is_sent_zero_and_not_checked() {
     let dirty = Bytes::from_static(&[0, 0, 0, 1, b'a', 9, 9, 9]);
     assert_eq!(&anyblob_from_xdr(&dirty).unwrap()[..], b"a");
 }
+
+/// Member names that are also local names of the generated code.
+#[test]
+fn member_names_do_not_shadow_the_generated_code() {
+    let node = |v: i32| Shadow {
+        dec: v,
+        enc: v + 1,
+        offset: 2,
+        more: 3,
+        nodes: 4,
+        node: 5,
+        depth: 6,
+        discr: 7,
+        value: 8,
+        buf: 9,
+        next: None,
+    };
+    let list = Shadow::link_list([node(1), node(10)]).unwrap();
+    let u = ShadowU::Case1(*list);
+    assert_eq!(ShadowU::from_xdr(&u.to_xdr()).unwrap(), u);
+    let d = ShadowU::Default(4, -1);
+    assert_eq!(ShadowU::from_xdr(&d.to_xdr()).unwrap(), d);
+    let t = ShadowTree {
+        dec: 1,
+        depth: Some(Box::new(ShadowTree {
+            dec: 2,
+            depth: None,
+            offset: None,
+        })),
+        offset: None,
+    };
+    assert_eq!(ShadowTree::from_xdr(&t.to_xdr()).unwrap(), t);
+}

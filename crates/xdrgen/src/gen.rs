@@ -580,19 +580,19 @@ impl Gen<'_> {
         self.w
             .line("let mut nodes: ::std::vec::Vec<Self> = ::std::vec::Vec::new();");
         self.w.open("loop {");
+        // A struct literal (fields decode in order) rather than locals, so
+        // no member name can shadow `dec`.
+        let mut inits: Vec<String> = Vec::new();
         for f in &fields[..fields.len() - 1] {
             let e = self.dec_expr(&f.ty, f.ddp.is_some(), false);
-            self.w.line(&format!("let {} = {e};", f.rust));
+            inits.push(format!("{}: {e}", f.rust));
         }
-        self.w.line("let offset = dec.position();");
-        self.w.line("let more = dec.get_bool()?;");
-        let mut inits: Vec<String> = fields[..fields.len() - 1]
-            .iter()
-            .map(|f| f.rust.clone())
-            .collect();
         inits.push(format!("{link}: ::core::option::Option::None"));
         self.w
-            .line(&format!("nodes.push(Self {{ {} }});", inits.join(", ")));
+            .line(&format!("let node = Self {{ {} }};", inits.join(", ")));
+        self.w.line("let offset = dec.position();");
+        self.w.line("let more = dec.get_bool()?;");
+        self.w.line("nodes.push(node);");
         self.w.open("if !more {");
         self.w.line("break;");
         self.w.close("}");

@@ -580,19 +580,19 @@ impl Gen<'_> {
         self.w
             .line("let mut nodes: ::std::vec::Vec<Self> = ::std::vec::Vec::new();");
         self.w.open("loop {");
+        // A struct literal (fields decode in order) rather than locals, so
+        // no member name can shadow `dec`.
+        let mut inits: Vec<String> = Vec::new();
         for f in &fields[..fields.len() - 1] {
             let e = self.dec_expr(&f.ty, f.ddp.is_some(), false);
-            self.w.line(&format!("let {} = {e};", f.rust));
+            inits.push(format!("{}: {e}", f.rust));
         }
-        self.w.line("let offset = dec.position();");
-        self.w.line("let more = dec.get_bool()?;");
-        let mut inits: Vec<String> = fields[..fields.len() - 1]
-            .iter()
-            .map(|f| f.rust.clone())
-            .collect();
         inits.push(format!("{link}: ::core::option::Option::None"));
         self.w
-            .line(&format!("nodes.push(Self {{ {} }});", inits.join(", ")));
+            .line(&format!("let node = Self {{ {} }};", inits.join(", ")));
+        self.w.line("let offset = dec.position();");
+        self.w.line("let more = dec.get_bool()?;");
+        self.w.line("nodes.push(node);");
         self.w.open("if !more {");
         self.w.line("break;");
         self.w.close("}");
@@ -1134,9 +1134,10 @@ impl Gen<'_> {
                 }
             }
             Ty::Named(id) => {
-                if let Kind::Alias(f) = &self.m.types[*id].kind {
-                    let f = f.clone();
-                    self.enc_stmts(&f.ty, ddp || f.ddp.is_some(), x);
+                if let Kind::Alias(_) = &self.m.types[*id].kind {
+                    let (r, d) = self.m.resolve(ty);
+                    let (r, d) = (r.clone(), d.is_some());
+                    self.enc_stmts(&r, ddp || d, x);
                 } else {
                     self.w.line(&format!("{M}::Marshal::marshal({r}, enc);"));
                 }
@@ -1215,9 +1216,10 @@ impl Gen<'_> {
             Ty::Named(id) => {
                 let item = &self.m.types[*id];
                 match &item.kind {
-                    Kind::Alias(f) => {
-                        let f = f.clone();
-                        self.dec_expr(&f.ty, ddp || f.ddp.is_some(), depth)
+                    Kind::Alias(_) => {
+                        let (r, d) = self.m.resolve(ty);
+                        let (r, d) = (r.clone(), d.is_some());
+                        self.dec_expr(&r, ddp || d, depth)
                     }
                     _ if item.recursive => {
                         let d = if depth { "depth + 1" } else { "0" };
@@ -1289,6 +1291,7 @@ impl Gen<'_> {
 
     /// Statements checking the item `x`, returning `EncodeError` on failure.
     fn check_stmts(&mut self, ty: &Ty, x: &It, path: &str) {
+        let ty = &self.m.resolve(ty).0.clone();
         if !self.needs_check(ty, &mut Vec::new()) {
             return;
         }

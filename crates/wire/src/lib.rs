@@ -83,7 +83,6 @@ pub mod fuzzing;
 pub mod prefix;
 pub mod private_data;
 mod rdma_error;
-pub mod report;
 mod segment;
 pub mod v1;
 pub mod v2;

@@ -18,12 +18,16 @@
 //! No sockets, no clocks, no threads, no async runtime, no global state:
 //! bytes and events go in, bytes and events come out. Time, when needed,
 //! is an argument.
+//!
+//! The `fuzzing` feature adds the module `fuzzing`: the entry points of the
+//! cargo-afl harness (`fuzz/fuzz_targets/fpdu.rs`) and of
+//! `tests/fuzz_bounded.rs`. It is test support; the provider never needs it.
 #![forbid(unsafe_code)]
 
 pub mod conn;
 pub mod ddp;
 pub mod fpdu;
-#[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod mpa;
 pub mod mr;

@@ -74,11 +74,16 @@
 //! Where the specifications are ambiguous or inconsistent, the reading
 //! this crate implements is recorded in `docs/spec-notes.md` and pinned by
 //! a test (`tests/spec_notes.rs`).
+//!
+//! The `fuzzing` feature adds the module `fuzzing`: the entry points of the
+//! cargo-afl harnesses (`fuzz/`) and of the bounded runs in this crate's
+//! tests. It is test support; the codecs never need it.
 #![forbid(unsafe_code)]
 
 mod chunks;
 mod decode;
 mod error;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod prefix;
 pub mod private_data;

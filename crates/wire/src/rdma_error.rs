@@ -1,50 +1,28 @@
 //! The body of `RDMA_ERROR` (`rpcrdma1_error`) and `RDMA2_ERROR`
 //! (`rpcrdma2_error`), and the complete error reply a receiver sends.
 
-use std::fmt;
-
 use bytes::{Bytes, BytesMut};
 use rpcrdma_xdr::{Decoder, Encode, Encoder};
 
 use crate::prefix::PREFIX_LEN;
 use crate::{ErrorMessageDefect, Proc};
 
-/// The `rdma_err` word (an open enum).
-///
-/// ```
-/// use rpcrdma_wire::ErrCode;
-/// assert_eq!(ErrCode::BADHEADER.name(), Some("ERR_BADHEADER"));
-/// assert_eq!(ErrCode(9).name(), None);
-/// ```
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ErrCode(pub u32);
-
-impl ErrCode {
-    /// `RDMA_ERR_VERS` / `RDMA2_ERR_VERS`.
-    pub const VERS: Self = Self(1);
-    /// `RDMA_ERR_BADHEADER` / `RDMA2_ERR_BAD_HEADER`.
-    pub const BADHEADER: Self = Self(2);
-    /// `RDMA2_ERR_INVAL_OPTION` (Version Two only).
-    pub const INVAL_OPTION: Self = Self(3);
-
-    /// The name `rpcrdma decode --json` uses: `ERR_VERS`, `ERR_BADHEADER`
-    /// or `ERR_INVAL_OPTION`.
-    pub fn name(self) -> Option<&'static str> {
-        Some(match self {
-            Self::VERS => "ERR_VERS",
-            Self::BADHEADER => "ERR_BADHEADER",
-            Self::INVAL_OPTION => "ERR_INVAL_OPTION",
-            _ => return None,
-        })
-    }
-}
-
-impl fmt::Debug for ErrCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.name() {
-            Some(n) => f.write_str(n),
-            None => write!(f, "ErrCode({})", self.0),
-        }
+rpcrdma_xdr::open_enum! {
+    /// The `rdma_err` word. Its names are the ones `rpcrdma decode --json`
+    /// uses: `ERR_VERS`, `ERR_BADHEADER` or `ERR_INVAL_OPTION`.
+    ///
+    /// ```
+    /// use rpcrdma_wire::ErrCode;
+    /// assert_eq!(ErrCode::BADHEADER.name(), Some("ERR_BADHEADER"));
+    /// assert_eq!(ErrCode(9).name(), None);
+    /// ```
+    pub struct ErrCode(u32) {
+        /// `RDMA_ERR_VERS` / `RDMA2_ERR_VERS`.
+        VERS = 1 => "ERR_VERS",
+        /// `RDMA_ERR_BADHEADER` / `RDMA2_ERR_BAD_HEADER`.
+        BADHEADER = 2 => "ERR_BADHEADER",
+        /// `RDMA2_ERR_INVAL_OPTION` (Version Two only).
+        INVAL_OPTION = 3 => "ERR_INVAL_OPTION",
     }
 }
 

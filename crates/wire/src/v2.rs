@@ -3,7 +3,6 @@
 //! `docs/spec-notes.md` where the draft contradicts itself).
 
 use std::collections::BTreeSet;
-use std::fmt;
 
 use bytes::{Bytes, BytesMut};
 use rpcrdma_xdr::{Decoder, Encode, Encoder, XdrError};
@@ -62,15 +61,11 @@ impl Direction {
     }
 }
 
-/// `rdma_opttype` of an `RDMA2_OPTIONAL` message (an open number space:
-/// values are defined by other Standards Track documents, draft §3.1).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct OptionType(pub u32);
-
-impl fmt::Debug for OptionType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "OptionType({})", self.0)
-    }
+rpcrdma_xdr::open_enum! {
+    /// `rdma_opttype` of an `RDMA2_OPTIONAL` message: an open number space
+    /// whose values other Standards Track documents define (draft §3.1);
+    /// none is named yet.
+    pub struct OptionType(u32) {}
 }
 
 /// The optional features (`rdma_opttype` values) a receiver supports.

@@ -18,6 +18,9 @@
 //!   transport may move each item by RDMA Read or Write instead. A
 //!   [`Decoder`] built with [`Decoder::with_ddp`] re-inserts received items
 //!   where the Upper Layer asks for them with [`Decoder::get_opaque_ddp`].
+//! * [`open_enum!`] defines an *open enumeration*, the type of every enum
+//!   field a peer sends (XDR enums, `rdma_proc`, `accept_stat`, RDMAP
+//!   opcodes): named constants, unknown values kept and reported.
 //!
 //! # Determinism contract
 //!
@@ -49,6 +52,7 @@
 mod decode;
 mod encode;
 mod error;
+mod open_enum;
 mod payload;
 
 pub use decode::Decoder;

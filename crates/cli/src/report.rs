@@ -21,6 +21,7 @@ use rpcrdma_wire::{
     ChunkLists, ErrorBody, Header, Message, PrivateData, ReadSegment, Rejection, Segment, V2Body,
     V2Header, Verdict, WriteChunk,
 };
+use rpcrdma_xdr::Encode;
 use serde::Serialize;
 
 /// A segment as `--json` shows it.

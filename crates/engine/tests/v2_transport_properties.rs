@@ -13,7 +13,7 @@ use rpcrdma_engine::{
 use rpcrdma_wire::{
     ChunkLists, Direction, ErrCode, Limits, OptionType, Optional, V2Body, V2Header, VersionRange,
 };
-use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder};
+use rpcrdma_xdr::{Decoder, Encode, Payload, PayloadEncoder};
 
 // ----- helpers ---------------------------------------------------------------
 

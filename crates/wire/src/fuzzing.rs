@@ -7,6 +7,7 @@
 //! production code never calls them.
 
 use bytes::Bytes;
+use rpcrdma_xdr::Encode;
 
 use crate::{decode, DecodeConfig, Header, PrivateData, Verdict, VersionRange};
 

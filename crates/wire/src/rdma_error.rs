@@ -1,7 +1,6 @@
 //! The body of `RDMA_ERROR` (`rpcrdma1_error`) and `RDMA2_ERROR`
 //! (`rpcrdma2_error`), and the complete error reply a receiver sends.
 
-use bytes::{Bytes, BytesMut};
 use rpcrdma_xdr::{Decoder, Encode, Encoder};
 
 use crate::prefix::PREFIX_LEN;
@@ -100,6 +99,7 @@ impl Encode for ErrorBody {
 ///
 /// ```
 /// use rpcrdma_wire::{ErrorBody, ErrorReply};
+/// use rpcrdma_xdr::Encode;
 /// let r = ErrorReply { xid: 0x11223344, vers: 7, credits: 1, body: ErrorBody::Vers { low: 1, high: 2 } };
 /// assert_eq!(hex::encode(r.to_bytes()), "112233440000000700000001000000040000000100000001\
 ///                                        00000002");
@@ -114,20 +114,6 @@ pub struct ErrorReply {
     pub credits: u32,
     /// The error.
     pub body: ErrorBody,
-}
-
-impl ErrorReply {
-    /// Appends the message to `buf`.
-    pub fn encode_into(&self, buf: &mut BytesMut) {
-        self.encode(&mut Encoder::new(buf));
-    }
-
-    /// The message as a fresh buffer.
-    pub fn to_bytes(&self) -> Bytes {
-        let mut buf = BytesMut::with_capacity(self.encoded_len());
-        self.encode_into(&mut buf);
-        buf.freeze()
-    }
 }
 
 impl Encode for ErrorReply {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use rpcrdma_xdr::{Decoder, Encode, Encoder, XdrError};
 
 use crate::prefix::PREFIX_LEN;
@@ -114,6 +114,7 @@ pub struct Optional {
 ///
 /// ```
 /// use rpcrdma_wire::{ChunkLists, Direction, V2Body, V2Header};
+/// use rpcrdma_xdr::Encode;
 /// let hdr = V2Header {
 ///     xid: 5,
 ///     credits: 32,
@@ -183,24 +184,6 @@ impl V2Header {
             V2Body::Msg { chunks, .. } | V2Body::NoMsg { chunks, .. } => Some(chunks),
             _ => None,
         }
-    }
-
-    /// The exact number of bytes [`Self::encode_into`] appends, known
-    /// before encoding (for inline-threshold decisions).
-    pub fn encoded_len(&self) -> usize {
-        Encode::encoded_len(self)
-    }
-
-    /// Appends the encoded header to `buf` (the payload is not touched).
-    pub fn encode_into(&self, buf: &mut BytesMut) {
-        self.encode(&mut Encoder::new(buf));
-    }
-
-    /// The encoded header as a fresh buffer.
-    pub fn to_bytes(&self) -> Bytes {
-        let mut buf = BytesMut::with_capacity(self.encoded_len());
-        self.encode_into(&mut buf);
-        buf.freeze()
     }
 
     /// Decodes the body that follows a Version Two prefix (XDR only; the

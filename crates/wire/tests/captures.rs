@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use bytes::Bytes;
 use rpcrdma_testkit::{mpa, pcap, tcp};
 use rpcrdma_wire::{decode, DecodeConfig, Header, PrivateData, V1Body};
+use rpcrdma_xdr::Encode;
 
 /// One MPA connection found in a capture.
 struct Conn {

@@ -126,7 +126,28 @@ fn deep_nesting_does_not_overflow_the_parser() {
     for _ in 0..200 {
         s.push_str("} m; ");
     }
-    generate_any(format!("struct top {{ {s} }};").as_bytes());
+    let source = format!("struct top {{ {s} }};");
+    generate_any(source.as_bytes());
+    let err = rpcrdma_xdrgen::generate(&source, "deep.x", &Default::default())
+        .expect_err("200 levels of nesting are refused");
+    assert!(
+        err.diagnostics()
+            .iter()
+            .any(|d| d.message.contains("nested more than 32 deep")),
+        "{err}"
+    );
+    // 32 levels are fine.
+    let mut s = String::new();
+    for _ in 0..31 {
+        s.push_str("struct { ");
+    }
+    s.push_str("int x; ");
+    for _ in 0..31 {
+        s.push_str("} m; ");
+    }
+    let source = format!("struct top {{ {s} }};");
+    rpcrdma_xdrgen::generate(&source, "deep.x", &Default::default())
+        .unwrap_or_else(|e| panic!("32 levels: {e}"));
 }
 
 #[test]

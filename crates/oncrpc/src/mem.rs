@@ -49,6 +49,11 @@ pub struct MemConfig {
     pub inline_threshold: usize,
     /// Messages queued per direction before senders wait (default 256).
     pub queue: usize,
+    /// The address the server end reports for its peer
+    /// ([`Transport::peer_addr`]; default none), so tests can make a
+    /// client that reconnects look like the same host to the duplicate
+    /// request cache.
+    pub client_addr: Option<std::net::SocketAddr>,
 }
 
 impl Default for MemConfig {
@@ -56,6 +61,7 @@ impl Default for MemConfig {
         Self {
             inline_threshold: 1024,
             queue: 256,
+            client_addr: None,
         }
     }
 }
@@ -449,6 +455,14 @@ impl Transport for MemTransport {
 
     fn peer(&self) -> String {
         self.name.clone()
+    }
+
+    fn peer_addr(&self) -> Option<std::net::SocketAddr> {
+        if self.me.client {
+            None
+        } else {
+            self.config.client_addr
+        }
     }
 
     fn enable_backchannel(&self) -> Result<(), TransportError> {

@@ -217,6 +217,14 @@ pub trait Transport: Send + Sync + 'static {
 
     /// A short description of the peer for logs (e.g. `tcp 127.0.0.1:2049`).
     fn peer(&self) -> String;
+
+    /// The peer's network address, if the transport has one. The
+    /// duplicate request cache ([`crate::drc`]) recognises a client that
+    /// reconnects by its IP address; without one, retransmissions are
+    /// recognised only on the same connection.
+    fn peer_addr(&self) -> Option<std::net::SocketAddr> {
+        None
+    }
 }
 
 /// Makes new connections for a client, so it can reconnect.

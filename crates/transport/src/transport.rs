@@ -568,4 +568,8 @@ impl<D: Device> Transport for RdmaTransport<D> {
             .map_or_else(String::new, |v| format!(" v{v}"));
         format!("rdma{v} {}", self.inner.peer)
     }
+
+    fn peer_addr(&self) -> Option<SocketAddr> {
+        Some(self.inner.peer)
+    }
 }

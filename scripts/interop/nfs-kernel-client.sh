@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# nfs-kernel-client.sh - the Linux kernel NFS client (xprtrdma over siw, in
+# the QEMU guest of ../shared/interop) mounts `rpcrdma nfs serve` on the
+# host and runs the data-integrity workload of nfs-workload.sh (issue 12
+# item 4):
+#
+#   1. over RPC-over-RDMA: vers=3,proto=rdma,port=$RDMA_PORT,nolock,noacl,
+#      mountport=$MOUNT_PORT,mountproto=tcp (siw <-> our software iWARP);
+#      every workload check passes; the big file's SHA-256 is the same on
+#      the host; the capture holds Read chunks, Write lists and Reply
+#      chunks, and tshark (wire-check.sh) finds every frame well-formed;
+#   2. the same workload over proto=tcp to the same server;
+#   3. the server shuts down cleanly on SIGTERM and logged no panic.
+#
+# Environment (ports on 127.0.0.1; the guest reaches them as 10.0.2.100):
+#   IOP_NFS_RDMA_PORT   RPC-over-RDMA port (default 20049)
+#   IOP_NFS_MOUNT_PORT  MOUNT v3 port, TCP (default 20048)
+#   IOP_NFS_TCP_PORT    NFS over TCP port (default 2049)
+#   IOP_NFS_BIG_MIB     size of the big file (default 64)
+#   IOP_NFS_PROTOS      which runs (default "rdma tcp")
+#   plus those of common.sh (RPCRDMA_BIN, IOP_WORK, INTEROP_CACHE ...)
+#
+# Usage: scripts/interop/nfs-kernel-client.sh   (root; Debian 12 x86_64)
+# Exit status 0 only if every check passed. Bounded by timeouts; the guest
+# and the server are stopped on exit.
+set -uo pipefail
+IOP_NAME=nfs-kernel-client
+# shellcheck source=common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+RP=${IOP_NFS_RDMA_PORT:-20049}
+MP=${IOP_NFS_MOUNT_PORT:-20048}
+TP=${IOP_NFS_TCP_PORT:-2049}
+BIG=${IOP_NFS_BIG_MIB:-64}
+PROTOS=${IOP_NFS_PROTOS:-rdma tcp}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+iop_setup_work
+echo "== $IOP_NAME: the kernel NFS client mounts rpcrdma nfs serve (logs: $IOP_WORK)"
+iop_need tshark tshark || { iop_result "install tshark" 1; iop_summary; exit 1; }
+iop_build || { iop_result "build rpcrdma" 1; iop_summary; exit 1; }
+iop_prepare_guest || { iop_result "prepare the guest" 1; iop_summary; exit 1; }
+
+EXPORT=$IOP_WORK/export
+STATE=$IOP_WORK/state
+mkdir -p "$EXPORT" "$STATE"
+chmod 0777 "$EXPORT"
+
+iop_log "starting rpcrdma nfs serve $EXPORT (rdma $RP, mount $MP, tcp $TP)"
+"$BIN" nfs serve "$EXPORT" --listen "127.0.0.1:$RP" --mount-port "$MP" \
+    --tcp "127.0.0.1:$TP" --state-dir "$STATE" --no-root-squash \
+    >"$IOP_WORK/server.log" 2>&1 &
+SERVER_PID=$!
+IOP_PIDS+=("$SERVER_PID")
+for _ in $(seq 1 100); do
+    grep -q '^serving' "$IOP_WORK/server.log" 2>/dev/null && break
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.2
+done
+if ! grep -q '^serving' "$IOP_WORK/server.log"; then
+    iop_result "server started" 1 "$(tail -3 "$IOP_WORK/server.log")"
+    iop_summary
+    exit 1
+fi
+iop_result "server started" 0 "$(grep -m1 '^serving' "$IOP_WORK/server.log")"
+
+for proto in $PROTOS; do
+    if [ "$proto" = rdma ]; then port=$RP; else port=$TP; fi
+    script=$IOP_WORK/workload-$proto.sh
+    {
+        echo "SERVER=10.0.2.100 NFS_PORT=$port MNT_PORT=$MP PROTO=$proto BIG_MIB=$BIG"
+        echo "export SERVER NFS_PORT MNT_PORT PROTO BIG_MIB"
+        cat "$HERE/nfs-workload.sh"
+    } >"$script"
+    iop_log "guest: workload over proto=$proto (port $port)"
+    t=$SECONDS
+    iop_guest_start "client-$proto" exec --port "$port" --fwd "$MP" \
+        --script "$script" --out "$IOP_WORK/out-$proto" --timeout 1500
+    iop_guest_finish "client-$proto" 1700
+    rc=$?
+    secs=$((SECONDS - t))
+    log=$IOP_WORK/client-$proto.log
+    grep -E '^WL-' "$log" | tr -d '\r' | sed 's/^/    | /'
+    fails=$(grep -c '^WL-FAIL' "$log")
+    passes=$(grep -c '^WL-PASS' "$log")
+    [ "$rc" = 0 ] && [ "$fails" = 0 ] && [ "$passes" -ge 20 ] && grep -q '^WL-DONE 0 failed' "$log"
+    iop_result "proto=$proto: kernel client workload" $? "$passes checks passed, $fails failed, guest exit $rc, ${secs} s"
+    guest_sum=$(grep -m1 '^WL-BIG-SHA256' "$log" | tr -d '\r' | cut -d' ' -f2)
+    host_sum=$(sha256sum "$EXPORT/wl-$proto/big" 2>/dev/null | cut -d' ' -f1)
+    [ -n "$guest_sum" ] && [ "$guest_sum" = "$host_sum" ]
+    iop_result "proto=$proto: $BIG MiB file identical on the host (SHA-256)" $? "${host_sum:-missing}"
+    grep -m1 'WL-INFO big file' "$log" | tr -d '\r' | sed 's/^WL-INFO /    | /'
+    if [ "$proto" = rdma ]; then
+        pcap=$IOP_WORK/client-$proto.pcap
+        reads=$(tshark -r "$pcap" -Y "tcp.port == $RP && rpcordma.reads_count > 0" 2>/dev/null | wc -l)
+        writes=$(tshark -r "$pcap" -Y "tcp.port == $RP && rpcordma.writes_count > 0" 2>/dev/null | wc -l)
+        replies=$(tshark -r "$pcap" -Y "tcp.port == $RP && rpcordma.reply_count > 0" 2>/dev/null | wc -l)
+        [ "$reads" -gt 0 ] && [ "$writes" -gt 0 ] && [ "$replies" -gt 0 ]
+        iop_result "capture: Read chunks, Write lists and Reply chunks on the wire" $? \
+            "frames with a Read list $reads, Write list $writes, Reply chunk $replies"
+        iop_wire_check "capture: tshark finds every frame well-formed" "$pcap" --port "$RP"
+    fi
+done
+
+iop_log "stopping the server (SIGTERM)"
+kill -TERM "$SERVER_PID" 2>/dev/null
+iop_wait_pid "$SERVER_PID" 30
+rc=$?
+! grep -qiE 'panicked|RUST_BACKTRACE' "$IOP_WORK/server.log"
+nopanic=$?
+[ "$rc" = 0 ] && [ "$nopanic" = 0 ]
+iop_result "server: clean shutdown, no panic" $? "exit $rc"
+
+iop_summary

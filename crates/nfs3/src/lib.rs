@@ -12,4 +12,7 @@
 //! The design is in `docs/nfs.md`.
 #![forbid(unsafe_code)]
 
+pub mod convert;
 pub mod fs;
+pub mod proto;
+pub mod server;

@@ -183,13 +183,8 @@ pub struct Ticket {
 
 #[derive(Debug)]
 enum Slot {
-    Running {
-        tx: watch::Sender<Option<Payload>>,
-    },
-    Done {
-        reply: Payload,
-        at: Instant,
-    },
+    Running { tx: watch::Sender<Option<Payload>> },
+    Done { reply: Payload, at: Instant },
 }
 
 #[derive(Debug)]
@@ -356,7 +351,10 @@ impl ReplyCache {
     /// finish); calls waiting for it see `None`.
     pub fn abandon(&self, ticket: Ticket) {
         let mut t = crate::conn::lock(&self.table);
-        if t.entries.get(&ticket.key).is_some_and(|e| e.seq == ticket.seq) {
+        if t.entries
+            .get(&ticket.key)
+            .is_some_and(|e| e.seq == ticket.seq)
+        {
             t.entries.remove(&ticket.key);
             t.bytes = t.bytes.saturating_sub(ENTRY_OVERHEAD);
         }
@@ -386,7 +384,9 @@ impl ReplyCache {
         // close enough: stop at the first entry young enough.
         while let Some((&seq, key)) = t.done.iter().next() {
             let old = match t.entries.get(key).map(|e| &e.slot) {
-                Some(Slot::Done { at, .. }) => now.saturating_duration_since(*at) > self.config.max_age,
+                Some(Slot::Done { at, .. }) => {
+                    now.saturating_duration_since(*at) > self.config.max_age
+                }
                 _ => true,
             };
             if !old {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use rpcrdma_xdr::XdrError;
+use rpcrdma_xdr::{EncodeError, XdrError};
 
 use crate::backchannel::ClientKey;
 use crate::msg::{AcceptStat, AuthFlavor, AuthStat};
@@ -275,6 +275,10 @@ pub enum RpcError {
     /// The reply header could not be decoded.
     #[error("malformed RPC reply: {0}")]
     BadReply(#[source] MessageError),
+    /// The arguments break the limits of their XDR declaration (checked
+    /// by generated client stubs before anything is sent).
+    #[error("arguments not sent: {0}")]
+    BadArgs(#[source] EncodeError),
     /// The results could not be decoded (or violated DDP placement).
     #[error("cannot decode the RPC results: {0}")]
     Results(#[source] XdrError),

@@ -395,10 +395,7 @@ impl Services {
                             // reply (its task was dropped). Whether it took
                             // effect is unknown; it is not run again.
                             first.unwrap_or_else(|| {
-                                encode_reply(&ReplyHeader::accepted(
-                                    xid,
-                                    AcceptedStatus::SystemErr,
-                                ))
+                                encode_reply(&ReplyHeader::accepted(xid, AcceptedStatus::SystemErr))
                             })
                         }),
                     };

@@ -180,10 +180,7 @@ fn entries_in_progress_are_never_evicted() {
     let a = run(&c, key(1), SUM, now);
     let b = run(&c, key(2), SUM, now);
     // Full of calls in progress: the third runs uncached.
-    assert!(matches!(
-        c.lookup(key(3), SUM, now),
-        Lookup::RunUncached
-    ));
+    assert!(matches!(c.lookup(key(3), SUM, now), Lookup::RunUncached));
     assert_eq!(c.stats().uncached, 1);
     assert!(matches!(c.lookup(key(1), SUM, now), Lookup::Wait(_)));
     c.complete(a, reply(1), now);
@@ -422,7 +419,11 @@ async fn running_call_is_waited_for(via: Via) {
             break Some(w);
         }
     };
-    assert_eq!(cache_waits, Some(1), "the retransmission waits, it does not run");
+    assert_eq!(
+        cache_waits,
+        Some(1),
+        "the retransmission waits, it does not run"
+    );
     probe.gate.notify_one();
     let r = call.await.unwrap().unwrap();
     assert_eq!(r, 301);

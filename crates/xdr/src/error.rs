@@ -79,10 +79,48 @@ pub enum XdrError {
         /// Bytes in the chunk.
         chunk: usize,
     },
+    /// Recursive data nested deeper than the decoder allows (generated
+    /// decoders of recursive types, `rpcrdma-xdrgen`).
+    #[error("{what} at offset {offset} nests more than {max} levels deep")]
+    TooDeep {
+        /// The type being decoded.
+        what: &'static str,
+        /// Offset where the limit was hit.
+        offset: usize,
+        /// The nesting limit.
+        max: u32,
+    },
     /// Directly placed data items were left over after decoding finished.
     #[error("{count} directly placed data items were never consumed by the Upper Layer")]
     DdpUnconsumed {
         /// Number of items left.
         count: usize,
+    },
+}
+
+/// Why a value cannot be encoded as its XDR declaration says: the checks
+/// generated code runs before encoding (`xdr_check`), since encoding
+/// itself cannot fail.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// A variable-length item is longer than its declared maximum.
+    #[error("{item} has {len} elements (or bytes), more than its XDR maximum of {max}")]
+    TooLong {
+        /// The declaration (`type.member`).
+        item: &'static str,
+        /// Its length.
+        len: usize,
+        /// The declared maximum.
+        max: u32,
+    },
+    /// A union value uses its default arm with a discriminant that has a
+    /// case of its own (it would not decode back to the same value).
+    #[error("{item}: the default arm cannot carry discriminant {value}, which has its own case")]
+    DefaultArmTaken {
+        /// The union.
+        item: &'static str,
+        /// The discriminant.
+        value: i64,
     },
 }

@@ -53,7 +53,7 @@ mod payload;
 
 pub use decode::Decoder;
 pub use encode::Encoder;
-pub use error::XdrError;
+pub use error::{EncodeError, XdrError};
 pub use payload::{DdpItem, Payload, PayloadEncoder};
 
 /// Size in bytes of one XDR unit: every item is a multiple of this.

@@ -256,6 +256,7 @@ fn check_name(name: &[u8], dots: bool) -> NfsResult<()> {
 #[derive(Debug)]
 pub struct Export {
     cfg: ExportConfig,
+    canon: PathBuf,
     root_fd: Arc<OwnedFd>,
     root_id: NodeId,
     dev: (u32, u32),
@@ -371,6 +372,7 @@ impl Export {
             nodes: Mutex::new(nodes),
             searching: Mutex::new(()),
             root_fd: Arc::new(root_fd),
+            canon,
             cfg,
         })
     }
@@ -378,6 +380,11 @@ impl Export {
     /// The configuration.
     pub fn config(&self) -> &ExportConfig {
         &self.cfg
+    }
+
+    /// The export's directory, canonical.
+    pub fn root_path(&self) -> &Path {
+        &self.canon
     }
 
     /// The handle of the export's root.

@@ -12,6 +12,7 @@
 //! The design is in `docs/nfs.md`.
 #![forbid(unsafe_code)]
 
+pub mod client;
 pub mod convert;
 pub mod fs;
 pub mod proto;

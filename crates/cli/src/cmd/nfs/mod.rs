@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
+mod bench;
+mod client;
 mod serve;
 
 /// Arguments of `rpcrdma nfs`.
@@ -18,11 +20,27 @@ pub(crate) struct NfsArgs {
 enum NfsCommand {
     /// Export DIR over NFSv3 and MOUNT v3 (RPC-over-RDMA, and TCP with --tcp).
     Serve(serve::ServeArgs),
+    /// List a directory: HOST:/PATH (READDIRPLUS; -l for details).
+    Ls(client::LsArgs),
+    /// Copy a remote file to a local one: HOST:/PATH [LOCAL].
+    Get(client::GetArgs),
+    /// Copy a local file to the server: LOCAL HOST:/PATH (UNSTABLE WRITEs + COMMIT).
+    Put(client::PutArgs),
+    /// Show a file's attributes and handle: HOST:/PATH.
+    Stat(client::StatArgs),
+    /// 1 MiB READ/WRITE throughput and GETATTR round trip over
+    /// RPC-over-RDMA against the same server over TCP, with ratios.
+    Bench(bench::BenchArgs),
 }
 
 /// Runs `rpcrdma nfs ...`.
 pub(crate) fn run(a: NfsArgs) -> anyhow::Result<ExitCode> {
     match a.command {
         NfsCommand::Serve(s) => serve::run(s),
+        NfsCommand::Ls(s) => client::ls(s),
+        NfsCommand::Get(s) => client::get(s),
+        NfsCommand::Put(s) => client::put(s),
+        NfsCommand::Stat(s) => client::stat(s),
+        NfsCommand::Bench(s) => bench::run(s),
     }
 }

@@ -282,8 +282,10 @@ async fn everything(over_mem: bool) {
         .unwrap(),
         p::RMDIR3res::Nfs3Ok(_)
     ));
-    let mut set = rpcrdma_nfs3::fs::SetAttr::default();
-    set.size = Some(10);
+    let set = rpcrdma_nfs3::fs::SetAttr {
+        size: Some(10),
+        ..Default::default()
+    };
     assert!(matches!(
         s.setattr(p::SETATTR3args { object: big.clone(), new_attributes: rpcrdma_nfs3::convert::sattr3(&set), guard: p::Sattrguard3::False }).await.unwrap(),
         p::SETATTR3res::Nfs3Ok(ok) if matches!(&ok.obj_wcc.after, p::PostOpAttr::True(a) if a.size == 10)
@@ -449,10 +451,7 @@ async fn malformed_arguments_are_garbage_args() {
             )
             .await
             .unwrap_err();
-        assert!(
-            matches!(e, RpcError::GarbageArgs { .. }),
-            "proc {proc_}: {e}"
-        );
+        assert!(matches!(e, RpcError::GarbageArgs), "proc {proc_}: {e}");
     }
     // Unknown procedure, wrong version.
     let e = c

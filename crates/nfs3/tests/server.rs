@@ -561,3 +561,61 @@ async fn root_is_squashed() {
     assert_eq!(a.ftype, FileType::Regular);
     srv.shutdown().await;
 }
+
+/// Spec notes N3 and N4: READDIRPLUS is bounded by `maxcount` alone
+/// (`dircount` is a hint), and a READLINK whose client offers no Write
+/// chunk (as the Linux client) gets the path inline or in the Reply chunk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readdirplus_dircount_is_a_hint_and_readlink_without_a_write_chunk() {
+    let rig = rig(false).await;
+    for i in 0..300 {
+        std::fs::write(rig.root.join(format!("n{i:03}")), b"").unwrap();
+    }
+    let target = "t".repeat(2000);
+    std::os::unix::fs::symlink(&target, rig.root.join("link")).unwrap();
+    let (c, _) = rig.mount(true, b"/").await;
+    let root = p::NfsFh3 { data: Bytes::copy_from_slice(c.root().as_bytes()) };
+    let r = c
+        .stubs()
+        .readdirplus(p::READDIRPLUS3args {
+            dir: root.clone(),
+            cookie: 0,
+            cookieverf: [0; 8],
+            dircount: 64,
+            maxcount: 32 * 1024,
+        })
+        .await
+        .unwrap();
+    let ok = match r {
+        p::READDIRPLUS3res::Nfs3Ok(ok) => ok,
+        other => panic!("{other:?}"),
+    };
+    let mut n = 0;
+    let mut e = ok.reply.entries.as_deref();
+    while let Some(x) = e {
+        n += 1;
+        e = x.nextentry.as_deref();
+    }
+    assert!(n > 100, "maxcount bounds the reply, not dircount: {n} entries");
+    let encoded = p::READDIRPLUS3res::Nfs3Ok(ok).to_xdr();
+    assert!(encoded.len() <= 32 * 1024, "{} bytes", encoded.len());
+    // Too small for one entry.
+    let r = c
+        .stubs()
+        .readdirplus(p::READDIRPLUS3args { dir: root.clone(), cookie: 0, cookieverf: [0; 8], dircount: 10, maxcount: 120 })
+        .await
+        .unwrap();
+    assert!(matches!(r, p::READDIRPLUS3res::Default(p::Nfsstat3::Nfs3errToosmall, _)));
+    // READLINK with only a Reply chunk offered.
+    let (link, _) = c.lookup_path(b"link").await.unwrap();
+    let r = c
+        .stubs()
+        .readlink_with_hints(
+            p::READLINK3args { symlink: p::NfsFh3 { data: Bytes::copy_from_slice(link.as_bytes()) } },
+            &CallHints::new().max_results(8192),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(r, p::READLINK3res::Nfs3Ok(ok) if ok.data == target.as_bytes()));
+    rig.server.shutdown().await;
+}

@@ -43,6 +43,7 @@ enum Command {
     /// directory (NFSv3 + MOUNT v3); `nfs ls|get|put|stat|bench
     /// HOST:/PATH` is a client.
     Nfs(cmd::nfs::NfsArgs),
+    Xdrgen(cmd::xdrgen::XdrgenArgs),
 }
 
 fn init_logging(filter: Option<&str>) {

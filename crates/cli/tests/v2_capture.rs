@@ -21,8 +21,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use rpcrdma_demoprog::{
-    checksum, pattern, procs, serve_demo, ulb, DemoClient, ReadArgs, ReadRes, WriteArgs, WriteRes,
-    PROGRAM, VERSION,
+    checksum, pattern, procs, serve_demo, ulb, DemoClient, ReadArgs, ReadRes, ReadResok, WriteArgs,
+    WriteRes, PROGRAM, VERSION,
 };
 use rpcrdma_engine::{CallError, EngineConfig, VersionPolicy};
 use rpcrdma_oncrpc::{Client, ClientConfig, Server, ServerConfig, Services};
@@ -108,7 +108,9 @@ fn record_exchange() -> Recorded {
             )
             .await
             .expect("Long reply");
-        assert!(matches!(r, ReadRes::Ok { ref data, .. } if data.len() == LONG as usize));
+        assert!(
+            matches!(r, ReadRes::DemoOk(ReadResok { ref data, .. }) if data.len() == LONG as usize)
+        );
         let err = t.error_round_trip().await.expect("RDMA2_ERROR round trip");
         assert!(matches!(err, CallError::RdmaError { .. }), "{err:?}");
 

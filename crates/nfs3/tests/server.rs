@@ -574,7 +574,9 @@ async fn readdirplus_dircount_is_a_hint_and_readlink_without_a_write_chunk() {
     let target = "t".repeat(2000);
     std::os::unix::fs::symlink(&target, rig.root.join("link")).unwrap();
     let (c, _) = rig.mount(true, b"/").await;
-    let root = p::NfsFh3 { data: Bytes::copy_from_slice(c.root().as_bytes()) };
+    let root = p::NfsFh3 {
+        data: Bytes::copy_from_slice(c.root().as_bytes()),
+    };
     let r = c
         .stubs()
         .readdirplus(p::READDIRPLUS3args {
@@ -596,22 +598,38 @@ async fn readdirplus_dircount_is_a_hint_and_readlink_without_a_write_chunk() {
         n += 1;
         e = x.nextentry.as_deref();
     }
-    assert!(n > 100, "maxcount bounds the reply, not dircount: {n} entries");
+    assert!(
+        n > 100,
+        "maxcount bounds the reply, not dircount: {n} entries"
+    );
     let encoded = p::READDIRPLUS3res::Nfs3Ok(ok).to_xdr();
     assert!(encoded.len() <= 32 * 1024, "{} bytes", encoded.len());
     // Too small for one entry.
     let r = c
         .stubs()
-        .readdirplus(p::READDIRPLUS3args { dir: root.clone(), cookie: 0, cookieverf: [0; 8], dircount: 10, maxcount: 120 })
+        .readdirplus(p::READDIRPLUS3args {
+            dir: root.clone(),
+            cookie: 0,
+            cookieverf: [0; 8],
+            dircount: 10,
+            maxcount: 120,
+        })
         .await
         .unwrap();
-    assert!(matches!(r, p::READDIRPLUS3res::Default(p::Nfsstat3::Nfs3errToosmall, _)));
+    assert!(matches!(
+        r,
+        p::READDIRPLUS3res::Default(p::Nfsstat3::Nfs3errToosmall, _)
+    ));
     // READLINK with only a Reply chunk offered.
     let (link, _) = c.lookup_path(b"link").await.unwrap();
     let r = c
         .stubs()
         .readlink_with_hints(
-            p::READLINK3args { symlink: p::NfsFh3 { data: Bytes::copy_from_slice(link.as_bytes()) } },
+            p::READLINK3args {
+                symlink: p::NfsFh3 {
+                    data: Bytes::copy_from_slice(link.as_bytes()),
+                },
+            },
             &CallHints::new().max_results(8192),
         )
         .await

@@ -26,8 +26,8 @@ use std::collections::BTreeSet;
 use bytes::Bytes;
 use common::*;
 use rpcrdma_demoprog::{
-    checksum, pattern, pattern_mismatch, procs, ulb, DemoClient, ReadArgs, ReadRes, WriteArgs,
-    WriteRes, PROGRAM, VERSION,
+    checksum, pattern, pattern_mismatch, procs, ulb, DemoClient, ReadArgs, ReadRes, ReadResok,
+    WriteArgs, WriteRes, PROGRAM, VERSION,
 };
 use rpcrdma_oncrpc::{Client, RpcError};
 use rpcrdma_testkit::mpa::{fpdu_spans, StartFrame};
@@ -90,7 +90,7 @@ async fn run_op(op: Op, client: &Client, seed: u64) -> Result<(), String> {
                 )
                 .await;
             match r {
-                Ok(ReadRes::Ok { data, crc32c })
+                Ok(ReadRes::DemoOk(ReadResok { data, crc32c }))
                     if data.len() == LONG as usize
                         && pattern_mismatch(seed, &data).is_none()
                         && checksum(&data) == crc32c =>
@@ -106,8 +106,10 @@ async fn run_op(op: Op, client: &Client, seed: u64) -> Result<(), String> {
 
 fn summary(r: &ReadRes) -> String {
     match r {
-        ReadRes::Ok { data, crc32c } => format!("{} bytes, crc {crc32c:#x}", data.len()),
-        ReadRes::Err(s) => format!("status {}", s.0),
+        ReadRes::DemoOk(ReadResok { data, crc32c }) => {
+            format!("{} bytes, crc {crc32c:#x}", data.len())
+        }
+        ReadRes::Default(s) => format!("status {}", s.value()),
     }
 }
 

@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use rpcrdma_demoprog::{
     checksum, pattern, pattern_mismatch, procs, serve_callbacks, serve_demo, ulb, DemoClient,
-    ReadArgs, ReadRes, WriteArgs, WriteRes, PROGRAM, VERSION,
+    ReadArgs, ReadRes, ReadResok, WriteArgs, WriteRes, PROGRAM, VERSION,
 };
 use rpcrdma_engine::CallError;
 use rpcrdma_oncrpc::{Client, ClientConfig, Server, ServerConfig, Services};
@@ -176,7 +176,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         .await
         .context("Long reply (READ, reduction off) failed")?;
     match r {
-        ReadRes::Ok { data, crc32c }
+        ReadRes::DemoOk(ReadResok { data, crc32c })
             if data.len() == n as usize
                 && pattern_mismatch(45, &data).is_none()
                 && checksum(&data) == crc32c => {}

@@ -10,6 +10,7 @@ pub(crate) mod probe;
 pub(crate) mod rdma_opts;
 pub(crate) mod rping;
 pub(crate) mod serve;
+pub(crate) mod xdrgen;
 
 use std::process::ExitCode;
 
@@ -26,6 +27,7 @@ pub(crate) fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Probe(args) => probe::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Nfs(args) => nfs::run(args),
+        Command::Xdrgen(args) => xdrgen::run(args),
     }
 }
 

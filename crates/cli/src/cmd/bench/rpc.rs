@@ -38,8 +38,8 @@ use bytes::Bytes;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use rpcrdma_demoprog::{
-    pattern, procs, serve_demo, ulb, DemoClient, ReadArgs, ReadRes, WriteArgs, WriteRes, PROGRAM,
-    VERSION,
+    pattern, procs, serve_demo, ulb, DemoClient, ReadArgs, ReadRes, ReadResok, WriteArgs, WriteRes,
+    PROGRAM, VERSION,
 };
 use rpcrdma_oncrpc::tcp::TcpConnector;
 use rpcrdma_oncrpc::{Client, ClientConfig, Server, ServerConfig, Services};
@@ -329,7 +329,7 @@ async fn rpc_throughput(
                         )
                         .await?;
                     match r {
-                        ReadRes::Ok { data, .. } if data.len() == MIB => {}
+                        ReadRes::DemoOk(ReadResok { data, .. }) if data.len() == MIB => {}
                         _ => bail!("READ returned the wrong amount of data"),
                     }
                 }

@@ -1,0 +1,257 @@
+//! The checked model the generator works from: every name resolved, every
+//! constant evaluated, nested definitions given names of their own.
+
+use crate::error::Pos;
+
+/// Index into [`Model::types`].
+pub(crate) type TypeId = usize;
+
+/// A resolved XDR type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Ty {
+    I32,
+    U32,
+    I64,
+    U64,
+    F32,
+    F64,
+    Bool,
+    /// `opaque[N]`.
+    OpaqueFixed(u32),
+    /// `opaque<N>` (`u32::MAX` for `<>`).
+    OpaqueVar(u32),
+    /// `string<N>`.
+    Str(u32),
+    /// A struct, union, enum or typedef.
+    Named(TypeId),
+    /// `T[N]`.
+    Array(Box<Ty>, u32),
+    /// `T<N>`.
+    VarArray(Box<Ty>, u32),
+    /// `T *`.
+    Optional(Box<Ty>),
+}
+
+/// Where a DDP-eligible item's reply size comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DdpBound {
+    /// Its declared maximum.
+    Declared,
+    /// A number (or constant).
+    Num(u64),
+    /// A field of the call's arguments.
+    Arg(Vec<String>, Pos),
+}
+
+/// A declaration: struct member, union arm, typedef.
+#[derive(Debug, Clone)]
+pub(crate) struct Field {
+    pub(crate) xdr: String,
+    pub(crate) rust: String,
+    pub(crate) ty: Ty,
+    pub(crate) ddp: Option<DdpBound>,
+    pub(crate) doc: Vec<String>,
+    pub(crate) pos: Pos,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct EnumItem {
+    pub(crate) xdr: String,
+    pub(crate) rust: String,
+    pub(crate) value: i32,
+    pub(crate) doc: Vec<String>,
+}
+
+/// One case value of a union.
+#[derive(Debug, Clone)]
+pub(crate) struct Case {
+    pub(crate) value: i64,
+    /// How it was written.
+    pub(crate) label: String,
+    /// The Rust variant.
+    pub(crate) variant: String,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct UArm {
+    pub(crate) cases: Vec<Case>,
+    pub(crate) field: Option<Field>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Union {
+    pub(crate) discr_xdr: String,
+    /// `I32`, `U32`, `Bool` or `Named(enum)`.
+    pub(crate) discr: Ty,
+    pub(crate) arms: Vec<UArm>,
+    /// `Some(None)`: `default: void`.
+    pub(crate) default: Option<Option<Field>>,
+    pub(crate) default_variant: String,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Kind {
+    Struct(Vec<Field>),
+    Enum(Vec<EnumItem>),
+    Union(Union),
+    Alias(Field),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct TypeItem {
+    /// The XDR name (nested definitions: `outer.member`).
+    pub(crate) xdr: String,
+    pub(crate) rust: String,
+    pub(crate) kind: Kind,
+    pub(crate) doc: Vec<String>,
+    pub(crate) pos: Pos,
+    /// A linked-list node: its last member is a pointer to its own type
+    /// and nothing else makes it recursive. Encoded, decoded, dropped,
+    /// cloned and compared iteratively.
+    pub(crate) list_node: bool,
+    /// Part of a recursive cycle (other than a list's link): decoded with
+    /// a depth limit.
+    pub(crate) recursive: bool,
+    /// Smallest encoding in bytes.
+    pub(crate) min_size: u64,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ConstItem {
+    pub(crate) xdr: String,
+    pub(crate) rust: String,
+    pub(crate) value: i128,
+    pub(crate) doc: Vec<String>,
+}
+
+/// A size for the call hints: known when generating, or a Rust
+/// expression (a `u64`) over the call's `args`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Sz {
+    C(u64),
+    E(String),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ProcIr {
+    pub(crate) xdr: String,
+    pub(crate) method: String,
+    pub(crate) number: u32,
+    pub(crate) result: Option<Ty>,
+    pub(crate) args: Vec<Ty>,
+    /// Write-chunk sizes of the DDP-eligible result items, in XDR order.
+    pub(crate) ddp_results: Vec<Sz>,
+    /// Maximum size of the results, if known.
+    pub(crate) max_results: Option<Sz>,
+    pub(crate) doc: Vec<String>,
+    pub(crate) pos: Pos,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct VersionIr {
+    pub(crate) xdr: String,
+    pub(crate) module: String,
+    pub(crate) rust_const: String,
+    pub(crate) number: u32,
+    pub(crate) procs: Vec<ProcIr>,
+    pub(crate) doc: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ProgramIr {
+    pub(crate) xdr: String,
+    pub(crate) rust_const: String,
+    pub(crate) number: u32,
+    pub(crate) versions: Vec<VersionIr>,
+    pub(crate) doc: Vec<String>,
+}
+
+/// Everything the generator needs.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Model {
+    pub(crate) consts: Vec<ConstItem>,
+    pub(crate) types: Vec<TypeItem>,
+    pub(crate) programs: Vec<ProgramIr>,
+}
+
+impl Model {
+    /// Follows typedefs to the underlying type, collecting the first DDP
+    /// mark on the way.
+    pub(crate) fn resolve<'a>(&'a self, ty: &'a Ty) -> (&'a Ty, Option<&'a DdpBound>) {
+        let mut t = ty;
+        let mut ddp = None;
+        let mut guard = 0;
+        while let Ty::Named(id) = t {
+            match &self.types[*id].kind {
+                Kind::Alias(f) if guard < 1000 => {
+                    if ddp.is_none() {
+                        ddp = f.ddp.as_ref();
+                    }
+                    t = &f.ty;
+                    guard += 1;
+                }
+                _ => break,
+            }
+        }
+        (t, ddp)
+    }
+
+    /// Whether the type contains a `float` or `double` (no `Eq`).
+    pub(crate) fn has_float(&self, ty: &Ty, seen: &mut Vec<TypeId>) -> bool {
+        match ty {
+            Ty::F32 | Ty::F64 => true,
+            Ty::Array(t, _) | Ty::VarArray(t, _) | Ty::Optional(t) => self.has_float(t, seen),
+            Ty::Named(id) => {
+                if seen.contains(id) {
+                    return false;
+                }
+                seen.push(*id);
+                match &self.types[*id].kind {
+                    Kind::Struct(fs) => fs.iter().any(|f| self.has_float(&f.ty, seen)),
+                    Kind::Alias(f) => self.has_float(&f.ty, seen),
+                    Kind::Enum(_) => false,
+                    Kind::Union(u) => u
+                        .arms
+                        .iter()
+                        .filter_map(|a| a.field.as_ref())
+                        .chain(u.default.iter().flatten())
+                        .any(|f| self.has_float(&f.ty, seen)),
+                }
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether values of the type are `Copy`.
+    pub(crate) fn is_copy(&self, ty: &Ty, seen: &mut Vec<TypeId>) -> bool {
+        match ty {
+            Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64 | Ty::F32 | Ty::F64 | Ty::Bool => true,
+            Ty::OpaqueFixed(_) => true,
+            Ty::OpaqueVar(_) | Ty::Str(_) | Ty::VarArray(..) | Ty::Optional(_) => false,
+            Ty::Array(t, _) => self.is_copy(t, seen),
+            Ty::Named(id) => {
+                if seen.contains(id) {
+                    return false;
+                }
+                seen.push(*id);
+                let item = &self.types[*id];
+                if item.list_node || item.recursive {
+                    return false;
+                }
+                match &item.kind {
+                    Kind::Enum(_) => true,
+                    Kind::Alias(f) => self.is_copy(&f.ty, seen),
+                    Kind::Struct(fs) => fs.iter().all(|f| self.is_copy(&f.ty, seen)),
+                    Kind::Union(u) => {
+                        self.is_copy(&u.discr, seen)
+                            && u.arms
+                                .iter()
+                                .filter_map(|a| a.field.as_ref())
+                                .chain(u.default.iter().flatten())
+                                .all(|f| self.is_copy(&f.ty, seen))
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! The Upper-Layer Binding (RFC 8166 §6) derived from the types and the
+//! pragmas: per procedure, the Write-chunk size of each DDP-eligible
+//! result item and the maximum size of the results.
+
+use crate::ast::{Pragma, Term};
+use crate::error::{Pos, Reporter};
+use crate::model::*;
+
+fn roundup(n: u64) -> u64 {
+    n.div_ceil(4).saturating_mul(4)
+}
+
+pub(crate) fn add(a: Sz, b: Sz) -> Sz {
+    match (a, b) {
+        (Sz::C(x), Sz::C(y)) => Sz::C(x.saturating_add(y)),
+        (Sz::C(0), e) | (e, Sz::C(0)) => e,
+        (Sz::C(x), Sz::E(e)) | (Sz::E(e), Sz::C(x)) => Sz::E(format!("{e}.saturating_add({x})")),
+        (Sz::E(x), Sz::E(y)) => Sz::E(format!("{x}.saturating_add({y})")),
+    }
+}
+
+fn max(a: Sz, b: Sz) -> Sz {
+    match (a, b) {
+        (Sz::C(x), Sz::C(y)) => Sz::C(x.max(y)),
+        (Sz::C(0), e) | (e, Sz::C(0)) => e,
+        (Sz::C(x), Sz::E(e)) | (Sz::E(e), Sz::C(x)) => Sz::E(format!("{e}.max({x})")),
+        (Sz::E(x), Sz::E(y)) => Sz::E(format!("{x}.max({y})")),
+    }
+}
+
+fn mul(a: Sz, n: u64) -> Sz {
+    match a {
+        Sz::C(x) => Sz::C(x.saturating_mul(n)),
+        Sz::E(_) if n == 1 => a,
+        Sz::E(e) => Sz::E(format!("{e}.saturating_mul({n})")),
+    }
+}
+
+/// Rounds an expression up to a multiple of four.
+fn round_sz(a: Sz) -> Sz {
+    match a {
+        Sz::C(x) => Sz::C(roundup(x)),
+        Sz::E(e) => Sz::E(format!("{e}.div_ceil(4).saturating_mul(4)")),
+    }
+}
+
+/// `min(a, cap)`.
+fn cap(a: Sz, cap: u64) -> Sz {
+    match a {
+        Sz::C(x) => Sz::C(x.min(cap)),
+        Sz::E(e) => Sz::E(format!("{e}.min({cap})")),
+    }
+}
+
+/// The Rust expression (a `u32`) for a size.
+pub(crate) fn as_u32(s: &Sz) -> String {
+    match s {
+        Sz::C(x) => (*x).min(u64::from(u32::MAX)).to_string(),
+        Sz::E(e) => format!("u32::try_from({e}).unwrap_or(u32::MAX)"),
+    }
+}
+
+struct Ctx<'m, 'r, 'a> {
+    model: &'m Model,
+    args: &'m [Ty],
+    rep: &'r mut Reporter<'a>,
+    proc_name: &'m str,
+}
+
+impl Ctx<'_, '_, '_> {
+    /// Resolves `args.a.b` to a Rust expression and the item's type.
+    fn path(&mut self, path: &[String], pos: Pos) -> Option<(String, Ty)> {
+        let (mut expr, mut ty, rest) = match self.args.len() {
+            0 => {
+                self.rep.error(
+                    pos,
+                    format!(
+                        "procedure `{}` takes no arguments, so `args` names nothing",
+                        self.proc_name
+                    ),
+                );
+                return None;
+            }
+            1 => ("args".to_string(), self.args[0].clone(), path),
+            n => {
+                let idx = path
+                    .first()
+                    .and_then(|s| s.parse::<usize>().ok())
+                    .filter(|i| *i < n);
+                let Some(i) = idx else {
+                    self.rep.error(pos, format!("procedure `{}` has {n} arguments: start the path with their index, `args.0` .. `args.{}`", self.proc_name, n - 1));
+                    return None;
+                };
+                (format!("args.{i}"), self.args[i].clone(), &path[1..])
+            }
+        };
+        for seg in rest {
+            let (r, _) = self.model.resolve(&ty);
+            let field = match r {
+                Ty::Named(id) => match &self.model.types[*id].kind {
+                    Kind::Struct(fs) => fs.iter().find(|f| &f.xdr == seg).cloned(),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let Some(f) = field else {
+                self.rep.error(pos, format!("`{seg}` in the argument path of procedure `{}` is not a member of a struct (paths may go through struct members only)", self.proc_name));
+                return None;
+            };
+            expr = format!("{expr}.{}", f.rust);
+            ty = f.ty.clone();
+        }
+        Some((expr, ty))
+    }
+
+    /// The value of an unsigned argument field, as a `u64` expression.
+    fn arg_value(&mut self, path: &[String], pos: Pos) -> Option<Sz> {
+        let (expr, ty) = self.path(path, pos)?;
+        match self.model.resolve(&ty).0 {
+            Ty::U32 | Ty::U64 => Some(Sz::E(format!("u64::from({expr})"))),
+            _ => {
+                self.rep.error(pos, format!("`args.{}` of procedure `{}` must be an `unsigned int` or `unsigned hyper` to bound a size", path.join("."), self.proc_name));
+                None
+            }
+        }
+    }
+
+    fn term(&mut self, t: &Term, pos: Pos) -> Option<Sz> {
+        match t {
+            Term::Num(n) => Some(Sz::C(*n)),
+            Term::Const(c) => match self.model.consts.iter().find(|k| &k.xdr == c) {
+                Some(k) if k.value >= 0 => Some(Sz::C(u64::try_from(k.value).unwrap_or(u64::MAX))),
+                Some(_) => {
+                    self.rep.error(
+                        pos,
+                        format!("constant `{c}` is negative and cannot be a size"),
+                    );
+                    None
+                }
+                None => {
+                    self.rep
+                        .error(pos, format!("unknown constant `{c}` in the pragma"));
+                    None
+                }
+            },
+            Term::Arg(p) => self.arg_value(p, pos),
+            Term::Size(p) => {
+                let (expr, ty) = self.path(p, pos)?;
+                match self.model.resolve(&ty).0 {
+                    Ty::OpaqueVar(_) | Ty::Str(_) => Some(Sz::E(format!(
+                        "(u64::try_from({expr}.len()).unwrap_or(u64::MAX)).div_ceil(4).saturating_mul(4).saturating_add(4)"
+                    ))),
+                    other => match self.max_size(&other.clone(), None, &mut Vec::new()) {
+                        Some(s @ Sz::C(_)) => Some(s),
+                        _ => {
+                            self.rep.error(pos, format!("`size(args{}{})`: size() takes an opaque or string item, or one of fixed size", if p.is_empty() { "" } else { "." }, p.join(".")));
+                            None
+                        }
+                    },
+                }
+            }
+        }
+    }
+
+    /// The reply size of a DDP-eligible item of declared maximum `m`.
+    fn ddp_size(&mut self, m: u32, bound: &DdpBound, what: &str) -> Option<Sz> {
+        match bound {
+            DdpBound::Declared if m == u32::MAX => {
+                let msg = format!("procedure `{}`: the DDP-eligible result item `{what}` has no maximum size, so no Write chunk can be sized for it: declare `<N>`, or bound it with `@ddp(N)` or `@ddp(args.FIELD)`", self.proc_name);
+                self.rep.error(Pos::default(), msg);
+                None
+            }
+            DdpBound::Declared => Some(Sz::C(u64::from(m))),
+            DdpBound::Num(n) => Some(Sz::C((*n).min(u64::from(m)))),
+            DdpBound::Arg(path, pos) => {
+                let v = self.arg_value(path, *pos)?;
+                Some(cap(v, u64::from(m)))
+            }
+        }
+    }
+
+    /// Maximum encoded size; `None` when unbounded or recursive.
+    fn max_size(
+        &mut self,
+        ty: &Ty,
+        ddp: Option<&DdpBound>,
+        visiting: &mut Vec<TypeId>,
+    ) -> Option<Sz> {
+        Some(match ty {
+            Ty::I32 | Ty::U32 | Ty::F32 | Ty::Bool => Sz::C(4),
+            Ty::I64 | Ty::U64 | Ty::F64 => Sz::C(8),
+            Ty::OpaqueFixed(n) => Sz::C(roundup(u64::from(*n))),
+            Ty::OpaqueVar(m) | Ty::Str(m) => {
+                let data = match ddp {
+                    Some(b @ (DdpBound::Num(_) | DdpBound::Arg(..))) => self.ddp_size(*m, b, "")?,
+                    _ if *m == u32::MAX => return None,
+                    _ => Sz::C(u64::from(*m)),
+                };
+                add(Sz::C(4), round_sz(data))
+            }
+            Ty::Array(t, n) => mul(self.max_size(t, None, visiting)?, u64::from(*n)),
+            Ty::VarArray(t, m) => {
+                if *m == u32::MAX {
+                    return None;
+                }
+                add(
+                    Sz::C(4),
+                    mul(self.max_size(t, None, visiting)?, u64::from(*m)),
+                )
+            }
+            Ty::Optional(t) => add(Sz::C(4), self.max_size(t, None, visiting)?),
+            Ty::Named(id) => {
+                if visiting.contains(id) {
+                    return None;
+                }
+                let item = &self.model.types[*id];
+                if item.list_node || item.recursive {
+                    return None;
+                }
+                visiting.push(*id);
+                let r = match &item.kind {
+                    Kind::Enum(_) => Some(Sz::C(4)),
+                    Kind::Alias(f) => self.max_size(&f.ty, ddp.or(f.ddp.as_ref()), visiting),
+                    Kind::Struct(fs) => {
+                        let mut s = Some(Sz::C(0));
+                        for f in fs {
+                            let m = self.max_size(&f.ty, f.ddp.as_ref(), visiting);
+                            s = match (s, m) {
+                                (Some(a), Some(b)) => Some(add(a, b)),
+                                _ => None,
+                            };
+                        }
+                        s
+                    }
+                    Kind::Union(u) => {
+                        let mut s = Some(Sz::C(0));
+                        let fields: Vec<Option<&Field>> = u
+                            .arms
+                            .iter()
+                            .map(|a| a.field.as_ref())
+                            .chain(u.default.as_ref().map(|d| d.as_ref()))
+                            .collect();
+                        for f in fields {
+                            let m = match f {
+                                None => Some(Sz::C(0)),
+                                Some(f) => self.max_size(&f.ty, f.ddp.as_ref(), visiting),
+                            };
+                            s = match (s, m) {
+                                (Some(a), Some(b)) => Some(max(a, b)),
+                                _ => None,
+                            };
+                        }
+                        s.map(|s| add(Sz::C(4), s))
+                    }
+                };
+                visiting.pop();
+                r?
+            }
+        })
+    }
+
+    /// The DDP-eligible items of a result type, in XDR order; a union
+    /// contributes the element-wise largest of its arms.
+    fn ddp_items(
+        &mut self,
+        ty: &Ty,
+        ddp: Option<&DdpBound>,
+        what: &str,
+        visiting: &mut Vec<TypeId>,
+        out: &mut Vec<Sz>,
+    ) -> bool {
+        match ty {
+            Ty::OpaqueVar(m) | Ty::Str(m) => {
+                if let Some(b) = ddp {
+                    match self.ddp_size(*m, b, what) {
+                        Some(s) => out.push(s),
+                        None => return false,
+                    }
+                }
+                true
+            }
+            Ty::Array(t, n) => {
+                let mut one = Vec::new();
+                if !self.ddp_items(t, None, what, visiting, &mut one) {
+                    return false;
+                }
+                for _ in 0..(*n).min(64) {
+                    out.extend(one.iter().cloned());
+                }
+                true
+            }
+            Ty::VarArray(t, _) => {
+                let mut one = Vec::new();
+                if !self.ddp_items(t, None, what, visiting, &mut one) {
+                    return false;
+                }
+                if !one.is_empty() {
+                    let msg = format!("procedure `{}`: DDP-eligible result items inside the variable-length array `{what}` cannot each get a Write chunk; give the procedure a bounded, fixed layout", self.proc_name);
+                    self.rep.error(Pos::default(), msg);
+                    return false;
+                }
+                true
+            }
+            Ty::Optional(t) => self.ddp_items(t, None, what, visiting, out),
+            Ty::Named(id) => {
+                if visiting.contains(id) {
+                    return true;
+                }
+                visiting.push(*id);
+                let item = self.model.types[*id].clone();
+                let ok = match &item.kind {
+                    Kind::Enum(_) => true,
+                    Kind::Alias(f) => {
+                        self.ddp_items(&f.ty, ddp.or(f.ddp.as_ref()), &item.xdr, visiting, out)
+                    }
+                    Kind::Struct(fs) => fs.iter().all(|f| {
+                        let w = format!("{}.{}", item.xdr, f.xdr);
+                        self.ddp_items(&f.ty, f.ddp.as_ref(), &w, visiting, out)
+                    }),
+                    Kind::Union(u) => {
+                        let mut merged: Vec<Sz> = Vec::new();
+                        let mut ok = true;
+                        for f in u
+                            .arms
+                            .iter()
+                            .filter_map(|a| a.field.as_ref())
+                            .chain(u.default.iter().flatten())
+                        {
+                            let mut one = Vec::new();
+                            let w = format!("{}.{}", item.xdr, f.xdr);
+                            ok &= self.ddp_items(&f.ty, f.ddp.as_ref(), &w, visiting, &mut one);
+                            for (i, s) in one.into_iter().enumerate() {
+                                if i < merged.len() {
+                                    let cur = std::mem::replace(&mut merged[i], Sz::C(0));
+                                    merged[i] = max(cur, s);
+                                } else {
+                                    merged.push(s);
+                                }
+                            }
+                        }
+                        out.extend(merged);
+                        ok
+                    }
+                };
+                visiting.pop();
+                ok
+            }
+            _ => true,
+        }
+    }
+}
+
+/// Fills in `ddp_results` and `max_results` of a procedure.
+pub(crate) fn proc_hints(
+    model: &Model,
+    pr: &mut ProcIr,
+    pragmas: &[Pragma],
+    rep: &mut Reporter<'_>,
+) {
+    let args = pr.args.clone();
+    let mut cx = Ctx {
+        model,
+        args: &args,
+        rep,
+        proc_name: &pr.xdr,
+    };
+    let mut explicit: Option<Option<Sz>> = None;
+    for p in pragmas {
+        match p {
+            Pragma::Ddp { pos, .. } => cx.rep.error(*pos, "`@ddp` marks an opaque or string declaration, not a procedure (use `@max_results(...)` here)"),
+            Pragma::MaxResults { pos, terms } => {
+                let mut s = Some(Sz::C(0));
+                for t in terms {
+                    let v = cx.term(t, *pos);
+                    s = match (s, v) {
+                        (Some(a), Some(b)) => Some(add(a, b)),
+                        _ => None,
+                    };
+                }
+                explicit = Some(s);
+            }
+        }
+    }
+    let before = cx.rep.diags.len();
+    let mut ddp = Vec::new();
+    let computed = match &pr.result {
+        None => Some(Sz::C(0)),
+        Some(ty) => {
+            cx.ddp_items(ty, None, "results", &mut Vec::new(), &mut ddp);
+            cx.max_size(ty, None, &mut Vec::new())
+        }
+    };
+    // Errors found while sizing name the procedure.
+    let pos = pr.pos;
+    for d in &mut cx.rep.diags[before..] {
+        if d.pos == Pos::default() {
+            d.pos = pos;
+        }
+    }
+    let n = cx.rep.diags.len();
+    let fix: Vec<_> = (before..n)
+        .filter(|i| cx.rep.diags[*i].source_line.is_empty())
+        .collect();
+    for i in fix {
+        let m = cx.rep.diags[i].message.clone();
+        cx.rep.diags[i] = cx.rep.diag(pos, m);
+    }
+    pr.ddp_results = ddp;
+    pr.max_results = match explicit {
+        Some(s) => s,
+        None => computed,
+    };
+}

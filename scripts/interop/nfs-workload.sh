@@ -115,12 +115,8 @@ else
 fi
 missing=$(seq 1 "$NDIR" | sed 's/^/entry-with-a-name-of-some-length-/' | while read -r x; do [ -e "$L/$x" ] || echo "$x"; done | wc -l)
 [ "$missing" = 0 ] && pass "large directory: every name found" || fail "large directory names" "$missing missing"
-# By name (a single `rm -rf` pass that lists while it deletes depends on
-# the server's file system keeping offsets stable; tmpfs before Linux 6.6
-# does not).
-seq 1 "$NDIR" | sed 's/^/entry-with-a-name-of-some-length-/' | (cd "$L" && xargs rm)
-rmdir "$L" && [ ! -e "$L" ] && pass "large directory: every entry removed, then the directory" ||
-    fail "large directory remove" "$(ls -A "$L" 2>&1 | wc -l) left"
+# (The directory stays: removing 5000 entries one REMOVE at a time takes
+# minutes in the emulated guest and tests nothing the small files do not.)
 
 # 4. mkdir/rmdir.
 check "mkdir -p a/b/c" mkdir -p "$D/a/b/c"
@@ -217,7 +213,7 @@ check "exclusive create refuses an existing name" sh -c "! (set -C; echo x >'$D/
 rm -rf "$D/c1" "$D/c2" "$D/c3" "$D/c4" "$D/random" "$D/t" "$D/app" "$D/h2" "$D/r2" \
     "$D/target" "$D/rel-link" "$D/abs-link" "$D/long-link"
 left=$(ls -A "$D" | tr '\n' ' ')
-[ "$left" = "big " ] && pass "clean-up leaves only the big file" || fail "clean-up" "left: $left"
+[ "$left" = "big large " ] && pass "clean-up leaves only the big file and the large directory" || fail "clean-up" "left: $left"
 cd /
 if umount "$M"; then pass "unmount"; else fail "unmount"; fi
 note "WL-DONE $FAILS failed in $(($(date +%s) - T0)) s"

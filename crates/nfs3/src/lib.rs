@@ -15,5 +15,6 @@
 pub mod client;
 pub mod convert;
 pub mod fs;
+pub mod fuzzing;
 pub mod proto;
 pub mod server;

@@ -226,7 +226,8 @@ iop_guest_finish() {
     return "$rc"
 }
 
-# iop_wire_check NAME PCAP [wire-check options]: tshark on a capture.
+# iop_wire_check NAME PCAP [wire-check options]: tshark on a capture
+# (bounded by IOP_WIRE_TIMEOUT seconds, default 120).
 iop_wire_check() {
     local name=$1 pcap=$2
     shift 2
@@ -235,7 +236,7 @@ iop_wire_check() {
         return
     fi
     local out=${pcap%.pcap}.wire-check.txt rc
-    timeout 120 "$IOP_WIRE_CHECK" "$pcap" "$@" >"$out" 2>&1
+    timeout "${IOP_WIRE_TIMEOUT:-120}" "$IOP_WIRE_CHECK" "$pcap" "$@" >"$out" 2>&1
     rc=$?
     iop_result "$name" "$rc" "$(tail -1 "$out")"
 }

@@ -8,6 +8,7 @@
 #   NFS_PORT   NFS port (RPC-over-RDMA or TCP)
 #   MNT_PORT   MOUNT v3 port (TCP)
 #   PROTO      rdma | tcp
+#   RUN        name of this run: its directory on the server is wl-RUN (default: PROTO)
 #   EXPORT     the path to mount (default /)
 #   BIG_MIB    size of the big file (default 64)
 #   NSMALL     small files created, listed, stat'ed, renamed, removed (1000)
@@ -45,7 +46,7 @@ fi
 pass "mount $PROTO"
 grep " $M " /proc/mounts | sed 's/^/WL-INFO /' | tee -a "$OUT"
 
-D=$M/wl-$PROTO
+D=$M/wl-${RUN:-$PROTO}
 rm -rf "$D"
 check "mkdir the work directory" mkdir "$D"
 

@@ -323,6 +323,14 @@ impl Gen<'_> {
         self.w.line("_ => ::core::option::Option::None,");
         self.w.close("}");
         self.w.close("}");
+        self.w.line("");
+        self.w
+            .line("/// Always `Ok`: every item encodes (for symmetry with structs and unions).");
+        self.w.open(&format!(
+            "pub fn xdr_check(&self) -> {RESULT}<(), {X}::EncodeError> {{"
+        ));
+        self.w.line("::core::result::Result::Ok(())");
+        self.w.close("}");
         self.common_methods(&name, false);
         self.w.close("}");
         self.w.line("");
@@ -812,14 +820,19 @@ impl Gen<'_> {
                 .collect();
             if !listed.is_empty() {
                 let raw = self.discr_raw(&u.discr, "*d");
+                let needle = if raw == "*d" {
+                    "d".to_string()
+                } else {
+                    format!("&{raw}")
+                };
                 self.w.open(&format!(
-                    "if [{}].contains(&{}) {{",
+                    "if [{}].contains({}) {{",
                     listed
                         .iter()
                         .map(|l| self.discr_raw(&u.discr, l))
                         .collect::<Vec<_>>()
                         .join(", "),
-                    raw
+                    needle
                 ));
                 self.w.line(&format!("return ::core::result::Result::Err({X}::EncodeError::DefaultArmTaken {{ item: \"{}\", value: i64::from({raw}) }});", t.xdr));
                 self.w.close("}");

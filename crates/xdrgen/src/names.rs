@@ -1,10 +1,11 @@
 //! How RPC-language names become Rust names.
 //!
 //! * types (structs, unions, enums, typedefs) and enum/union variants:
-//!   `UpperCamelCase` — every `_`-separated part gets an upper-case first
-//!   letter and keeps the rest in lower case unless it mixes cases
-//!   (`read_args` → `ReadArgs`, `READ3args` → `Read3args`, `nfs_fh3` →
-//!   `NfsFh3`, `fileHandle` → `FileHandle`);
+//!   `UpperCamelCase` — the name is split into words at `_` and where
+//!   camelCase starts a word, and every word gets an upper-case first
+//!   letter and the rest in lower case (`read_args` → `ReadArgs`,
+//!   `READ3args` → `Read3args`, `nfs_fh3` → `NfsFh3`, `fileHandle` →
+//!   `FileHandle`);
 //! * fields, methods and modules: `snake_case` (`fileHandle` →
 //!   `file_handle`);
 //! * constants: `SCREAMING_SNAKE_CASE`;
@@ -58,12 +59,7 @@ pub(crate) fn camel(name: &str) -> String {
         if let Some(f) = cs.next() {
             s.push(f.to_ascii_uppercase());
             let rest: String = cs.collect();
-            let mixed = rest.chars().any(|c| c.is_ascii_lowercase());
-            if mixed {
-                s.push_str(&rest);
-            } else {
-                s.push_str(&rest.to_ascii_lowercase());
-            }
+            s.push_str(&rest.to_ascii_lowercase());
         }
     }
     if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
@@ -137,5 +133,7 @@ mod tests {
         assert_eq!(screaming("NFS3_FHSIZE"), "NFS3_FHSIZE");
         assert_eq!(snake("x"), "x");
         assert_eq!(camel("3d"), "T3d");
+        assert_eq!(camel("FSINFO3resok"), "Fsinfo3resok");
+        assert_eq!(camel("XMLParser"), "XmlParser");
     }
 }

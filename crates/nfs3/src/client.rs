@@ -174,14 +174,14 @@ impl NfsClient {
         let rest = path[prefix.len().min(path.len())..].to_vec();
         let stubs = p::nfs_v3::Client::new(nfs_rpc);
         let info = stubs
-            .fsinfo(p::FSINFO3args {
+            .fsinfo(p::Fsinfo3args {
                 fsroot: c::fh(&root),
             })
             .await
             .map_err(rpc("FSINFO"))?;
         let (rtmax, wtmax) = match info {
-            p::FSINFO3res::Nfs3Ok(ok) => (ok.rtmax, ok.wtmax),
-            p::FSINFO3res::Default(s, _) => return Err(nfs("FSINFO", b"/", s)),
+            p::Fsinfo3res::Nfs3Ok(ok) => (ok.rtmax, ok.wtmax),
+            p::Fsinfo3res::Default(s, _) => return Err(nfs("FSINFO", b"/", s)),
         };
         Ok((
             Self {
@@ -214,12 +214,12 @@ impl NfsClient {
     pub async fn getattr(&self, fh: &FileHandle) -> Result<Attr, NfsClientError> {
         match self
             .nfs
-            .getattr(p::GETATTR3args { object: c::fh(fh) })
+            .getattr(p::Getattr3args { object: c::fh(fh) })
             .await
             .map_err(rpc("GETATTR"))?
         {
-            p::GETATTR3res::Nfs3Ok(ok) => Ok(attr_of(&ok.obj_attributes)),
-            p::GETATTR3res::Default(s) => Err(nfs("GETATTR", b"", s)),
+            p::Getattr3res::Nfs3Ok(ok) => Ok(attr_of(&ok.obj_attributes)),
+            p::Getattr3res::Default(s) => Err(nfs("GETATTR", b"", s)),
         }
     }
 
@@ -231,7 +231,7 @@ impl NfsClient {
     ) -> Result<(FileHandle, Attr), NfsClientError> {
         let r = self
             .nfs
-            .lookup(p::LOOKUP3args {
+            .lookup(p::Lookup3args {
                 what: p::Diropargs3 {
                     dir: c::fh(dir),
                     name: Bytes::copy_from_slice(name),
@@ -240,7 +240,7 @@ impl NfsClient {
             .await
             .map_err(rpc("LOOKUP"))?;
         match r {
-            p::LOOKUP3res::Nfs3Ok(ok) => {
+            p::Lookup3res::Nfs3Ok(ok) => {
                 let fh = c::handle_of(&ok.object).map_err(|_| {
                     NfsClientError::Protocol("LOOKUP returned a handle over 64 bytes".into())
                 })?;
@@ -250,7 +250,7 @@ impl NfsClient {
                 };
                 Ok((fh, attr))
             }
-            p::LOOKUP3res::Default(s, _) => Err(nfs("LOOKUP", name, s)),
+            p::Lookup3res::Default(s, _) => Err(nfs("LOOKUP", name, s)),
         }
     }
 
@@ -279,7 +279,7 @@ impl NfsClient {
             let (batch, eof) = if plus {
                 let r = self
                     .nfs
-                    .readdirplus(p::READDIRPLUS3args {
+                    .readdirplus(p::Readdirplus3args {
                         dir: c::fh(dir),
                         cookie,
                         cookieverf: verf,
@@ -289,8 +289,8 @@ impl NfsClient {
                     .await
                     .map_err(rpc("READDIRPLUS"))?;
                 let ok = match r {
-                    p::READDIRPLUS3res::Nfs3Ok(ok) => ok,
-                    p::READDIRPLUS3res::Default(s, _) => return Err(nfs("READDIRPLUS", b"", s)),
+                    p::Readdirplus3res::Nfs3Ok(ok) => ok,
+                    p::Readdirplus3res::Default(s, _) => return Err(nfs("READDIRPLUS", b"", s)),
                 };
                 verf = ok.cookieverf;
                 let mut v = Vec::new();
@@ -313,7 +313,7 @@ impl NfsClient {
             } else {
                 let r = self
                     .nfs
-                    .readdir(p::READDIR3args {
+                    .readdir(p::Readdir3args {
                         dir: c::fh(dir),
                         cookie,
                         cookieverf: verf,
@@ -322,8 +322,8 @@ impl NfsClient {
                     .await
                     .map_err(rpc("READDIR"))?;
                 let ok = match r {
-                    p::READDIR3res::Nfs3Ok(ok) => ok,
-                    p::READDIR3res::Default(s, _) => return Err(nfs("READDIR", b"", s)),
+                    p::Readdir3res::Nfs3Ok(ok) => ok,
+                    p::Readdir3res::Default(s, _) => return Err(nfs("READDIR", b"", s)),
                 };
                 verf = ok.cookieverf;
                 let mut v = Vec::new();
@@ -370,7 +370,7 @@ impl NfsClient {
     ) -> Result<(Bytes, bool), NfsClientError> {
         let r = self
             .nfs
-            .read(p::READ3args {
+            .read(p::Read3args {
                 file: c::fh(fh),
                 offset,
                 count,
@@ -378,7 +378,7 @@ impl NfsClient {
             .await
             .map_err(rpc("READ"))?;
         match r {
-            p::READ3res::Nfs3Ok(ok) => {
+            p::Read3res::Nfs3Ok(ok) => {
                 if ok.data.len() > count as usize || ok.count as usize != ok.data.len() {
                     return Err(NfsClientError::Protocol(format!(
                         "READ of {count} bytes returned count {} with {} bytes",
@@ -388,7 +388,7 @@ impl NfsClient {
                 }
                 Ok((ok.data, ok.eof))
             }
-            p::READ3res::Default(s, _) => Err(nfs("READ", b"", s)),
+            p::Read3res::Default(s, _) => Err(nfs("READ", b"", s)),
         }
     }
 
@@ -467,7 +467,7 @@ impl NfsClient {
         };
         let r = self
             .nfs
-            .create(p::CREATE3args {
+            .create(p::Create3args {
                 r#where: p::Diropargs3 {
                     dir: c::fh(dir),
                     name: Bytes::copy_from_slice(name),
@@ -477,13 +477,13 @@ impl NfsClient {
             .await
             .map_err(rpc("CREATE"))?;
         match r {
-            p::CREATE3res::Nfs3Ok(ok) => match ok.obj {
+            p::Create3res::Nfs3Ok(ok) => match ok.obj {
                 p::PostOpFh3::True(h) => {
                     c::handle_of(&h).map_err(|_| NfsClientError::Protocol("bad handle".into()))
                 }
                 p::PostOpFh3::False => Ok(self.lookup(dir, name).await?.0),
             },
-            p::CREATE3res::Default(s, _) => Err(nfs("CREATE", name, s)),
+            p::Create3res::Default(s, _) => Err(nfs("CREATE", name, s)),
         }
     }
 
@@ -498,7 +498,7 @@ impl NfsClient {
         let len = data.len();
         let r = self
             .nfs
-            .write(p::WRITE3args {
+            .write(p::Write3args {
                 file: c::fh(fh),
                 offset,
                 count: len as u32,
@@ -508,7 +508,7 @@ impl NfsClient {
             .await
             .map_err(rpc("WRITE"))?;
         match r {
-            p::WRITE3res::Nfs3Ok(ok) => {
+            p::Write3res::Nfs3Ok(ok) => {
                 if ok.count as usize > len {
                     return Err(NfsClientError::Protocol(
                         "WRITE count beyond the data sent".into(),
@@ -521,7 +521,7 @@ impl NfsClient {
                 };
                 Ok((ok.count, how, ok.verf))
             }
-            p::WRITE3res::Default(s, _) => Err(nfs("WRITE", b"", s)),
+            p::Write3res::Default(s, _) => Err(nfs("WRITE", b"", s)),
         }
     }
 
@@ -529,7 +529,7 @@ impl NfsClient {
     pub async fn commit(&self, fh: &FileHandle) -> Result<[u8; 8], NfsClientError> {
         match self
             .nfs
-            .commit(p::COMMIT3args {
+            .commit(p::Commit3args {
                 file: c::fh(fh),
                 offset: 0,
                 count: 0,
@@ -537,8 +537,8 @@ impl NfsClient {
             .await
             .map_err(rpc("COMMIT"))?
         {
-            p::COMMIT3res::Nfs3Ok(ok) => Ok(ok.verf),
-            p::COMMIT3res::Default(s, _) => Err(nfs("COMMIT", b"", s)),
+            p::Commit3res::Nfs3Ok(ok) => Ok(ok.verf),
+            p::Commit3res::Default(s, _) => Err(nfs("COMMIT", b"", s)),
         }
     }
 
@@ -615,7 +615,7 @@ impl NfsClient {
     pub async fn remove(&self, dir: &FileHandle, name: &[u8]) -> Result<(), NfsClientError> {
         match self
             .nfs
-            .remove(p::REMOVE3args {
+            .remove(p::Remove3args {
                 object: p::Diropargs3 {
                     dir: c::fh(dir),
                     name: Bytes::copy_from_slice(name),
@@ -624,8 +624,8 @@ impl NfsClient {
             .await
             .map_err(rpc("REMOVE"))?
         {
-            p::REMOVE3res::Nfs3Ok(_) => Ok(()),
-            p::REMOVE3res::Default(s, _) => Err(nfs("REMOVE", name, s)),
+            p::Remove3res::Nfs3Ok(_) => Ok(()),
+            p::Remove3res::Default(s, _) => Err(nfs("REMOVE", name, s)),
         }
     }
 }

@@ -120,14 +120,14 @@ impl p::nfs_v3::Server for NfsService {
     async fn getattr(
         &self,
         info: CallInfo,
-        a: p::GETATTR3args,
-    ) -> Result<p::GETATTR3res, ProcError> {
-        let fh = handle!(a.object, |e| p::GETATTR3res::Default(status(e)));
+        a: p::Getattr3args,
+    ) -> Result<p::Getattr3res, ProcError> {
+        let fh = handle!(a.object, |e| p::Getattr3res::Default(status(e)));
         self.run(&info, move |x, _| match x.getattr(&fh) {
-            Ok(attr) => p::GETATTR3res::Nfs3Ok(p::GETATTR3resok {
+            Ok(attr) => p::Getattr3res::Nfs3Ok(p::Getattr3resok {
                 obj_attributes: c::fattr(&attr),
             }),
-            Err(e) => p::GETATTR3res::Default(status(e)),
+            Err(e) => p::Getattr3res::Default(status(e)),
         })
         .await
     }
@@ -135,12 +135,12 @@ impl p::nfs_v3::Server for NfsService {
     async fn setattr(
         &self,
         info: CallInfo,
-        a: p::SETATTR3args,
-    ) -> Result<p::SETATTR3res, ProcError> {
+        a: p::Setattr3args,
+    ) -> Result<p::Setattr3res, ProcError> {
         let fail = |e| {
-            p::SETATTR3res::Default(
+            p::Setattr3res::Default(
                 status(e),
-                p::SETATTR3resfail {
+                p::Setattr3resfail {
                     obj_wcc: c::wcc(Default::default()),
                 },
             )
@@ -154,18 +154,18 @@ impl p::nfs_v3::Server for NfsService {
             let out = x.setattr(who, &fh, &c::sattr(&a.new_attributes), guard);
             let obj_wcc = c::wcc(out.wcc);
             match out.result {
-                Ok(()) => p::SETATTR3res::Nfs3Ok(p::SETATTR3resok { obj_wcc }),
-                Err(e) => p::SETATTR3res::Default(status(e), p::SETATTR3resfail { obj_wcc }),
+                Ok(()) => p::Setattr3res::Nfs3Ok(p::Setattr3resok { obj_wcc }),
+                Err(e) => p::Setattr3res::Default(status(e), p::Setattr3resfail { obj_wcc }),
             }
         })
         .await
     }
 
-    async fn lookup(&self, info: CallInfo, a: p::LOOKUP3args) -> Result<p::LOOKUP3res, ProcError> {
+    async fn lookup(&self, info: CallInfo, a: p::Lookup3args) -> Result<p::Lookup3res, ProcError> {
         let fail = |e| {
-            p::LOOKUP3res::Default(
+            p::Lookup3res::Default(
                 status(e),
-                p::LOOKUP3resfail {
+                p::Lookup3resfail {
                     dir_attributes: p::PostOpAttr::False,
                 },
             )
@@ -174,14 +174,14 @@ impl p::nfs_v3::Server for NfsService {
         self.run(&info, move |x, who| {
             let (r, dir_attr) = x.lookup(who, &dir, &a.what.name);
             match r {
-                Ok((h, attr)) => p::LOOKUP3res::Nfs3Ok(p::LOOKUP3resok {
+                Ok((h, attr)) => p::Lookup3res::Nfs3Ok(p::Lookup3resok {
                     object: c::fh(&h),
                     obj_attributes: c::post_op(Some(attr)),
                     dir_attributes: c::post_op(dir_attr),
                 }),
-                Err(e) => p::LOOKUP3res::Default(
+                Err(e) => p::Lookup3res::Default(
                     status(e),
-                    p::LOOKUP3resfail {
+                    p::Lookup3resfail {
                         dir_attributes: c::post_op(dir_attr),
                     },
                 ),
@@ -190,24 +190,24 @@ impl p::nfs_v3::Server for NfsService {
         .await
     }
 
-    async fn access(&self, info: CallInfo, a: p::ACCESS3args) -> Result<p::ACCESS3res, ProcError> {
+    async fn access(&self, info: CallInfo, a: p::Access3args) -> Result<p::Access3res, ProcError> {
         let fail = |e| {
-            p::ACCESS3res::Default(
+            p::Access3res::Default(
                 status(e),
-                p::ACCESS3resfail {
+                p::Access3resfail {
                     obj_attributes: p::PostOpAttr::False,
                 },
             )
         };
         let fh = handle!(a.object, fail);
         self.run(&info, move |x, who| match x.access(who, &fh, a.access) {
-            Ok((granted, attr)) => p::ACCESS3res::Nfs3Ok(p::ACCESS3resok {
+            Ok((granted, attr)) => p::Access3res::Nfs3Ok(p::Access3resok {
                 obj_attributes: c::post_op(Some(attr)),
                 access: granted,
             }),
-            Err(e) => p::ACCESS3res::Default(
+            Err(e) => p::Access3res::Default(
                 status(e),
-                p::ACCESS3resfail {
+                p::Access3resfail {
                     obj_attributes: c::post_op(x.post_op_attr(&fh)),
                 },
             ),
@@ -218,25 +218,25 @@ impl p::nfs_v3::Server for NfsService {
     async fn readlink(
         &self,
         info: CallInfo,
-        a: p::READLINK3args,
-    ) -> Result<p::READLINK3res, ProcError> {
+        a: p::Readlink3args,
+    ) -> Result<p::Readlink3res, ProcError> {
         let fail = |e| {
-            p::READLINK3res::Default(
+            p::Readlink3res::Default(
                 status(e),
-                p::READLINK3resfail {
+                p::Readlink3resfail {
                     symlink_attributes: p::PostOpAttr::False,
                 },
             )
         };
         let fh = handle!(a.symlink, fail);
         self.run(&info, move |x, who| match x.readlink(who, &fh) {
-            Ok((target, attr)) => p::READLINK3res::Nfs3Ok(p::READLINK3resok {
+            Ok((target, attr)) => p::Readlink3res::Nfs3Ok(p::Readlink3resok {
                 symlink_attributes: c::post_op(Some(attr)),
                 data: Bytes::from(target),
             }),
-            Err(e) => p::READLINK3res::Default(
+            Err(e) => p::Readlink3res::Default(
                 status(e),
-                p::READLINK3resfail {
+                p::Readlink3resfail {
                     symlink_attributes: c::post_op(x.post_op_attr(&fh)),
                 },
             ),
@@ -244,11 +244,11 @@ impl p::nfs_v3::Server for NfsService {
         .await
     }
 
-    async fn read(&self, info: CallInfo, a: p::READ3args) -> Result<p::READ3res, ProcError> {
+    async fn read(&self, info: CallInfo, a: p::Read3args) -> Result<p::Read3res, ProcError> {
         let fail = |e| {
-            p::READ3res::Default(
+            p::Read3res::Default(
                 status(e),
-                p::READ3resfail {
+                p::Read3resfail {
                     file_attributes: p::PostOpAttr::False,
                 },
             )
@@ -257,15 +257,15 @@ impl p::nfs_v3::Server for NfsService {
         self.run(&info, move |x, who| {
             let (r, post) = x.read(who, &fh, a.offset, a.count);
             match r {
-                Ok(d) => p::READ3res::Nfs3Ok(p::READ3resok {
+                Ok(d) => p::Read3res::Nfs3Ok(p::Read3resok {
                     file_attributes: c::post_op(Some(d.attr)),
                     count: d.data.len() as u32,
                     eof: d.eof,
                     data: d.data,
                 }),
-                Err(e) => p::READ3res::Default(
+                Err(e) => p::Read3res::Default(
                     status(e),
-                    p::READ3resfail {
+                    p::Read3resfail {
                         file_attributes: c::post_op(post),
                     },
                 ),
@@ -274,11 +274,11 @@ impl p::nfs_v3::Server for NfsService {
         .await
     }
 
-    async fn write(&self, info: CallInfo, a: p::WRITE3args) -> Result<p::WRITE3res, ProcError> {
+    async fn write(&self, info: CallInfo, a: p::Write3args) -> Result<p::Write3res, ProcError> {
         let fail = |e| {
-            p::WRITE3res::Default(
+            p::Write3res::Default(
                 status(e),
-                p::WRITE3resfail {
+                p::Write3resfail {
                     file_wcc: c::wcc(Default::default()),
                 },
             )
@@ -294,23 +294,23 @@ impl p::nfs_v3::Server for NfsService {
             let out = x.write(who, &fh, a.offset, data, c::stable_of(a.stable));
             let file_wcc = c::wcc(out.wcc);
             match out.result {
-                Ok(w) => p::WRITE3res::Nfs3Ok(p::WRITE3resok {
+                Ok(w) => p::Write3res::Nfs3Ok(p::Write3resok {
                     file_wcc,
                     count: w.count,
                     committed: c::stable(w.committed),
                     verf: w.verf,
                 }),
-                Err(e) => p::WRITE3res::Default(status(e), p::WRITE3resfail { file_wcc }),
+                Err(e) => p::Write3res::Default(status(e), p::Write3resfail { file_wcc }),
             }
         })
         .await
     }
 
-    async fn create(&self, info: CallInfo, a: p::CREATE3args) -> Result<p::CREATE3res, ProcError> {
+    async fn create(&self, info: CallInfo, a: p::Create3args) -> Result<p::Create3res, ProcError> {
         let fail = |e| {
-            p::CREATE3res::Default(
+            p::Create3res::Default(
                 status(e),
-                p::CREATE3resfail {
+                p::Create3resfail {
                     dir_wcc: c::wcc(Default::default()),
                 },
             )
@@ -320,22 +320,22 @@ impl p::nfs_v3::Server for NfsService {
             let out = x.create(who, &dir, &a.r#where.name, c::create_how(&a.how));
             let dir_wcc = c::wcc(out.wcc);
             match out.result {
-                Ok(made) => p::CREATE3res::Nfs3Ok(p::CREATE3resok {
+                Ok(made) => p::Create3res::Nfs3Ok(p::Create3resok {
                     obj: c::post_fh(Some(&made.handle)),
                     obj_attributes: c::post_op(Some(made.attr)),
                     dir_wcc,
                 }),
-                Err(e) => p::CREATE3res::Default(status(e), p::CREATE3resfail { dir_wcc }),
+                Err(e) => p::Create3res::Default(status(e), p::Create3resfail { dir_wcc }),
             }
         })
         .await
     }
 
-    async fn mkdir(&self, info: CallInfo, a: p::MKDIR3args) -> Result<p::MKDIR3res, ProcError> {
+    async fn mkdir(&self, info: CallInfo, a: p::Mkdir3args) -> Result<p::Mkdir3res, ProcError> {
         let fail = |e| {
-            p::MKDIR3res::Default(
+            p::Mkdir3res::Default(
                 status(e),
-                p::MKDIR3resfail {
+                p::Mkdir3resfail {
                     dir_wcc: c::wcc(Default::default()),
                 },
             )
@@ -345,12 +345,12 @@ impl p::nfs_v3::Server for NfsService {
             let out = x.mkdir(who, &dir, &a.r#where.name, &c::sattr(&a.attributes));
             let dir_wcc = c::wcc(out.wcc);
             match out.result {
-                Ok(made) => p::MKDIR3res::Nfs3Ok(p::MKDIR3resok {
+                Ok(made) => p::Mkdir3res::Nfs3Ok(p::Mkdir3resok {
                     obj: c::post_fh(Some(&made.handle)),
                     obj_attributes: c::post_op(Some(made.attr)),
                     dir_wcc,
                 }),
-                Err(e) => p::MKDIR3res::Default(status(e), p::MKDIR3resfail { dir_wcc }),
+                Err(e) => p::Mkdir3res::Default(status(e), p::Mkdir3resfail { dir_wcc }),
             }
         })
         .await
@@ -359,12 +359,12 @@ impl p::nfs_v3::Server for NfsService {
     async fn symlink(
         &self,
         info: CallInfo,
-        a: p::SYMLINK3args,
-    ) -> Result<p::SYMLINK3res, ProcError> {
+        a: p::Symlink3args,
+    ) -> Result<p::Symlink3res, ProcError> {
         let fail = |e| {
-            p::SYMLINK3res::Default(
+            p::Symlink3res::Default(
                 status(e),
-                p::SYMLINK3resfail {
+                p::Symlink3resfail {
                     dir_wcc: c::wcc(Default::default()),
                 },
             )
@@ -380,22 +380,22 @@ impl p::nfs_v3::Server for NfsService {
             );
             let dir_wcc = c::wcc(out.wcc);
             match out.result {
-                Ok(made) => p::SYMLINK3res::Nfs3Ok(p::SYMLINK3resok {
+                Ok(made) => p::Symlink3res::Nfs3Ok(p::Symlink3resok {
                     obj: c::post_fh(Some(&made.handle)),
                     obj_attributes: c::post_op(Some(made.attr)),
                     dir_wcc,
                 }),
-                Err(e) => p::SYMLINK3res::Default(status(e), p::SYMLINK3resfail { dir_wcc }),
+                Err(e) => p::Symlink3res::Default(status(e), p::Symlink3resfail { dir_wcc }),
             }
         })
         .await
     }
 
-    async fn mknod(&self, info: CallInfo, a: p::MKNOD3args) -> Result<p::MKNOD3res, ProcError> {
+    async fn mknod(&self, info: CallInfo, a: p::Mknod3args) -> Result<p::Mknod3res, ProcError> {
         let fail = |e| {
-            p::MKNOD3res::Default(
+            p::Mknod3res::Default(
                 status(e),
-                p::MKNOD3resfail {
+                p::Mknod3resfail {
                     dir_wcc: c::wcc(Default::default()),
                 },
             )
@@ -409,22 +409,22 @@ impl p::nfs_v3::Server for NfsService {
             let out = x.mknod(who, &dir, &a.r#where.name, what, &set);
             let dir_wcc = c::wcc(out.wcc);
             match out.result {
-                Ok(made) => p::MKNOD3res::Nfs3Ok(p::MKNOD3resok {
+                Ok(made) => p::Mknod3res::Nfs3Ok(p::Mknod3resok {
                     obj: c::post_fh(Some(&made.handle)),
                     obj_attributes: c::post_op(Some(made.attr)),
                     dir_wcc,
                 }),
-                Err(e) => p::MKNOD3res::Default(status(e), p::MKNOD3resfail { dir_wcc }),
+                Err(e) => p::Mknod3res::Default(status(e), p::Mknod3resfail { dir_wcc }),
             }
         })
         .await
     }
 
-    async fn remove(&self, info: CallInfo, a: p::REMOVE3args) -> Result<p::REMOVE3res, ProcError> {
+    async fn remove(&self, info: CallInfo, a: p::Remove3args) -> Result<p::Remove3res, ProcError> {
         let fail = |e| {
-            p::REMOVE3res::Default(
+            p::Remove3res::Default(
                 status(e),
-                p::REMOVE3resfail {
+                p::Remove3resfail {
                     dir_wcc: c::wcc(Default::default()),
                 },
             )
@@ -434,18 +434,18 @@ impl p::nfs_v3::Server for NfsService {
             let out = x.remove(who, &dir, &a.object.name);
             let dir_wcc = c::wcc(out.wcc);
             match out.result {
-                Ok(()) => p::REMOVE3res::Nfs3Ok(p::REMOVE3resok { dir_wcc }),
-                Err(e) => p::REMOVE3res::Default(status(e), p::REMOVE3resfail { dir_wcc }),
+                Ok(()) => p::Remove3res::Nfs3Ok(p::Remove3resok { dir_wcc }),
+                Err(e) => p::Remove3res::Default(status(e), p::Remove3resfail { dir_wcc }),
             }
         })
         .await
     }
 
-    async fn rmdir(&self, info: CallInfo, a: p::RMDIR3args) -> Result<p::RMDIR3res, ProcError> {
+    async fn rmdir(&self, info: CallInfo, a: p::Rmdir3args) -> Result<p::Rmdir3res, ProcError> {
         let fail = |e| {
-            p::RMDIR3res::Default(
+            p::Rmdir3res::Default(
                 status(e),
-                p::RMDIR3resfail {
+                p::Rmdir3resfail {
                     dir_wcc: c::wcc(Default::default()),
                 },
             )
@@ -455,18 +455,18 @@ impl p::nfs_v3::Server for NfsService {
             let out = x.rmdir(who, &dir, &a.object.name);
             let dir_wcc = c::wcc(out.wcc);
             match out.result {
-                Ok(()) => p::RMDIR3res::Nfs3Ok(p::RMDIR3resok { dir_wcc }),
-                Err(e) => p::RMDIR3res::Default(status(e), p::RMDIR3resfail { dir_wcc }),
+                Ok(()) => p::Rmdir3res::Nfs3Ok(p::Rmdir3resok { dir_wcc }),
+                Err(e) => p::Rmdir3res::Default(status(e), p::Rmdir3resfail { dir_wcc }),
             }
         })
         .await
     }
 
-    async fn rename(&self, info: CallInfo, a: p::RENAME3args) -> Result<p::RENAME3res, ProcError> {
+    async fn rename(&self, info: CallInfo, a: p::Rename3args) -> Result<p::Rename3res, ProcError> {
         let fail = |e| {
-            p::RENAME3res::Default(
+            p::Rename3res::Default(
                 status(e),
-                p::RENAME3resfail {
+                p::Rename3resfail {
                     fromdir_wcc: c::wcc(Default::default()),
                     todir_wcc: c::wcc(Default::default()),
                 },
@@ -478,13 +478,13 @@ impl p::nfs_v3::Server for NfsService {
             let (r, fw, tw) = x.rename(who, &from, &a.from.name, &to, &a.to.name);
             let (fromdir_wcc, todir_wcc) = (c::wcc(fw), c::wcc(tw));
             match r {
-                Ok(()) => p::RENAME3res::Nfs3Ok(p::RENAME3resok {
+                Ok(()) => p::Rename3res::Nfs3Ok(p::Rename3resok {
                     fromdir_wcc,
                     todir_wcc,
                 }),
-                Err(e) => p::RENAME3res::Default(
+                Err(e) => p::Rename3res::Default(
                     status(e),
-                    p::RENAME3resfail {
+                    p::Rename3resfail {
                         fromdir_wcc,
                         todir_wcc,
                     },
@@ -494,11 +494,11 @@ impl p::nfs_v3::Server for NfsService {
         .await
     }
 
-    async fn link(&self, info: CallInfo, a: p::LINK3args) -> Result<p::LINK3res, ProcError> {
+    async fn link(&self, info: CallInfo, a: p::Link3args) -> Result<p::Link3res, ProcError> {
         let fail = |e| {
-            p::LINK3res::Default(
+            p::Link3res::Default(
                 status(e),
-                p::LINK3resfail {
+                p::Link3resfail {
                     file_attributes: p::PostOpAttr::False,
                     linkdir_wcc: c::wcc(Default::default()),
                 },
@@ -510,13 +510,13 @@ impl p::nfs_v3::Server for NfsService {
             let (r, attr, w) = x.link(who, &file, &dir, &a.link.name);
             let (file_attributes, linkdir_wcc) = (c::post_op(attr), c::wcc(w));
             match r {
-                Ok(()) => p::LINK3res::Nfs3Ok(p::LINK3resok {
+                Ok(()) => p::Link3res::Nfs3Ok(p::Link3resok {
                     file_attributes,
                     linkdir_wcc,
                 }),
-                Err(e) => p::LINK3res::Default(
+                Err(e) => p::Link3res::Default(
                     status(e),
-                    p::LINK3resfail {
+                    p::Link3resfail {
                         file_attributes,
                         linkdir_wcc,
                     },
@@ -529,12 +529,12 @@ impl p::nfs_v3::Server for NfsService {
     async fn readdir(
         &self,
         info: CallInfo,
-        a: p::READDIR3args,
-    ) -> Result<p::READDIR3res, ProcError> {
+        a: p::Readdir3args,
+    ) -> Result<p::Readdir3res, ProcError> {
         let fail = |e| {
-            p::READDIR3res::Default(
+            p::Readdir3res::Default(
                 status(e),
-                p::READDIR3resfail {
+                p::Readdir3resfail {
                     dir_attributes: p::PostOpAttr::False,
                 },
             )
@@ -558,7 +558,7 @@ impl p::nfs_v3::Server for NfsService {
                             nextentry: list,
                         }));
                     }
-                    p::READDIR3res::Nfs3Ok(p::READDIR3resok {
+                    p::Readdir3res::Nfs3Ok(p::Readdir3resok {
                         dir_attributes: c::post_op(rd.dir_attr),
                         cookieverf: rd.verf,
                         reply: p::Dirlist3 {
@@ -567,9 +567,9 @@ impl p::nfs_v3::Server for NfsService {
                         },
                     })
                 }
-                Err(e) => p::READDIR3res::Default(
+                Err(e) => p::Readdir3res::Default(
                     status(e),
-                    p::READDIR3resfail {
+                    p::Readdir3resfail {
                         dir_attributes: c::post_op(dir_attr),
                     },
                 ),
@@ -581,12 +581,12 @@ impl p::nfs_v3::Server for NfsService {
     async fn readdirplus(
         &self,
         info: CallInfo,
-        a: p::READDIRPLUS3args,
-    ) -> Result<p::READDIRPLUS3res, ProcError> {
+        a: p::Readdirplus3args,
+    ) -> Result<p::Readdirplus3res, ProcError> {
         let fail = |e| {
-            p::READDIRPLUS3res::Default(
+            p::Readdirplus3res::Default(
                 status(e),
-                p::READDIRPLUS3resfail {
+                p::Readdirplus3resfail {
                     dir_attributes: p::PostOpAttr::False,
                 },
             )
@@ -617,7 +617,7 @@ impl p::nfs_v3::Server for NfsService {
                             nextentry: list,
                         }));
                     }
-                    p::READDIRPLUS3res::Nfs3Ok(p::READDIRPLUS3resok {
+                    p::Readdirplus3res::Nfs3Ok(p::Readdirplus3resok {
                         dir_attributes: c::post_op(rd.dir_attr),
                         cookieverf: rd.verf,
                         reply: p::Dirlistplus3 {
@@ -626,9 +626,9 @@ impl p::nfs_v3::Server for NfsService {
                         },
                     })
                 }
-                Err(e) => p::READDIRPLUS3res::Default(
+                Err(e) => p::Readdirplus3res::Default(
                     status(e),
-                    p::READDIRPLUS3resfail {
+                    p::Readdirplus3resfail {
                         dir_attributes: c::post_op(dir_attr),
                     },
                 ),
@@ -637,11 +637,11 @@ impl p::nfs_v3::Server for NfsService {
         .await
     }
 
-    async fn fsstat(&self, info: CallInfo, a: p::FSSTAT3args) -> Result<p::FSSTAT3res, ProcError> {
+    async fn fsstat(&self, info: CallInfo, a: p::Fsstat3args) -> Result<p::Fsstat3res, ProcError> {
         let fail = |e| {
-            p::FSSTAT3res::Default(
+            p::Fsstat3res::Default(
                 status(e),
-                p::FSSTAT3resfail {
+                p::Fsstat3resfail {
                     obj_attributes: p::PostOpAttr::False,
                 },
             )
@@ -650,7 +650,7 @@ impl p::nfs_v3::Server for NfsService {
         self.run(&info, move |x, _| {
             let (r, attr) = x.fsstat(&fh);
             match r {
-                Ok(s) => p::FSSTAT3res::Nfs3Ok(p::FSSTAT3resok {
+                Ok(s) => p::Fsstat3res::Nfs3Ok(p::Fsstat3resok {
                     obj_attributes: c::post_op(attr),
                     tbytes: s.tbytes,
                     fbytes: s.fbytes,
@@ -660,9 +660,9 @@ impl p::nfs_v3::Server for NfsService {
                     afiles: s.afiles,
                     invarsec: s.invarsec,
                 }),
-                Err(e) => p::FSSTAT3res::Default(
+                Err(e) => p::Fsstat3res::Default(
                     status(e),
-                    p::FSSTAT3resfail {
+                    p::Fsstat3resfail {
                         obj_attributes: c::post_op(attr),
                     },
                 ),
@@ -671,11 +671,11 @@ impl p::nfs_v3::Server for NfsService {
         .await
     }
 
-    async fn fsinfo(&self, info: CallInfo, a: p::FSINFO3args) -> Result<p::FSINFO3res, ProcError> {
+    async fn fsinfo(&self, info: CallInfo, a: p::Fsinfo3args) -> Result<p::Fsinfo3res, ProcError> {
         let fail = |e| {
-            p::FSINFO3res::Default(
+            p::Fsinfo3res::Default(
                 status(e),
-                p::FSINFO3resfail {
+                p::Fsinfo3resfail {
                     obj_attributes: p::PostOpAttr::False,
                 },
             )
@@ -684,7 +684,7 @@ impl p::nfs_v3::Server for NfsService {
         self.run(&info, move |x, _| {
             let (r, attr) = x.fsinfo(&fh);
             match r {
-                Ok(i) => p::FSINFO3res::Nfs3Ok(p::FSINFO3resok {
+                Ok(i) => p::Fsinfo3res::Nfs3Ok(p::Fsinfo3resok {
                     obj_attributes: c::post_op(attr),
                     rtmax: i.rtmax,
                     rtpref: i.rtpref,
@@ -697,9 +697,9 @@ impl p::nfs_v3::Server for NfsService {
                     time_delta: c::time(i.time_delta),
                     properties: i.properties,
                 }),
-                Err(e) => p::FSINFO3res::Default(
+                Err(e) => p::Fsinfo3res::Default(
                     status(e),
-                    p::FSINFO3resfail {
+                    p::Fsinfo3resfail {
                         obj_attributes: c::post_op(attr),
                     },
                 ),
@@ -711,12 +711,12 @@ impl p::nfs_v3::Server for NfsService {
     async fn pathconf(
         &self,
         info: CallInfo,
-        a: p::PATHCONF3args,
-    ) -> Result<p::PATHCONF3res, ProcError> {
+        a: p::Pathconf3args,
+    ) -> Result<p::Pathconf3res, ProcError> {
         let fail = |e| {
-            p::PATHCONF3res::Default(
+            p::Pathconf3res::Default(
                 status(e),
-                p::PATHCONF3resfail {
+                p::Pathconf3resfail {
                     obj_attributes: p::PostOpAttr::False,
                 },
             )
@@ -725,7 +725,7 @@ impl p::nfs_v3::Server for NfsService {
         self.run(&info, move |x, _| {
             let (r, attr) = x.pathconf(&fh);
             match r {
-                Ok(pc) => p::PATHCONF3res::Nfs3Ok(p::PATHCONF3resok {
+                Ok(pc) => p::Pathconf3res::Nfs3Ok(p::Pathconf3resok {
                     obj_attributes: c::post_op(attr),
                     linkmax: pc.linkmax,
                     name_max: pc.name_max,
@@ -734,9 +734,9 @@ impl p::nfs_v3::Server for NfsService {
                     case_insensitive: pc.case_insensitive,
                     case_preserving: pc.case_preserving,
                 }),
-                Err(e) => p::PATHCONF3res::Default(
+                Err(e) => p::Pathconf3res::Default(
                     status(e),
-                    p::PATHCONF3resfail {
+                    p::Pathconf3resfail {
                         obj_attributes: c::post_op(attr),
                     },
                 ),
@@ -745,11 +745,11 @@ impl p::nfs_v3::Server for NfsService {
         .await
     }
 
-    async fn commit(&self, info: CallInfo, a: p::COMMIT3args) -> Result<p::COMMIT3res, ProcError> {
+    async fn commit(&self, info: CallInfo, a: p::Commit3args) -> Result<p::Commit3res, ProcError> {
         let fail = |e| {
-            p::COMMIT3res::Default(
+            p::Commit3res::Default(
                 status(e),
-                p::COMMIT3resfail {
+                p::Commit3resfail {
                     file_wcc: c::wcc(Default::default()),
                 },
             )
@@ -759,8 +759,8 @@ impl p::nfs_v3::Server for NfsService {
             let out = x.commit(who, &fh);
             let file_wcc = c::wcc(out.wcc);
             match out.result {
-                Ok(verf) => p::COMMIT3res::Nfs3Ok(p::COMMIT3resok { file_wcc, verf }),
-                Err(e) => p::COMMIT3res::Default(status(e), p::COMMIT3resfail { file_wcc }),
+                Ok(verf) => p::Commit3res::Nfs3Ok(p::Commit3resok { file_wcc, verf }),
+                Err(e) => p::Commit3res::Default(status(e), p::Commit3resfail { file_wcc }),
             }
         })
         .await

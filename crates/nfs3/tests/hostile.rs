@@ -44,13 +44,13 @@ fn bounded_fuzz_of_the_argument_decoders() {
     let valid: Vec<(u8, Vec<u8>)> = vec![
         (
             3,
-            enc(&p::LOOKUP3args {
+            enc(&p::Lookup3args {
                 what: dirop.clone(),
             }),
         ),
         (
             6,
-            enc(&p::READ3args {
+            enc(&p::Read3args {
                 file: fh.clone(),
                 offset: 7,
                 count: 4096,
@@ -58,7 +58,7 @@ fn bounded_fuzz_of_the_argument_decoders() {
         ),
         (
             7,
-            enc(&p::WRITE3args {
+            enc(&p::Write3args {
                 file: fh.clone(),
                 offset: 0,
                 count: 5,
@@ -68,14 +68,14 @@ fn bounded_fuzz_of_the_argument_decoders() {
         ),
         (
             14,
-            enc(&p::RENAME3args {
+            enc(&p::Rename3args {
                 from: dirop.clone(),
                 to: dirop.clone(),
             }),
         ),
         (
             17,
-            enc(&p::READDIRPLUS3args {
+            enc(&p::Readdirplus3args {
                 dir: fh.clone(),
                 cookie: 1,
                 cookieverf: [2; 8],

@@ -164,33 +164,33 @@ async fn everything(over_mem: bool) {
         data: Bytes::copy_from_slice(c.root().as_bytes()),
     };
     let fsinfo = s
-        .fsinfo(p::FSINFO3args {
+        .fsinfo(p::Fsinfo3args {
             fsroot: root.clone(),
         })
         .await
         .unwrap();
     match fsinfo {
-        p::FSINFO3res::Nfs3Ok(ok) => {
+        p::Fsinfo3res::Nfs3Ok(ok) => {
             assert_eq!((ok.rtmax, ok.wtmax), (1 << 20, 1 << 20));
             assert_ne!(ok.properties & p::FSF3_SYMLINK, 0);
         }
         other => panic!("{other:?}"),
     }
     assert!(matches!(
-        s.fsstat(p::FSSTAT3args {
+        s.fsstat(p::Fsstat3args {
             fsroot: root.clone()
         })
         .await
         .unwrap(),
-        p::FSSTAT3res::Nfs3Ok(_)
+        p::Fsstat3res::Nfs3Ok(_)
     ));
     assert!(matches!(
-        s.pathconf(p::PATHCONF3args { object: root.clone() }).await.unwrap(),
-        p::PATHCONF3res::Nfs3Ok(ok) if ok.name_max == 255 && ok.no_trunc
+        s.pathconf(p::Pathconf3args { object: root.clone() }).await.unwrap(),
+        p::Pathconf3res::Nfs3Ok(ok) if ok.name_max == 255 && ok.no_trunc
     ));
     assert!(matches!(
-        s.access(p::ACCESS3args { object: root.clone(), access: 0x3f }).await.unwrap(),
-        p::ACCESS3res::Nfs3Ok(ok) if ok.access & p::ACCESS3_READ != 0
+        s.access(p::Access3args { object: root.clone(), access: 0x3f }).await.unwrap(),
+        p::Access3res::Nfs3Ok(ok) if ok.access & p::ACCESS3_READ != 0
     ));
     let dirop = |name: &'static [u8]| p::Diropargs3 {
         dir: root.clone(),
@@ -198,17 +198,17 @@ async fn everything(over_mem: bool) {
     };
     let none = rpcrdma_nfs3::convert::sattr3(&Default::default());
     assert!(matches!(
-        s.mkdir(p::MKDIR3args {
+        s.mkdir(p::Mkdir3args {
             r#where: dirop(b"newdir"),
             attributes: none.clone()
         })
         .await
         .unwrap(),
-        p::MKDIR3res::Nfs3Ok(_)
+        p::Mkdir3res::Nfs3Ok(_)
     ));
     let long_target = Bytes::from(vec![b'x'; 3000]);
     let sl = s
-        .symlink(p::SYMLINK3args {
+        .symlink(p::Symlink3args {
             r#where: dirop(b"link"),
             symlink: p::Symlinkdata3 {
                 symlink_attributes: none.clone(),
@@ -218,98 +218,98 @@ async fn everything(over_mem: bool) {
         .await
         .unwrap();
     let link = match sl {
-        p::SYMLINK3res::Nfs3Ok(p::SYMLINK3resok {
+        p::Symlink3res::Nfs3Ok(p::Symlink3resok {
             obj: p::PostOpFh3::True(h),
             ..
         }) => h,
         other => panic!("{other:?}"),
     };
     match s
-        .readlink(p::READLINK3args { symlink: link })
+        .readlink(p::Readlink3args { symlink: link })
         .await
         .unwrap()
     {
-        p::READLINK3res::Nfs3Ok(ok) => assert_eq!(ok.data, long_target),
+        p::Readlink3res::Nfs3Ok(ok) => assert_eq!(ok.data, long_target),
         other => panic!("{other:?}"),
     }
     assert!(matches!(
-        s.mknod(p::MKNOD3args {
+        s.mknod(p::Mknod3args {
             r#where: dirop(b"fifo"),
             what: p::Mknoddata3::Nf3fifo(none.clone())
         })
         .await
         .unwrap(),
-        p::MKNOD3res::Nfs3Ok(_)
+        p::Mknod3res::Nfs3Ok(_)
     ));
     assert!(matches!(
-        s.mknod(p::MKNOD3args {
+        s.mknod(p::Mknod3args {
             r#where: dirop(b"what"),
             what: p::Mknoddata3::Default(p::Ftype3::Nf3reg)
         })
         .await
         .unwrap(),
-        p::MKNOD3res::Default(p::Nfsstat3::Nfs3errBadtype, _)
+        p::Mknod3res::Default(p::Nfsstat3::Nfs3errBadtype, _)
     ));
     let big = p::NfsFh3 {
         data: Bytes::copy_from_slice(f.as_bytes()),
     };
     assert!(matches!(
-        s.link(p::LINK3args { file: big.clone(), link: dirop(b"big2") }).await.unwrap(),
-        p::LINK3res::Nfs3Ok(ok) if matches!(&ok.file_attributes, p::PostOpAttr::True(a) if a.nlink == 2)
+        s.link(p::Link3args { file: big.clone(), link: dirop(b"big2") }).await.unwrap(),
+        p::Link3res::Nfs3Ok(ok) if matches!(&ok.file_attributes, p::PostOpAttr::True(a) if a.nlink == 2)
     ));
     assert!(matches!(
-        s.rename(p::RENAME3args {
+        s.rename(p::Rename3args {
             from: dirop(b"big2"),
             to: dirop(b"big3")
         })
         .await
         .unwrap(),
-        p::RENAME3res::Nfs3Ok(_)
+        p::Rename3res::Nfs3Ok(_)
     ));
     assert!(matches!(
-        s.remove(p::REMOVE3args {
+        s.remove(p::Remove3args {
             object: dirop(b"big3")
         })
         .await
         .unwrap(),
-        p::REMOVE3res::Nfs3Ok(_)
+        p::Remove3res::Nfs3Ok(_)
     ));
     assert!(matches!(
-        s.rmdir(p::RMDIR3args {
+        s.rmdir(p::Rmdir3args {
             object: dirop(b"newdir")
         })
         .await
         .unwrap(),
-        p::RMDIR3res::Nfs3Ok(_)
+        p::Rmdir3res::Nfs3Ok(_)
     ));
     let set = rpcrdma_nfs3::fs::SetAttr {
         size: Some(10),
         ..Default::default()
     };
     assert!(matches!(
-        s.setattr(p::SETATTR3args { object: big.clone(), new_attributes: rpcrdma_nfs3::convert::sattr3(&set), guard: p::Sattrguard3::False }).await.unwrap(),
-        p::SETATTR3res::Nfs3Ok(ok) if matches!(&ok.obj_wcc.after, p::PostOpAttr::True(a) if a.size == 10)
+        s.setattr(p::Setattr3args { object: big.clone(), new_attributes: rpcrdma_nfs3::convert::sattr3(&set), guard: p::Sattrguard3::False }).await.unwrap(),
+        p::Setattr3res::Nfs3Ok(ok) if matches!(&ok.obj_wcc.after, p::PostOpAttr::True(a) if a.size == 10)
     ));
     assert!(matches!(
-        s.commit(p::COMMIT3args {
+        s.commit(p::Commit3args {
             file: big.clone(),
             offset: 0,
             count: 0
         })
         .await
         .unwrap(),
-        p::COMMIT3res::Nfs3Ok(_)
+        p::Commit3res::Nfs3Ok(_)
     ));
     // Errors carry their attributes.
     assert!(matches!(
-        s.lookup(p::LOOKUP3args {
+        s.lookup(p::Lookup3args {
             what: dirop(b"nope")
         })
         .await
         .unwrap(),
-        p::LOOKUP3res::Default(
+        p::Lookup3res::Default(
             p::Nfsstat3::Nfs3errNoent,
-            p::LOOKUP3resfail {
+            p::Lookup3resfail {
                 dir_attributes: p::PostOpAttr::True(_)
             }
         )
@@ -319,12 +319,12 @@ async fn everything(over_mem: bool) {
         data: Bytes::from(vec![1u8; 36]),
     };
     assert!(matches!(
-        s.getattr(p::GETATTR3args { object: forged }).await.unwrap(),
-        p::GETATTR3res::Default(p::Nfsstat3::Nfs3errBadhandle)
+        s.getattr(p::Getattr3args { object: forged }).await.unwrap(),
+        p::Getattr3res::Default(p::Nfsstat3::Nfs3errBadhandle)
     ));
     // WRITE whose count claims more than its data.
     let w = s
-        .write(p::WRITE3args {
+        .write(p::Write3args {
             file: big.clone(),
             offset: 0,
             count: 10,
@@ -335,19 +335,19 @@ async fn everything(over_mem: bool) {
         .unwrap();
     assert!(matches!(
         w,
-        p::WRITE3res::Default(p::Nfsstat3::Nfs3errInval, _)
+        p::Write3res::Default(p::Nfsstat3::Nfs3errInval, _)
     ));
     // A READ of more than 1 MiB is cut to 1 MiB (the Write chunk the
     // client offered is as large as its count).
     let r = s
-        .read(p::READ3args {
+        .read(p::Read3args {
             file: big,
             offset: 0,
             count: 4 << 20,
         })
         .await
         .unwrap();
-    assert!(matches!(r, p::READ3res::Nfs3Ok(ok) if ok.count == 10 && ok.eof));
+    assert!(matches!(r, p::Read3res::Nfs3Ok(ok) if ok.count == 10 && ok.eof));
     // MOUNT: EXPORT and DUMP.
     let mc = m::mount_v3::Client::new(rig.tcp_client(0));
     let ex = mc.export().await.unwrap().unwrap();
@@ -492,7 +492,7 @@ async fn a_retransmitted_remove_is_answered_from_the_cache() {
         let (c, _) = rig.mount(false, b"/").await;
         c.root().clone()
     };
-    let args = p::REMOVE3args {
+    let args = p::Remove3args {
         object: p::Diropargs3 {
             dir: p::NfsFh3 {
                 data: Bytes::copy_from_slice(root.as_bytes()),
@@ -509,7 +509,7 @@ async fn a_retransmitted_remove_is_answered_from_the_cache() {
         let c = p::nfs_v3::Client::new(Client::new(TcpConnector::new(rig.tcp), cc));
         results.push(c.remove(args.clone()).await.unwrap());
     }
-    assert!(matches!(results[0], p::REMOVE3res::Nfs3Ok(_)));
+    assert!(matches!(results[0], p::Remove3res::Nfs3Ok(_)));
     assert_eq!(results[0], results[1], "the same reply, not NFS3ERR_NOENT");
     assert!(!rig.root.join("victim").exists());
     // A new XID runs again (and finds nothing).
@@ -518,7 +518,7 @@ async fn a_retransmitted_remove_is_answered_from_the_cache() {
     let c = p::nfs_v3::Client::new(Client::new(TcpConnector::new(rig.tcp), cc));
     assert!(matches!(
         c.remove(args).await.unwrap(),
-        p::REMOVE3res::Default(p::Nfsstat3::Nfs3errNoent, _)
+        p::Remove3res::Default(p::Nfsstat3::Nfs3errNoent, _)
     ));
     let stats = rig.server.services().reply_cache().unwrap().stats();
     assert_eq!(stats.hits, 1, "{stats:?}");
@@ -579,7 +579,7 @@ async fn readdirplus_dircount_is_a_hint_and_readlink_without_a_write_chunk() {
     };
     let r = c
         .stubs()
-        .readdirplus(p::READDIRPLUS3args {
+        .readdirplus(p::Readdirplus3args {
             dir: root.clone(),
             cookie: 0,
             cookieverf: [0; 8],
@@ -589,7 +589,7 @@ async fn readdirplus_dircount_is_a_hint_and_readlink_without_a_write_chunk() {
         .await
         .unwrap();
     let ok = match r {
-        p::READDIRPLUS3res::Nfs3Ok(ok) => ok,
+        p::Readdirplus3res::Nfs3Ok(ok) => ok,
         other => panic!("{other:?}"),
     };
     let mut n = 0;
@@ -602,12 +602,12 @@ async fn readdirplus_dircount_is_a_hint_and_readlink_without_a_write_chunk() {
         n > 100,
         "maxcount bounds the reply, not dircount: {n} entries"
     );
-    let encoded = p::READDIRPLUS3res::Nfs3Ok(ok).to_xdr();
+    let encoded = p::Readdirplus3res::Nfs3Ok(ok).to_xdr();
     assert!(encoded.len() <= 32 * 1024, "{} bytes", encoded.len());
     // Too small for one entry.
     let r = c
         .stubs()
-        .readdirplus(p::READDIRPLUS3args {
+        .readdirplus(p::Readdirplus3args {
             dir: root.clone(),
             cookie: 0,
             cookieverf: [0; 8],
@@ -618,14 +618,14 @@ async fn readdirplus_dircount_is_a_hint_and_readlink_without_a_write_chunk() {
         .unwrap();
     assert!(matches!(
         r,
-        p::READDIRPLUS3res::Default(p::Nfsstat3::Nfs3errToosmall, _)
+        p::Readdirplus3res::Default(p::Nfsstat3::Nfs3errToosmall, _)
     ));
     // READLINK with only a Reply chunk offered.
     let (link, _) = c.lookup_path(b"link").await.unwrap();
     let r = c
         .stubs()
         .readlink_with_hints(
-            p::READLINK3args {
+            p::Readlink3args {
                 symlink: p::NfsFh3 {
                     data: Bytes::copy_from_slice(link.as_bytes()),
                 },
@@ -634,6 +634,6 @@ async fn readdirplus_dircount_is_a_hint_and_readlink_without_a_write_chunk() {
         )
         .await
         .unwrap();
-    assert!(matches!(r, p::READLINK3res::Nfs3Ok(ok) if ok.data == target.as_bytes()));
+    assert!(matches!(r, p::Readlink3res::Nfs3Ok(ok) if ok.data == target.as_bytes()));
     rig.server.shutdown().await;
 }

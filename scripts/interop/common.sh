@@ -228,6 +228,21 @@ iop_guest_finish() {
 
 # iop_wire_check NAME PCAP [wire-check options]: tshark on a capture
 # (bounded by IOP_WIRE_TIMEOUT seconds, default 120).
+# iop_wire_check_aligned NAME PCAP PORT from|to: the same after
+# fpdu-align.py put every FPDU our side sent (from or to PORT) in a segment
+# of its own (tshark's MPA dissector assumes that; QEMU's user networking
+# re-segments what the host sends). fpdu-align.py fails on a malformed FPDU
+# stream itself.
+iop_wire_check_aligned() {
+    local name=$1 pcap=$2 port=$3 dir=$4 out
+    out=${pcap%.pcap}.aligned.pcap
+    if ! python3 "$(dirname "${BASH_SOURCE[0]}")/fpdu-align.py" "$pcap" "$out" "$port" "$dir" >"${out%.pcap}.txt" 2>&1; then
+        iop_result "$name" 1 "fpdu-align: $(tail -1 "${out%.pcap}.txt")"
+        return
+    fi
+    sed 's/^/    | /' "${out%.pcap}.txt"
+    iop_wire_check "$name" "$out" --port "$port"
+}
 iop_wire_check() {
     local name=$1 pcap=$2
     shift 2

@@ -13,7 +13,12 @@
 #   3. a short run of the same workload over proto=rdma (4 MiB file, 50
 #      small files, 600 directory entries: every message form again) whose
 #      capture tshark (wire-check.sh) checks frame by frame: the full run's
-#      200 MB capture takes tshark longer than the rest of the check;
+#      200 MB capture takes tshark longer than the rest of the check. QEMU's
+#      user networking re-segments what our server sends (socat reads 8 KiB
+#      at a time, slirp cuts 1460-byte segments) and tshark's MPA dissector
+#      assumes one FPDU per segment, so fpdu-align.py first puts each FPDU
+#      in a segment of its own (the byte stream is unchanged; a malformed
+#      FPDU fails the check there);
 #   4. the server shuts down cleanly on SIGTERM and logged no panic.
 #
 # Environment (ports on 127.0.0.1; the guest reaches them as 10.0.2.100):
@@ -22,6 +27,7 @@
 #   IOP_NFS_TCP_PORT    NFS over TCP port (default 2049)
 #   IOP_NFS_BIG_MIB     size of the big file (default 64)
 #   IOP_NFS_PROTOS      which runs (default "rdma tcp rdma-short")
+#   IOP_NFS_SERVE_ARGS  more options for rpcrdma nfs serve (default --mulpdu 1448)
 #   plus those of common.sh (RPCRDMA_BIN, IOP_WORK, INTEROP_CACHE ...)
 #
 # Usage: scripts/interop/nfs-kernel-client.sh   (root; Debian 12 x86_64)
@@ -51,7 +57,7 @@ chmod 0777 "$EXPORT"
 
 iop_log "starting rpcrdma nfs serve $EXPORT (rdma $RP, mount $MP, tcp $TP)"
 "$BIN" nfs serve "$EXPORT" --listen "127.0.0.1:$RP" --mount-port "$MP" \
-    --tcp "127.0.0.1:$TP" --state-dir "$STATE" --no-root-squash \
+    --tcp "127.0.0.1:$TP" --state-dir "$STATE" --no-root-squash ${IOP_NFS_SERVE_ARGS---mulpdu 1448} \
     >"$IOP_WORK/server.log" 2>&1 &
 SERVER_PID=$!
 IOP_PIDS+=("$SERVER_PID")
@@ -66,6 +72,40 @@ if ! grep -q '^serving' "$IOP_WORK/server.log"; then
     exit 1
 fi
 iop_result "server started" 0 "$(grep -m1 '^serving' "$IOP_WORK/server.log")"
+
+# wire_check_nfs NAME PCAP: wire-check.sh on the capture after fpdu-align.py
+# (one FPDU per segment, see above). One kind of failure is tshark's, not
+# ours, and is checked to be exactly that: tshark 4.0 re-inserts a Write
+# chunk's data into the NFS READ reply without XDR round-up, so a READ
+# reply whose count is not a multiple of 4 ends 1-3 octets short for its
+# NFS dissector ("Malformed Packet: NFS"), while RFC 8166 §4.4.6.1 says a
+# responder MUST NOT write XDR pad bytes for a Write chunk (docs/spec-notes.md
+# N11). Every other failure fails the check.
+wire_check_nfs() {
+    local name=$1 pcap=$2 aligned out rc bad known
+    aligned=${pcap%.pcap}.aligned.pcap
+    out=${aligned%.pcap}.wire-check.txt
+    if ! python3 "$HERE/fpdu-align.py" "$pcap" "$aligned" "$RP" from >"${aligned%.pcap}.txt" 2>&1; then
+        iop_result "$name" 1 "fpdu-align: $(tail -1 "${aligned%.pcap}.txt")"
+        return
+    fi
+    timeout 900 "$IOP_WIRE_CHECK" "$aligned" --port "$RP" >"$out" 2>&1
+    rc=$?
+    grep ' FAIL ' "$out" | awk '{ print $2 }' >"$out.frames"
+    known=0
+    bad=$(grep ' FAIL ' "$out" | grep -cv 'rpc=reply prog=100003.*Malformed Packet: NFS')
+    if [ -s "$out.frames" ]; then
+        # The NFS-malformed ones must be READ replies with a Write chunk and
+        # a count that is not a multiple of 4.
+        known=$(tshark -r "$aligned" -Y "frame.number in {$(paste -sd, "$out.frames")}" \
+            -T fields -e nfs.procedure_v3 -e rpcordma.writes_count -e nfs.count3 2>/dev/null |
+            awk -F'\t' '{ split($1, p, ","); split($3, c, ",") }
+                p[1] == 6 && $2 == 1 && c[1] % 4 != 0 { n++ } END { print n + 0 }')
+        [ "$((known + bad))" = "$(wc -l <"$out.frames")" ] || bad=$((bad + 1))
+    fi
+    [ "$rc" -le 1 ] && [ "$bad" = 0 ] && grep -q '^wire-check: [1-9]' "$out"
+    iop_result "$name" $? "$(tail -1 "$out"); $known of them tshark's missing round-up of odd-length READ data (N11), $bad other"
+}
 
 for run in $PROTOS; do
     sizes="BIG_MIB=$BIG"
@@ -113,8 +153,8 @@ for run in $PROTOS; do
             "messages with a Read list $reads, Write list $writes, Reply chunk $replies"
     fi
     if [ "$run" = rdma-short ]; then
-        IOP_WIRE_TIMEOUT=900 iop_wire_check "$run: tshark finds every frame of the capture well-formed" \
-            "$IOP_WORK/client-$run.pcap" --port "$RP"
+        wire_check_nfs "$run: tshark finds every frame of the capture well-formed" \
+            "$IOP_WORK/client-$run.pcap"
     fi
 done
 

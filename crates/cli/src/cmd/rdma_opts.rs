@@ -47,6 +47,11 @@ pub(crate) struct RdmaOpts {
     /// MPA revision to request (1 or 2).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
     pub(crate) mpa_revision: u8,
+    /// Largest ULPDU per MPA FPDU we send (MULPDU), 64..=65535. The
+    /// default (65532) suits loopback; 1448 keeps each FPDU within one
+    /// 1500-byte Ethernet segment, as Linux siw sends.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(64..=65535))]
+    pub(crate) mulpdu: Option<u32>,
 }
 
 impl RdmaOpts {
@@ -98,10 +103,14 @@ impl RdmaOpts {
 
     /// Software iWARP options.
     pub(crate) fn options(&self) -> Options {
-        Options {
+        let mut o = Options {
             revision: self.mpa_revision,
             crc: self.crc,
             ..Options::default()
+        };
+        if let Some(m) = self.mulpdu {
+            o.max_ulpdu = m as usize;
         }
+        o
     }
 }

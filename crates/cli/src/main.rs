@@ -22,8 +22,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Server and client in one process over software iWARP on loopback:
-    /// every message form, verified byte for byte, with timings.
+    /// Server and client in one process (software iWARP on loopback, or a
+    /// device with --provider rdma-core): every message form, verified byte
+    /// for byte, with timings.
     Demo(cmd::demo::DemoArgs),
     /// Serve the demo program over RPC-over-RDMA (and optionally TCP).
     Serve(cmd::serve::ServeArgs),
@@ -33,11 +34,11 @@ enum Command {
     /// version, inline thresholds, remote invalidation and credits.
     Probe(cmd::probe::ProbeArgs),
     Decode(cmd::decode::DecodeArgs),
-    /// rdma-core's rping (client or server) over software iWARP: Send/Recv,
-    /// RDMA Read and RDMA Write, verified; talks to the real rping on siw.
+    /// rdma-core's rping (client or server): Send/Recv, RDMA Read and RDMA
+    /// Write, verified; talks to the real rping on siw.
     Rping(cmd::rping::RpingArgs),
     /// Benchmarks: RPC-over-RDMA vs ONC RPC/TCP vs raw TCP (default), or
-    /// `bench verbs`: the software iWARP provider against raw TCP.
+    /// `bench verbs`: a verbs provider against raw TCP.
     Bench(cmd::bench::BenchArgs),
     /// NFSv3 over RPC-over-RDMA and TCP: `nfs serve DIR` exports a
     /// directory (NFSv3 + MOUNT v3); `nfs ls|get|put|stat|bench

@@ -175,3 +175,19 @@ fn private_data() {
     assert_eq!(code, 0);
     assert!(out.contains("1024 bytes"), "{out}");
 }
+
+/// Issue 9, item 1: a Version Two `RDMA2_NOMSG` whose direction is CALL
+/// but which carries only a Reply chunk holds no call: `ERR_BADHEADER`.
+#[test]
+fn v2_nomsg_call_without_position_zero_chunk_is_bad_header() {
+    let hex = "00000011 00000002 00000001 00000001 00000000 00000000 00000000 00000001 00000001 00000001 00000400 00000000 00000000";
+    let (code, v) = json(&["--json", "--hex", hex]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["valid"], false);
+    assert_eq!(v["action"], "reply");
+    assert_eq!(v["err"], "ERR_BADHEADER");
+    assert_eq!(v["reply_hex"], "0000001100000002000000010000000400000002");
+    let (code, text, _) = run(&["--hex", hex], None);
+    assert_eq!(code, 1);
+    assert!(text.contains("Position-Zero Read chunk"), "{text}");
+}

@@ -4,6 +4,11 @@ use std::time::Duration;
 
 use rpcrdma_wire::{Limits, PrivateData, VersionRange};
 
+/// Default [`EngineConfig::max_memory`]: 64 MiB per connection.
+pub const DEFAULT_MAX_MEMORY: u64 = 64 << 20;
+/// Default [`EngineConfig::max_shared_memory`]: 512 MiB for a server.
+pub const DEFAULT_MAX_SHARED_MEMORY: u64 = 512 << 20;
+
 /// Which end of the connection this engine is.
 ///
 /// The client (the active side, RFC 8167 §2) is the forward-direction
@@ -89,6 +94,25 @@ pub struct EngineConfig {
     pub limits: Limits,
     /// Most calls a requester queues while waiting for credits.
     pub max_queued_calls: usize,
+    /// Most memory one connection holds for its peer's calls: the sinks of
+    /// their Read chunks and the reply data whose Send has not completed
+    /// (spec note E21, `docs/engine.md`). A call whose sinks do not fit
+    /// waits, holding its credit; one that can never fit is refused with
+    /// an RPC-level error. Default 64 MiB.
+    pub max_memory: u64,
+    /// Most memory all the connections sharing one budget hold together
+    /// (a listener's connections; the idle sink buffers kept for reuse
+    /// count too): the limit of the budget [`crate::Engine::new`] creates,
+    /// and the one a listener creates for all its connections. Default
+    /// 512 MiB.
+    pub max_shared_memory: u64,
+    /// How long work may sit on the send queue (RDMA Reads of the peer's
+    /// chunks, Writes, Sends) without any completing before the
+    /// connection is closed: a peer that stops answering our RDMA Reads or
+    /// reading its end would otherwise hold our memory for ever (spec note
+    /// E22). Detected between one and two times this after the last
+    /// progress. Default 10 s.
+    pub stall_timeout: Duration,
     /// Whether this end supports the experimental Version Two transport
     /// properties feature (`docs/v2-transport-properties.md`): a client
     /// offers its properties once Version Two is settled, a server answers
@@ -122,6 +146,9 @@ impl EngineConfig {
             negotiation_timeout: Duration::from_secs(5),
             limits: Limits::default(),
             max_queued_calls: 4096,
+            max_memory: DEFAULT_MAX_MEMORY,
+            stall_timeout: Duration::from_secs(10),
+            max_shared_memory: DEFAULT_MAX_SHARED_MEMORY,
             transport_properties: true,
         }
     }
@@ -174,6 +201,15 @@ impl EngineConfig {
             if v == 0 {
                 return Err(E::ZeroLimit { field: name });
             }
+        }
+        if self.max_memory == 0 || self.max_shared_memory == 0 {
+            return Err(E::ZeroLimit {
+                field: if self.max_memory == 0 {
+                    "max_memory"
+                } else {
+                    "max_shared_memory"
+                },
+            });
         }
         if self.role == Role::Client
             && !self.versions.contains(self.client_version.first_version())

@@ -16,6 +16,7 @@ use rpcrdma_wire::{
 };
 use rpcrdma_xdr::Payload;
 
+use crate::budget::MemoryBudget;
 use crate::config::{EngineConfig, Role};
 use crate::credits::Credits;
 use crate::error::{ApiError, EngineError};
@@ -24,7 +25,6 @@ use crate::features::{FeatureInfo, Registry, TransportPropertiesFeature};
 use crate::hdr;
 use crate::marshal::{Provided, ReplyHints};
 use crate::optional::OptCall;
-use crate::pool::BufPool;
 use crate::stats::Stats;
 
 /// Tables keyed by ids this end chose (work request ids, our XIDs, tokens):
@@ -32,12 +32,6 @@ use crate::stats::Stats;
 /// keys up but never choose which are inserted, so collisions cannot be
 /// forced.
 pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, rustc_hash::FxBuildHasher>;
-
-/// Most sink buffers a connection keeps for reuse.
-const SINK_POOL_COUNT: usize = 32;
-/// Most octets of sink buffers a connection keeps for reuse: an idle
-/// connection holds at most this much memory it no longer uses.
-const SINK_POOL_BYTES: usize = 32 << 20;
 
 /// Capacity of each block of the header arena.
 const HDR_ARENA_BLOCK: usize = 4096;
@@ -70,7 +64,18 @@ pub(crate) struct OutCall<Mr> {
 #[derive(Debug)]
 pub(crate) struct Pull<Mr> {
     pub(crate) position: u32,
+    /// The chunk's length (its sink buffer may be longer).
+    pub(crate) len: usize,
     pub(crate) mr: Option<Mr>,
+}
+
+/// Memory an answered call still holds until its reply's Send completes:
+/// its charge against the budget and its sink buffers (returned to the
+/// pool afterwards).
+#[derive(Debug, Default)]
+pub(crate) struct Held {
+    pub(crate) charge: u64,
+    pub(crate) sinks: Vec<Bytes>,
 }
 
 /// A call received from the peer, until its reply is sent.
@@ -84,6 +89,19 @@ pub(crate) struct InCall<Mr> {
     pub(crate) rkeys: Vec<u32>,
     pub(crate) form: MessageForm,
     pub(crate) inline: Bytes,
+    /// Read chunks (Position, segments) not yet pulled: the call waits
+    /// for admission.
+    pub(crate) groups: Vec<(u32, Vec<rpcrdma_wire::Segment>)>,
+    /// Octets its Read chunks need.
+    pub(crate) need: u64,
+    /// Whether it had to wait for memory (counted once).
+    pub(crate) waited: bool,
+    /// Sink buffers found at admission, one per chunk, until registered.
+    pub(crate) bufs: Vec<BytesMut>,
+    /// Octets charged to this connection for it (its sink buffers).
+    pub(crate) charge: u64,
+    /// Its pulled sink buffers, whole, until it is answered.
+    pub(crate) sinks: Vec<Bytes>,
     pub(crate) pulls: Vec<Pull<Mr>>,
     pub(crate) reads_pending: u32,
     pub(crate) delivered: bool,
@@ -147,6 +165,11 @@ pub struct Engine<P: ProtectionDomain> {
     pub(crate) decode_cfg: DecodeConfig,
     pub(crate) version: VersionState,
     pub(crate) deadline: Option<Instant>,
+    /// The latest `now` an input carried.
+    pub(crate) last_now: Option<Instant>,
+    /// Since when the send queue has had work and no completion (`None`:
+    /// idle, or busy since a command that carries no clock reading).
+    pub(crate) stall_since: Option<Instant>,
 
     next_wr: u64,
     wrs: IdMap<u64, Wr>,
@@ -162,9 +185,18 @@ pub struct Engine<P: ProtectionDomain> {
     /// dropped every view of them (receive buffers are reused, not
     /// reallocated, in the steady state).
     spare: VecDeque<Bytes>,
-    /// Sink buffers (Read chunks we pull, Write and Reply chunks we
-    /// provide) handed to the upper layer, reused once it drops them.
-    pub(crate) sinks: BufPool,
+    /// The memory budget this connection draws from (shared with other
+    /// connections when a listener hands the same one to each); idle sink
+    /// buffers kept for reuse live there.
+    pub(crate) budget: MemoryBudget,
+    /// Octets charged to this connection: the peer's calls' Read sinks and
+    /// reply data in flight (at most `cfg.max_memory`, reply data aside).
+    pub(crate) mem_used: u64,
+    /// The budget's epoch when the oldest waiting call last failed to get
+    /// shared memory (the driver waits for a release after it).
+    pub(crate) mem_blocked: Option<u64>,
+    /// What each reply Send in flight holds, by work request id.
+    pub(crate) replying: IdMap<u64, Held>,
     /// Where transport headers are encoded (see `push_send`).
     hdr_arena: BytesMut,
     pub(crate) events: VecDeque<Event>,
@@ -178,6 +210,9 @@ pub struct Engine<P: ProtectionDomain> {
     // Responder side (the peer's calls).
     pub(crate) next_token: u64,
     pub(crate) incoming: IdMap<u64, InCall<P::Mr>>,
+    /// Received calls waiting to be admitted (see `pump_admission`), in
+    /// arrival order.
+    pub(crate) waiting: VecDeque<u64>,
     pub(crate) reads: VecDeque<SendWr>,
     pub(crate) reads_busy: u32,
     pub(crate) grant: u32,
@@ -242,6 +277,21 @@ impl<P: ProtectionDomain> Engine<P> {
         caps: QpCaps,
         peer_private_data: Option<&[u8]>,
     ) -> Result<Self, crate::ConfigError> {
+        let budget = MemoryBudget::new(cfg.max_shared_memory);
+        Self::with_budget(cfg, pd, caps, peer_private_data, budget)
+    }
+
+    /// Like [`Engine::new`], drawing from `budget`, which other connections
+    /// may share (a listener hands one budget to every connection it
+    /// accepts, so all of them together stay within its limit; spec note
+    /// E21). [`EngineConfig::max_shared_memory`] is not used then.
+    pub fn with_budget(
+        cfg: EngineConfig,
+        pd: P,
+        caps: QpCaps,
+        peer_private_data: Option<&[u8]>,
+        budget: MemoryBudget,
+    ) -> Result<Self, crate::ConfigError> {
         cfg.validate()?;
         let local_pd = cfg.private_data();
         let peer_pd = peer_private_data.and_then(|b| PrivateData::find(b).ok().map(|(_, p)| p));
@@ -270,7 +320,10 @@ impl<P: ProtectionDomain> Engine<P> {
         let mut e = Self {
             recv_size: cfg.recv_buffer_size(),
             spare: VecDeque::new(),
-            sinks: BufPool::new(SINK_POOL_COUNT, SINK_POOL_BYTES),
+            budget,
+            mem_used: 0,
+            mem_blocked: None,
+            replying: IdMap::default(),
             hdr_arena: BytesMut::new(),
             req_enabled: cfg.role == Role::Client,
             resp_enabled: cfg.role == Role::Server,
@@ -283,6 +336,8 @@ impl<P: ProtectionDomain> Engine<P> {
             decode_cfg,
             version,
             deadline: None,
+            last_now: None,
+            stall_since: None,
             next_wr: 1,
             wrs: IdMap::default(),
             sq_busy: 0,
@@ -298,6 +353,7 @@ impl<P: ProtectionDomain> Engine<P> {
             calls: IdMap::default(),
             next_token: 1,
             incoming: IdMap::default(),
+            waiting: VecDeque::new(),
             reads: VecDeque::new(),
             reads_busy: 0,
             grant,
@@ -347,6 +403,29 @@ impl<P: ProtectionDomain> Engine<P> {
         &self.cfg
     }
 
+    /// The memory budget this connection draws from.
+    pub fn memory_budget(&self) -> &MemoryBudget {
+        &self.budget
+    }
+
+    /// Octets this connection holds against its budget now: the Read
+    /// sinks of the peer's calls and reply data whose Send has not
+    /// completed (idle pooled buffers are the budget's, not counted here).
+    pub fn memory_in_use(&self) -> u64 {
+        self.mem_used
+    }
+
+    /// `Some(epoch)` when the oldest waiting call needs memory that other
+    /// connections sharing the budget hold: the driver waits for
+    /// [`MemoryBudget::poll_released`]`(epoch, ..)` and then calls
+    /// [`Engine::retry_admission`].
+    pub fn memory_wait(&self) -> Option<u64> {
+        if self.failed.is_some() || self.waiting.is_empty() {
+            return None;
+        }
+        self.mem_blocked
+    }
+
     /// Whether nothing is in flight or queued in either direction.
     pub fn is_idle(&self) -> bool {
         self.calls.is_empty()
@@ -372,6 +451,22 @@ impl<P: ProtectionDomain> Engine<P> {
         }
     }
 
+    /// The largest Send this end posts: [`EngineConfig::inline_send`],
+    /// raised to the Version Two default threshold on a Version Two
+    /// connection without RFC 8797 private data, where both ends use 4096
+    /// bytes for both directions whatever they would otherwise choose
+    /// (draft-cel-01 §2.3, §5.1; spec note E15). A Send is a gather list,
+    /// so no buffer of ours depends on it.
+    pub(crate) fn send_size(&self) -> u32 {
+        match (self.peer_pd, self.send_version()) {
+            (None, Some(2)) => self
+                .cfg
+                .inline_send
+                .max(rpcrdma_wire::v2::DEFAULT_INLINE_THRESHOLD),
+            _ => self.cfg.inline_send,
+        }
+    }
+
     /// The inline thresholds in effect (RFC 8797 §4.2 when the peer sent
     /// private data, otherwise the version's default; while a Version Two
     /// probe is outstanding, at most 1024 bytes may be sent, draft §5).
@@ -384,7 +479,7 @@ impl<P: ProtectionDomain> Engine<P> {
                     _ => rpcrdma_wire::v1::DEFAULT_INLINE_THRESHOLD,
                 };
                 InlineThresholds {
-                    send: self.local_pd.send_size.bytes().min(d),
+                    send: self.send_size().min(d),
                     recv: (self.recv_size as u32).min(d),
                 }
             }
@@ -393,7 +488,7 @@ impl<P: ProtectionDomain> Engine<P> {
         // (transport properties) replace both.
         let adj = self.features.adjustments();
         if let Some(r) = adj.peer_recv_size {
-            t.send = self.cfg.inline_send.min(r);
+            t.send = self.send_size().min(r);
         }
         if let Some(s) = adj.peer_send_size {
             t.recv = (self.recv_size as u32).min(s);
@@ -430,9 +525,40 @@ impl<P: ProtectionDomain> Engine<P> {
 
     /// When [`Engine::handle_timeout`] must next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match (self.deadline, self.next_optional_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        let stall = self.stall_deadline();
+        [self.deadline, self.next_optional_deadline(), stall]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// When the send-queue watch must look next (spec note E22): the end
+    /// of the stall timeout counted from the last progress, or, when the
+    /// queue went busy without a clock reading, a check to start counting.
+    fn stall_deadline(&self) -> Option<Instant> {
+        if !self.stall_watched() {
+            return None;
+        }
+        let from = self.stall_since.or(self.last_now)?;
+        Some(from + self.cfg.stall_timeout)
+    }
+
+    /// Whether the stall watch runs: work is on the send queue while the
+    /// connection holds memory for the peer (its calls' Read sinks, reply
+    /// data) or RDMA Reads are out. Our own calls' Sends are the RPC
+    /// layer's to time out.
+    fn stall_watched(&self) -> bool {
+        self.failed.is_none() && self.sq_busy > 0 && (self.reads_busy > 0 || self.mem_used > 0)
+    }
+
+    /// Records the time of an input; starts the stall watch if work is on
+    /// the send queue and no time has been recorded for it yet.
+    pub(crate) fn note_time(&mut self, now: Instant) {
+        self.last_now = Some(now);
+        if self.sq_busy == 0 {
+            self.stall_since = None;
+        } else if self.stall_since.is_none() {
+            self.stall_since = Some(now);
         }
     }
 
@@ -440,6 +566,27 @@ impl<P: ProtectionDomain> Engine<P> {
 
     /// Timer expiry. Spurious calls are harmless.
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.stall_watched() {
+            match self.stall_since {
+                Some(t) if now >= t + self.cfg.stall_timeout => {
+                    // Nothing on the send queue completed for the whole
+                    // timeout: the peer stopped answering our RDMA Reads or
+                    // reading its end (spec note E22).
+                    tracing::warn!(
+                        busy = self.sq_busy,
+                        timeout = ?self.cfg.stall_timeout,
+                        "send queue stalled; closing the connection"
+                    );
+                    self.fail(EngineError::Stalled {
+                        timeout: self.cfg.stall_timeout,
+                    });
+                    return;
+                }
+                Some(_) => {}
+                None => self.stall_since = Some(now),
+            }
+        }
+        self.note_time(now);
         if let Some(d) = self.deadline {
             if now >= d {
                 self.deadline = None;
@@ -468,10 +615,17 @@ impl<P: ProtectionDomain> Engine<P> {
         if kind == Wr::Recv {
             self.recvs_posted = self.recvs_posted.saturating_sub(1);
         } else {
+            // A reply's Send completed (or was flushed): the provider holds
+            // none of its data any more, so its call's memory goes back.
+            if let Some(held) = self.replying.remove(&wc.wr_id) {
+                self.release_held(held);
+            }
             self.sq_busy = self.sq_busy.saturating_sub(1);
             if let Wr::Read { .. } = kind {
                 self.reads_busy = self.reads_busy.saturating_sub(1);
             }
+            // Progress: the stall watch starts over.
+            self.stall_since = Some(now);
         }
         if self.failed.is_some() {
             return;
@@ -505,8 +659,10 @@ impl<P: ProtectionDomain> Engine<P> {
         }
         self.pump_reads();
         self.pump_sq();
+        self.pump_admission();
         self.top_up_receives();
         self.pump_calls(now);
+        self.note_time(now);
     }
 
     // ----- internals shared by both directions ---------------------------
@@ -572,6 +728,39 @@ impl<P: ProtectionDomain> Engine<P> {
         });
     }
 
+    /// Like [`Self::push_send`], for a reply whose call still holds memory
+    /// (`held`) until this Send completes.
+    pub(crate) fn push_send_holding(
+        &mut self,
+        header: &Header,
+        sges: Vec<Sge>,
+        invalidate: Option<u32>,
+        held: Held,
+    ) {
+        let id = self.next_wr;
+        self.push_send(header, sges, invalidate);
+        if held.charge > 0 || !held.sinks.is_empty() {
+            self.replying.insert(id, held);
+        }
+    }
+
+    /// Charges `n` octets that exist already (reply data) to this
+    /// connection and the budget, whatever the limits.
+    pub(crate) fn charge_anyway(&mut self, n: u64) {
+        self.mem_used += n;
+        self.budget.force(n);
+    }
+
+    /// Gives a call's memory back: its charge to the budget, its sink
+    /// buffers to the pool (kept if there is room).
+    pub(crate) fn release_held(&mut self, held: Held) {
+        self.mem_used = self.mem_used.saturating_sub(held.charge);
+        self.budget.release(held.charge);
+        for b in held.sinks {
+            self.budget.keep(b);
+        }
+    }
+
     /// Sends an `RDMA_ERROR`.
     pub(crate) fn send_error(&mut self, version: u32, xid: u32, body: ErrorBody) {
         let h = hdr::error(version, xid, self.grant.max(1), body);
@@ -579,15 +768,18 @@ impl<P: ProtectionDomain> Engine<P> {
         self.push_send(&h, Vec::new(), None);
     }
 
-    /// Too much is waiting for the send queue: stop taking new messages
-    /// (receives are not reposted; a peer that keeps sending then hits the
-    /// RDMA layer's missing-receive error instead of our memory).
-    fn overloaded(&self) -> bool {
+    /// Too much is waiting for the send queue: received calls wait before
+    /// they are processed, and answers nobody is owed (`RDMA_ERROR`s for
+    /// bad messages, `SYSTEM_ERR` for calls beyond the grant) are not sent.
+    /// Receives stay posted for every credit granted whatever the backlog
+    /// (RFC 8166 §3.3.1, RFC 8167 §4.3.2; spec note E14): a conforming
+    /// requester never finds none.
+    pub(crate) fn overloaded(&self) -> bool {
         self.sq_backlog.len() > 4 * self.sq_limit as usize + self.recv_target as usize
     }
 
     pub(crate) fn top_up_receives(&mut self) {
-        if self.failed.is_some() || self.overloaded() {
+        if self.failed.is_some() {
             return;
         }
         while self.recvs_posted < self.recv_target {
@@ -621,19 +813,20 @@ impl<P: ProtectionDomain> Engine<P> {
         None
     }
 
-    /// Copies the sink pool's counters into the stats.
-    pub(crate) fn sync_pool_stats(&mut self) {
-        self.stats.sink_buffers_allocated = self.sinks.allocated;
-        self.stats.sink_buffers_reused = self.sinks.reused;
-    }
-
-    /// Registers nothing; releases a region and counts it.
+    /// Invalidates and deregisters a region, giving its buffer back. If
+    /// the provider cannot, the peer may still reach the memory: the
+    /// connection is failed at once to fence it (RFC 8166 §5.5.4), before
+    /// the call it belonged to completes (callers check `failed`).
     pub(crate) fn drop_mr(&mut self, mr: P::Mr) -> Option<MrBuffer> {
-        self.stats.deregistrations += 1;
+        let key = mr.rkey();
         match mr.deregister() {
-            Ok(b) => Some(b),
-            Err(e) => {
-                tracing::warn!(error = %e, "deregistration failed");
+            Ok(b) => {
+                self.stats.deregistrations += 1;
+                Some(b)
+            }
+            Err(error) => {
+                tracing::warn!(key, %error, "a memory region could not be invalidated; closing the connection");
+                self.fail(EngineError::InvalidationFailed { key, error });
                 None
             }
         }
@@ -659,6 +852,11 @@ impl<P: ProtectionDomain> Engine<P> {
                 }
             }
         }
+        // Every octet this connection held goes back to the budget.
+        self.replying.clear();
+        self.budget.release(std::mem::take(&mut self.mem_used));
+        self.mem_blocked = None;
+        self.waiting.clear();
         self.queue.clear();
         self.opt_calls.clear();
         self.reads.clear();
@@ -683,6 +881,12 @@ impl<P: ProtectionDomain> Engine<P> {
             Err(rej) => {
                 self.stats.bad_messages += 1;
                 tracing::debug!(error = %rej.error, "rejected a received message");
+                if self.overloaded() {
+                    // A peer flooding us with bad messages while our sends
+                    // back up gets no answers (E14).
+                    self.stats.answers_dropped += 1;
+                    return;
+                }
                 if let Some(reply) = rej.reply() {
                     self.stats.rdma_errors_sent += 1;
                     let h = hdr::error(reply.vers, reply.xid, reply.credits, reply.body);
@@ -767,5 +971,13 @@ pub(crate) fn credit_split(cfg: &EngineConfig, recv_depth: u32) -> (u32, u32) {
             let grant = cfg.credits_grant.min(depth - 1).max(1);
             (bc.min(depth - grant), grant)
         }
+    }
+}
+
+impl<P: ProtectionDomain> Drop for Engine<P> {
+    /// A connection dropped without being closed still gives its memory
+    /// back to a shared budget.
+    fn drop(&mut self) {
+        self.budget.release(std::mem::take(&mut self.mem_used));
     }
 }

@@ -1,7 +1,7 @@
 //! Errors, split by cause (STYLE-ANCHORS §2): configuration, API misuse,
 //! per-call failures, and connection-fatal conditions.
 
-use rpcrdma_verbs::{RegisterError, WcOpcode, WcStatus};
+use rpcrdma_verbs::{DeregisterError, PostError, RegisterError, WcOpcode, WcStatus};
 use rpcrdma_wire::ErrCode;
 
 /// A configuration value that cannot work.
@@ -25,10 +25,10 @@ pub enum ConfigError {
     /// The client's version policy names a version outside `versions`.
     #[error("client_version asks for a version that `versions` excludes")]
     VersionPolicy,
-    /// A chunk-list limit of zero: no Long call or no chunk could ever be
-    /// accepted.
+    /// A chunk-list or memory limit of zero: no Long call, no chunk or no
+    /// Read chunk could ever be accepted.
     #[error(
-        "{field} must be at least 1 (a Long call needs one Read segment, a chunk one segment)"
+        "{field} must be at least 1 (a Long call needs one Read segment, a chunk one segment, a Read chunk some memory)"
     )]
     ZeroLimit {
         /// The field.
@@ -117,7 +117,7 @@ pub enum EngineError {
     },
     /// The provider refused to post a work request.
     #[error("posting a work request failed: {0}")]
-    Post(String),
+    Post(#[from] PostError),
     /// A Version Two requester got no answer to its first message in time
     /// (draft-cel-01 §5.2: treat the responder as lacking Version Two).
     #[error("no answer to the first Version Two message; the responder is assumed to speak Version One only")]
@@ -134,10 +134,54 @@ pub enum EngineError {
     /// replies never came; only a new connection frees them.
     #[error("all {0} credits are held by abandoned calls whose replies never arrived")]
     CreditsLost(u32),
+    /// A memory region of ours could not be invalidated (deregistered): the
+    /// peer may still reach its memory, so the connection is closed to
+    /// fence it before the call it belonged to completes (RFC 8166 §5.5.4).
+    #[error("memory region {key:#010x} could not be invalidated ({error}); the connection is closed to fence it from the peer")]
+    InvalidationFailed {
+        /// The region's key.
+        key: u32,
+        /// What the provider said.
+        error: DeregisterError,
+    },
+    /// Work stayed on the send queue without any completion for the
+    /// stall timeout (`EngineConfig::stall_timeout`): the peer stopped
+    /// answering our RDMA Reads or reading its end of the connection. The
+    /// connection is closed so the memory it holds goes back.
+    #[error("nothing on the send queue completed for {timeout:?}: the peer stopped answering RDMA Reads or reading the connection")]
+    Stalled {
+        /// The timeout.
+        timeout: std::time::Duration,
+    },
     /// The peer broke the protocol in a way that cannot be answered per call.
     #[error("peer protocol violation: {0}")]
     Protocol(&'static str),
     /// The connection was closed.
     #[error("connection closed")]
     Closed,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_post_failure_keeps_the_providers_error() {
+        let e: EngineError = PostError::QueueFull {
+            queue: "send",
+            depth: 4,
+        }
+        .into();
+        assert_eq!(
+            e,
+            EngineError::Post(PostError::QueueFull {
+                queue: "send",
+                depth: 4
+            })
+        );
+        assert!(e
+            .to_string()
+            .contains("send queue is full (4 work requests"));
+        assert!(std::error::Error::source(&e).is_some());
+    }
 }

@@ -21,6 +21,11 @@
 //!   requester's Write chunks or sent through its Reply chunk (§4.5.3),
 //!   Send With Invalidate when both ends set RFC 8797's R bit, grants
 //!   enforced (an overrun gets an RPC `SYSTEM_ERR`, not our memory).
+//! * **Memory** ([`MemoryBudget`]): a received call's Read sinks are
+//!   allocated only once they fit a per-connection limit and a budget
+//!   connections may share; until then the call waits holding its credit,
+//!   and one that never fits is refused; reply data counts until sent;
+//!   a send queue that stalls closes the connection (`docs/engine.md`).
 //! * **Errors** (§5.5): invalid headers get the `RDMA_ERROR` the wire crate
 //!   prescribes; `RDMA_ERROR`s are honoured per call; RDMA operational
 //!   errors end the connection (sticky [`EngineError`]).
@@ -60,13 +65,15 @@
 //! use rpcrdma_xdr::Payload;
 //!
 //! let mut pair = Pair::new();
-//! // An RPC call: xid 7, CALL, then anything.
-//! let call = Bytes::from_static(&[0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 2]);
+//! // An RPC call header: xid 7, CALL, RPC version 2, program 0x20000099
+//! // version 1 procedure 0, AUTH_NONE credential and verifier.
+//! let words = [7u32, 0, 2, 0x2000_0099, 1, 0, 0, 0, 0, 0];
+//! let call = Bytes::from(words.iter().flat_map(|w| w.to_be_bytes()).collect::<Vec<u8>>());
 //! pair.client.engine.send_call(pair.now, 7, Payload::inline_only(call), ReplyHints::default()).unwrap();
 //! pair.drive();
 //! let Some(Event::Call { token, message, .. }) =
 //!     pair.server.take_event(|e| matches!(e, Event::Call { .. })) else { panic!() };
-//! assert_eq!(message.inline().len(), 12);
+//! assert_eq!(message.inline().len(), 40);
 //! let reply = Bytes::from_static(&[0, 0, 0, 7, 0, 0, 0, 1, 0, 0, 0, 0]);
 //! pair.server.engine.send_reply(token, Payload::inline_only(reply)).unwrap();
 //! pair.drive();
@@ -74,6 +81,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod budget;
 mod config;
 mod conn;
 mod credits;
@@ -92,7 +100,10 @@ mod stream;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use config::{EngineConfig, Role, VersionPolicy};
+pub use budget::MemoryBudget;
+pub use config::{
+    EngineConfig, Role, VersionPolicy, DEFAULT_MAX_MEMORY, DEFAULT_MAX_SHARED_MEMORY,
+};
 pub use conn::{ConnectionInfo, Engine};
 pub use error::{ApiError, CallError, ConfigError, EngineError};
 pub use event::{CallToken, Event, MessageForm};

@@ -11,8 +11,11 @@
 //!
 //! For the reply, a Write chunk is provisioned for each DDP-eligible result
 //! when the largest possible reply might not fit our receive threshold, and
-//! a Reply chunk when the largest reply, after those results are reduced,
-//! still might not (§5.3.3; see `docs/spec-notes.md`).
+//! a Reply chunk whenever the largest possible reply might not fit it
+//! either way: the largest reply may come from a branch of the results
+//! without the DDP items (§5.3.3). An Upper Layer that states no maximum
+//! gets provision for the largest message the connection carries
+//! (`EngineConfig::max_message`). See `docs/spec-notes.md`, E1, E2, E16.
 //!
 //! When the peer has advertised its chunk-list limits (Version Two
 //! transport properties, `docs/v2-transport-properties.md`), the lists stay
@@ -21,16 +24,16 @@
 //! reply with more DDP-eligible results than the peer takes Write chunks
 //! gets none (the results come back inline or in the Reply chunk).
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain, Sge};
 use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{ChunkLists, Header, ReadSegment, Segment, WriteChunk};
 use rpcrdma_xdr::{round_up, Payload};
 
+use crate::budget::MemoryBudget;
 use crate::error::CallError;
 use crate::event::MessageForm;
 use crate::hdr;
-use crate::pool::BufPool;
 use crate::stream::{concat, item_positions, stream_pieces, stream_sges};
 
 /// What a call's Upper Layer Binding says about its reply (RFC 8166 §8).
@@ -45,12 +48,55 @@ pub struct ReplyHints {
     /// Maximum size of each DDP-eligible result item, in XDR order (one
     /// Write chunk each).
     pub ddp_results: Vec<u32>,
-    /// Largest possible RPC reply message (header and results, unreduced),
-    /// if known.
+    /// Largest possible RPC reply message (header and results, unreduced,
+    /// over every branch of the results), if known. `None`: the requester
+    /// provides for the largest message the connection carries
+    /// (`EngineConfig::max_message`), a Reply chunk of that size.
     pub max_reply: Option<u32>,
     /// Whether DDP-eligible items may be reduced in this call and its reply
     /// (false for RPCSEC_GSS integrity/privacy, RFC 8166 §10.2.2.3).
     pub reduce: bool,
+}
+
+impl ReplyHints {
+    /// A reply of at most `max_reply` bytes with nothing DDP-eligible.
+    ///
+    /// ```
+    /// use rpcrdma_engine::ReplyHints;
+    /// let h = ReplyHints::at_most(8192);
+    /// assert_eq!((h.max_reply, h.ddp_results.is_empty(), h.reduce), (Some(8192), true, true));
+    /// ```
+    pub fn at_most(max_reply: u32) -> Self {
+        Self {
+            max_reply: Some(max_reply),
+            ..Self::default()
+        }
+    }
+
+    /// DDP-eligible results of at most `ddp_results[i]` bytes each, in XDR
+    /// order, in a reply of at most `max_reply` bytes (unreduced).
+    ///
+    /// ```
+    /// use rpcrdma_engine::ReplyHints;
+    /// let read = ReplyHints::with_ddp(&[1 << 20], (1 << 20) + 64);
+    /// assert_eq!(read.ddp_results, vec![1 << 20]);
+    /// assert!(!read.unreduced().reduce);
+    /// ```
+    pub fn with_ddp(ddp_results: &[u32], max_reply: u32) -> Self {
+        Self {
+            ddp_results: ddp_results.to_vec(),
+            max_reply: Some(max_reply),
+            reduce: true,
+        }
+    }
+
+    /// The same with reduction turned off (RPCSEC_GSS integrity or privacy,
+    /// RFC 8166 §10.2.2.3).
+    #[must_use]
+    pub fn unreduced(mut self) -> Self {
+        self.reduce = false;
+        self
+    }
 }
 
 impl Default for ReplyHints {
@@ -113,8 +159,12 @@ pub(crate) struct CallParams {
 /// Registrations made so far, released if planning fails.
 struct Regs<'p, P: ProtectionDomain> {
     pd: &'p P,
-    /// Free sink buffers to reuse.
-    pool: &'p mut BufPool,
+    /// Where free sink buffers to reuse are kept.
+    budget: &'p MemoryBudget,
+    /// Sink buffers allocated (and their octets) and reused.
+    allocated: u64,
+    allocated_bytes: u64,
+    reused: u64,
     sources: Vec<P::Mr>,
     writes: Vec<Provided<P::Mr>>,
     reply: Option<Provided<P::Mr>>,
@@ -137,7 +187,21 @@ impl<P: ProtectionDomain> Regs<'_, P> {
     }
 
     fn sink(&mut self, len: u32) -> Result<Provided<P::Mr>, CallError> {
-        let buf = self.pool.take_or_alloc(len as usize);
+        // A pooled buffer is taken whole (it may be longer than the chunk;
+        // only `len` octets are advertised) and leaves the budget: our own
+        // calls' chunks are ours to size, not the peer's (spec note E21).
+        let buf = match self.budget.take_pooled(len as usize) {
+            Some(b) => {
+                self.budget.release(b.len() as u64);
+                self.reused += 1;
+                b
+            }
+            None => {
+                self.allocated += 1;
+                self.allocated_bytes += u64::from(len);
+                BytesMut::zeroed(len as usize)
+            }
+        };
         let mr = self
             .pd
             .register_mut(buf, Access::LOCAL_WRITE | Access::REMOTE_WRITE)
@@ -178,32 +242,52 @@ fn reply_header_len(version: u32, writes: &[WriteChunk], reply: Option<&WriteChu
 }
 
 /// Plans one call: registers its chunks and builds its header.
+/// Sink buffers a plan allocated and reused (for the stats).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SinkCounts {
+    pub(crate) allocated: u64,
+    pub(crate) allocated_bytes: u64,
+    pub(crate) reused: u64,
+}
+
 pub(crate) fn plan_call<P: ProtectionDomain>(
     pd: &P,
-    pool: &mut BufPool,
+    budget: &MemoryBudget,
     payload: &Payload,
     hints: &ReplyHints,
     p: &CallParams,
-) -> Result<CallPlan<P::Mr>, CallError> {
+) -> (Result<CallPlan<P::Mr>, CallError>, SinkCounts) {
     let mut regs = Regs {
         pd,
-        pool,
+        budget,
+        allocated: 0,
+        allocated_bytes: 0,
+        reused: 0,
         sources: Vec::new(),
         writes: Vec::new(),
         reply: None,
     };
-    match plan_inner(&mut regs, payload, hints, p) {
-        Ok((header, pieces, form)) => Ok(CallPlan {
-            header,
-            pieces,
-            form,
-            sources: regs.sources,
-            writes: regs.writes,
-            reply: regs.reply,
-        }),
+    let r = plan_inner(&mut regs, payload, hints, p);
+    let counts = SinkCounts {
+        allocated: regs.allocated,
+        allocated_bytes: regs.allocated_bytes,
+        reused: regs.reused,
+    };
+    match r {
+        Ok((header, pieces, form)) => (
+            Ok(CallPlan {
+                header,
+                pieces,
+                form,
+                sources: regs.sources,
+                writes: regs.writes,
+                reply: regs.reply,
+            }),
+            counts,
+        ),
         Err(e) => {
             regs.release();
-            Err(e)
+            (Err(e), counts)
         }
     }
 }
@@ -223,12 +307,16 @@ fn plan_inner<P: ProtectionDomain>(
         .peer_limits
         .map_or(usize::MAX, |l| l.max_write_chunks as usize);
 
-    // Reply resources first: they go in every form of the call.
-    let max_reply = hints.max_reply.map(|m| m as usize);
+    // Reply resources first: they go in every form of the call. The
+    // largest reply we may get is the Upper Layer's maximum, or, when it
+    // states none, the largest message this connection carries (§5.3.3;
+    // spec note E16).
+    let stated = hints.max_reply.map(|m| m as usize);
+    let max_reply = stated.unwrap_or(p.max_message as usize);
     let want_writes = hints.reduce
         && !hints.ddp_results.is_empty()
         && hints.ddp_results.len() <= max_writes
-        && max_reply.is_none_or(|m| reply_header_len(p.version, &[], None) + m > recv);
+        && reply_header_len(p.version, &[], None) + max_reply > recv;
     if want_writes {
         for &max in &hints.ddp_results {
             if max > p.max_message {
@@ -245,26 +333,21 @@ fn plan_inner<P: ProtectionDomain>(
         .iter()
         .map(|w| WriteChunk::new(vec![w.segment]))
         .collect();
-    if let Some(m) = max_reply {
-        let reduced_max = if want_writes {
-            let ddp: usize = hints
-                .ddp_results
-                .iter()
-                .map(|&d| round_up(d as usize))
-                .sum();
-            m.saturating_sub(ddp)
-        } else {
-            m
-        };
-        if reply_header_len(p.version, &write_list, None) + reduced_max > recv {
-            let len = u32::try_from(round_up(reduced_max))
+    // A Reply chunk whenever the largest reply might not fit inline. It is
+    // compared unreduced, Write chunks or not: the largest reply may come
+    // from a branch of the results that has no DDP-eligible item, which
+    // then travels whole (spec note E1).
+    if reply_header_len(p.version, &write_list, None) + max_reply > recv {
+        let len = match stated {
+            Some(m) => u32::try_from(round_up(m))
                 .ok()
                 .filter(|&l| l <= p.max_message)
                 .ok_or(CallError::TooLarge(
                     "the largest reply exceeds the largest message this end accepts",
-                ))?;
-            regs.reply = Some(regs.sink(len)?);
-        }
+                ))?,
+            None => p.max_message,
+        };
+        regs.reply = Some(regs.sink(len)?);
     }
     let reply_chunk = regs
         .reply

@@ -94,7 +94,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 _ => None,
             },
             recv_buffer_size: self.recv_buffer_len(),
-            inline_send: self.cfg.inline_send,
+            inline_send: self.send_size(),
             limits: self.cfg.limits,
             max_message: self.cfg.max_message,
         }

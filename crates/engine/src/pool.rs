@@ -30,10 +30,6 @@ pub(crate) struct BufPool {
     /// Most octets remembered (sum of lengths).
     max_bytes: usize,
     bytes: usize,
-    /// Buffers allocated by [`BufPool::take_or_alloc`].
-    pub(crate) allocated: u64,
-    /// Buffers reused by [`BufPool::take_or_alloc`].
-    pub(crate) reused: u64,
 }
 
 impl BufPool {
@@ -45,34 +41,57 @@ impl BufPool {
             max_count,
             max_bytes,
             bytes: 0,
-            allocated: 0,
-            reused: 0,
         }
+    }
+
+    /// Octets remembered (the sum of the buffers' lengths).
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Whether `len` more octets fit the pool's own limits after evicting
+    /// old buffers (a buffer larger than the whole pool never does).
+    pub(crate) fn could_keep(&self, len: usize) -> bool {
+        len <= self.max_bytes && self.max_count > 0
     }
 
     /// Remembers `buf` (the whole buffer, as allocated) so that it can be
     /// reused once nobody else refers to it. The oldest buffers are
-    /// forgotten first when the pool is full.
-    pub(crate) fn keep(&mut self, buf: Bytes) {
+    /// forgotten first when the pool is full; returns the octets forgotten
+    /// (0 if `buf` itself could not be kept: see [`BufPool::could_keep`]).
+    pub(crate) fn keep(&mut self, buf: Bytes) -> usize {
         let len = buf.len();
-        if len > self.max_bytes || self.max_count == 0 {
-            return;
+        if !self.could_keep(len) {
+            return 0;
         }
+        let mut evicted = 0;
         while self.spare.len() >= self.max_count || self.bytes + len > self.max_bytes {
             match self.spare.pop_front() {
-                Some(old) => self.bytes -= old.len(),
+                Some(old) => {
+                    self.bytes -= old.len();
+                    evicted += old.len();
+                }
                 None => break,
             }
         }
         self.bytes += len;
         self.spare.push_back(buf);
+        evicted
     }
 
-    /// A buffer of exactly `len` octets that nobody else refers to, if one
-    /// of the remembered buffers is free and large enough (but not much
-    /// larger: at most twice `len` plus 64 KiB, so a large buffer is not
-    /// tied up by a small message). Its contents are stale (see the module
-    /// documentation).
+    /// Forgets the oldest buffer; returns its length (`None`: empty).
+    pub(crate) fn evict_oldest(&mut self) -> Option<usize> {
+        let old = self.spare.pop_front()?;
+        self.bytes -= old.len();
+        Some(old.len())
+    }
+
+    /// A whole remembered buffer of at least `len` octets that nobody else
+    /// refers to, if one is free (and not much larger: at most twice `len`
+    /// plus 64 KiB, so a large buffer is not tied up by a small message).
+    /// It is returned untruncated, so its full length stays accounted for:
+    /// the caller uses its first `len` octets. Its contents are stale (see
+    /// the module documentation).
     pub(crate) fn take(&mut self, len: usize) -> Option<BytesMut> {
         let most = len.saturating_mul(2).saturating_add(64 * 1024);
         for _ in 0..self.spare.len() {
@@ -83,30 +102,14 @@ impl BufPool {
                 continue;
             }
             match b.try_into_mut() {
-                Ok(mut m) => {
+                Ok(m) => {
                     self.bytes -= blen;
-                    m.truncate(len);
                     return Some(m);
                 }
                 Err(still_used) => self.spare.push_back(still_used),
             }
         }
         None
-    }
-
-    /// A free remembered buffer of `len` octets (stale contents), or a new
-    /// zeroed one.
-    pub(crate) fn take_or_alloc(&mut self, len: usize) -> BytesMut {
-        match self.take(len) {
-            Some(b) => {
-                self.reused += 1;
-                b
-            }
-            None => {
-                self.allocated += 1;
-                BytesMut::zeroed(len)
-            }
-        }
     }
 
     /// Number of buffers remembered.
@@ -130,10 +133,10 @@ mod tests {
         assert!(p.take(50).is_none());
         drop(view);
         let m = p.take(50).expect("free now");
-        assert_eq!(m.len(), 50);
-        // Contents are kept (not cleared).
+        // Whole, with its contents kept (not cleared).
+        assert_eq!(m.len(), 100);
         assert!(m.iter().all(|&b| b == 7));
-        assert_eq!(p.len(), 0);
+        assert_eq!((p.len(), p.bytes()), (0, 0));
     }
 
     #[test]
@@ -150,7 +153,7 @@ mod tests {
         let mut p = BufPool::new(4, 1 << 30);
         p.keep(Bytes::from(vec![0u8; 1 << 20]));
         assert!(p.take(100).is_none());
-        assert_eq!(p.take(512 * 1024).map(|m| m.len()), Some(512 * 1024));
+        assert_eq!(p.take(512 * 1024).map(|m| m.len()), Some(1 << 20));
     }
 
     #[test]
@@ -160,11 +163,13 @@ mod tests {
             p.keep(Bytes::from(vec![0u8; 10]));
         }
         assert_eq!(p.len(), 2);
-        p.keep(Bytes::from(vec![0u8; 95]));
-        assert_eq!(p.len(), 1);
+        assert_eq!(p.keep(Bytes::from(vec![0u8; 95])), 20);
+        assert_eq!((p.len(), p.bytes()), (1, 95));
         // Larger than the whole budget: not kept.
-        p.keep(Bytes::from(vec![0u8; 101]));
+        assert_eq!(p.keep(Bytes::from(vec![0u8; 101])), 0);
         assert_eq!(p.len(), 1);
+        assert_eq!(p.evict_oldest(), Some(95));
+        assert_eq!(p.evict_oldest(), None);
         let mut z = BufPool::new(0, 100);
         z.keep(Bytes::from(vec![0u8; 1]));
         assert!(z.take(1).is_none());

@@ -52,6 +52,7 @@ impl<P: ProtectionDomain> Engine<P> {
             hints,
         });
         self.pump_calls(now);
+        self.note_time(now);
         Ok(())
     }
 
@@ -178,16 +179,19 @@ impl<P: ProtectionDomain> Engine<P> {
             peer_limits: adj.peer_limits,
             peer_max_message: adj.peer_max_message,
         };
-        let plan = match plan_call(
+        let (plan, sinks) = plan_call(
             &self.pd,
-            &mut self.sinks,
+            &self.budget,
             &pending.payload,
             &pending.hints,
             &params,
-        ) {
+        );
+        self.stats.sink_buffers_allocated += sinks.allocated;
+        self.stats.sink_bytes_allocated += sinks.allocated_bytes;
+        self.stats.sink_buffers_reused += sinks.reused;
+        let plan = match plan {
             Ok(p) => p,
             Err(error) => {
-                self.sync_pool_stats();
                 self.events.push_back(Event::CallFailed {
                     xid: pending.xid,
                     error,
@@ -196,7 +200,6 @@ impl<P: ProtectionDomain> Engine<P> {
             }
         };
         self.stats.registrations += plan.registrations() as u64;
-        self.sync_pool_stats();
         match plan.form {
             MessageForm::Short => self.stats.calls_short += 1,
             MessageForm::Chunked => self.stats.calls_chunked += 1,
@@ -237,7 +240,7 @@ impl<P: ProtectionDomain> Engine<P> {
         }
         for p in call.writes.into_iter().chain(call.reply) {
             if let Some(b) = self.drop_mr(p.mr) {
-                self.sinks.keep(b.freeze());
+                self.budget.keep(b.freeze());
             }
         }
     }
@@ -280,6 +283,11 @@ impl<P: ProtectionDomain> Engine<P> {
         let nomsg = msg.header.proc_() == Proc::NOMSG;
         let call_form = call.form;
         let outcome = self.collect_reply(call, &chunks, nomsg, msg.payload);
+        if self.failed.is_some() {
+            // A region could not be invalidated: the connection is closed
+            // and the call abandoned, never completed (§5.5.4).
+            return;
+        }
         let event = match outcome {
             Ok(_) if !version_ok => Event::CallFailed {
                 xid,
@@ -322,7 +330,7 @@ impl<P: ProtectionDomain> Engine<P> {
             let seg = p.segment;
             let buf = self.drop_mr(p.mr).map(MrBuffer::freeze);
             if let Some(b) = &buf {
-                self.sinks.keep(b.clone());
+                self.budget.keep(b.clone());
             }
             writes.push((seg, buf));
         }
@@ -330,7 +338,7 @@ impl<P: ProtectionDomain> Engine<P> {
             let seg = p.segment;
             let buf = self.drop_mr(p.mr).map(MrBuffer::freeze);
             if let Some(b) = &buf {
-                self.sinks.keep(b.clone());
+                self.budget.keep(b.clone());
             }
             (seg, buf)
         });
@@ -390,7 +398,7 @@ impl<P: ProtectionDomain> Engine<P> {
         let retry = call.retry.take();
         let version = call.version;
         self.release_call_mrs(call);
-        if released {
+        if released || self.failed.is_some() {
             return;
         }
         let probing = self.version == VersionState::Probing;

@@ -1,5 +1,6 @@
-//! Responder side of the engine: taking the peer's calls (pulling their Read
-//! chunks) and sending replies (RFC 8166 §4.4.5, §4.5.3, §5.5; RFC 8797 §4.1).
+//! Responder side of the engine: taking the peer's calls (admitting them
+//! within the memory budget, pulling their Read chunks) and sending replies
+//! (RFC 8166 §4.4.5, §4.5.3, §5.5; RFC 8797 §4.1).
 
 use std::time::Instant;
 
@@ -9,7 +10,7 @@ use rpcrdma_wire::{ErrorBody, Message, Proc};
 use rpcrdma_xdr::{round_up, Payload};
 
 use crate::config::Role;
-use crate::conn::{Engine, InCall, Pull, VersionState, Wr};
+use crate::conn::{Engine, Held, InCall, Pull, VersionState, Wr};
 use crate::error::ApiError;
 use crate::event::{CallToken, Event, MessageForm};
 use crate::reply::{plan_reply, ReplyParams};
@@ -62,6 +63,9 @@ impl<P: ProtectionDomain> Engine<P> {
     /// threshold, otherwise through its Reply chunk. If the requester
     /// provided no way to return it, an `RDMA_ERROR` `ERR_BADHEADER` is sent
     /// instead (RFC 8166 §5.5.3).
+    ///
+    /// The call's memory (its Read chunk sinks) and the reply's data stay
+    /// counted against the memory budget until the reply's Send completes.
     pub fn send_reply(&mut self, token: CallToken, payload: Payload) -> Result<(), ApiError> {
         self.check_alive()?;
         let call = match self.incoming.get(&token.0) {
@@ -71,13 +75,74 @@ impl<P: ProtectionDomain> Engine<P> {
         let Some(call) = call else {
             return Err(ApiError::UnknownCall);
         };
-        self.reply_with(&call, &payload);
+        self.answer(call, &payload);
         Ok(())
     }
 
+    /// The upper layer will not answer the call named by `token`: its RPC
+    /// header is unusable to it (RFC 5531 has no reply for a call it cannot
+    /// decode). The call is forgotten, its credit of our grant is free
+    /// again at once and its memory goes back to the budget; nothing is
+    /// sent (an upper layer that can answer, with `GARBAGE_ARGS` say, uses
+    /// [`Engine::send_reply`] instead). The requester's own credit stays
+    /// taken until its call times out there.
+    ///
+    /// Calls whose RPC header is truncated or absent never get this far:
+    /// the engine answers them itself (spec note E13).
+    pub fn retire_call(&mut self, token: CallToken) -> Result<(), ApiError> {
+        self.check_alive()?;
+        match self.incoming.get(&token.0) {
+            Some(c) if c.delivered => {
+                if let Some(call) = self.incoming.remove(&token.0) {
+                    tracing::debug!(xid = call.xid, "call retired by the upper layer");
+                    self.stats.calls_retired += 1;
+                    self.finish_call(call);
+                }
+                self.pump_admission();
+                Ok(())
+            }
+            _ => Err(ApiError::UnknownCall),
+        }
+    }
+
+    /// Calls received and not yet admitted (waiting for the send backlog
+    /// to drain or for memory).
+    pub fn calls_waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Admits waiting calls again: the driver calls this when memory was
+    /// released elsewhere in a shared budget (see [`Engine::memory_wait`]).
+    /// Extra calls are harmless.
+    pub fn retry_admission(&mut self) {
+        if self.failed.is_none() {
+            self.pump_admission();
+        }
+    }
+
+    /// A call that ends without a reply Send to hold its memory: its charge
+    /// goes back to the budget, its sink buffers to the pool.
+    fn finish_call(&mut self, call: InCall<P::Mr>) {
+        let InCall {
+            charge,
+            sinks,
+            pulls,
+            bufs,
+            ..
+        } = call;
+        for p in pulls {
+            if let Some(mr) = p.mr {
+                self.drop_mr(mr);
+            }
+        }
+        drop(bufs);
+        self.release_held(Held { charge, sinks });
+    }
+
     /// Sends `payload` as the reply to `call` (or `ERR_BADHEADER` if it
-    /// cannot be returned).
-    fn reply_with(&mut self, call: &InCall<P::Mr>, payload: &Payload) {
+    /// cannot be returned). The call's memory and the reply's data are
+    /// held until the reply's Send completes.
+    fn answer(&mut self, call: InCall<P::Mr>, payload: &Payload) {
         let t = self.thresholds();
         let params = ReplyParams {
             version: call.version,
@@ -99,19 +164,53 @@ impl<P: ProtectionDomain> Engine<P> {
                     None
                 };
                 tracing::trace!(xid = call.xid, form = plan.form.name(), "reply sent");
-                self.push_send(&plan.header, plan.pieces, invalidate);
+                // The reply's data exists already: it is counted, never
+                // refused (spec note E21). A reply that goes wholly inline
+                // is bounded by the inline threshold, like the receive
+                // buffers, and not counted.
+                let data = if plan.form == MessageForm::Short {
+                    0
+                } else {
+                    payload.stream_len() as u64
+                };
+                self.charge_anyway(data);
+                let held = Held {
+                    charge: call.charge + data,
+                    sinks: call.sinks,
+                };
+                self.push_send_holding(&plan.header, plan.pieces, invalidate, held);
             }
             Err(e) => {
                 tracing::warn!(xid = call.xid, error = %e, "reply cannot be returned");
-                self.send_error(call.version, call.xid, ErrorBody::BadHeader);
+                let (version, xid) = (call.version, call.xid);
+                self.finish_call(call);
+                self.send_error(version, xid, ErrorBody::BadHeader);
             }
         }
     }
 
     /// Answers a call with an RPC-level error the engine forms itself.
-    fn reply_rpc_error(&mut self, call: &InCall<P::Mr>, stat: u32) {
+    fn reply_rpc_error(&mut self, call: InCall<P::Mr>, stat: u32) {
         let payload = Payload::inline_only(rpc_error_reply(call.xid, stat));
-        self.reply_with(call, &payload);
+        self.answer(call, &payload);
+    }
+
+    /// Answers a call whose RPC header the upper layer could not use, as
+    /// RFC 5531 and RFC 8166 allow (spec note E13): `GARBAGE_ARGS` when the
+    /// XID and CALL are there but the header is cut short, `RDMA_ERROR`
+    /// `ERR_BADHEADER` when there is no RPC call at all (an empty message,
+    /// another XID, not a CALL).
+    fn refuse_unusable(&mut self, call: InCall<P::Mr>, head: RpcHead) {
+        self.stats.bad_messages += 1;
+        if head == RpcHead::Truncated {
+            tracing::debug!(xid = call.xid, "truncated RPC call header");
+            self.reply_rpc_error(call, GARBAGE_ARGS);
+        } else {
+            tracing::debug!(xid = call.xid, "the message holds no RPC call");
+            let (version, xid) = (call.version, call.xid);
+            self.finish_call(call);
+            self.send_error(version, xid, ErrorBody::BadHeader);
+        }
     }
 
     /// A call from the peer.
@@ -137,7 +236,7 @@ impl<P: ProtectionDomain> Engine<P> {
         let chunks = msg.header.chunks().cloned().unwrap_or_default();
         let nomsg = msg.header.proc_() == Proc::NOMSG;
         let has_pz = chunks.has_position_zero();
-        let mut call = InCall {
+        let call = InCall {
             xid,
             version,
             rkeys: chunks
@@ -157,6 +256,12 @@ impl<P: ProtectionDomain> Engine<P> {
                 MessageForm::Chunked
             },
             inline: msg.payload,
+            groups: Vec::new(),
+            need: 0,
+            waited: false,
+            bufs: Vec::new(),
+            charge: 0,
+            sinks: Vec::new(),
             pulls: Vec::new(),
             reads_pending: 0,
             delivered: false,
@@ -167,10 +272,14 @@ impl<P: ProtectionDomain> Engine<P> {
             // with an RPC-level error rather than spend memory on it.
             self.stats.credit_overruns += 1;
             tracing::debug!(xid, grant = self.grant, "credit overrun");
-            if nomsg {
+            if self.overloaded() {
+                // Our sends are backed up: the overrun goes unanswered
+                // rather than growing the backlog (E3, E14).
+                self.stats.answers_dropped += 1;
+            } else if nomsg {
                 self.send_error(version, xid, ErrorBody::BadHeader);
             } else {
-                self.reply_rpc_error(&call, SYSTEM_ERR);
+                self.reply_rpc_error(call, SYSTEM_ERR);
             }
             return;
         }
@@ -179,11 +288,26 @@ impl<P: ProtectionDomain> Engine<P> {
             self.send_error(version, xid, ErrorBody::BadHeader);
             return;
         }
+        if !nomsg {
+            // The RPC call header is inline, before the first Read chunk:
+            // an upper layer could not use a truncated one, so it is
+            // answered here and never holds a credit (spec note E13).
+            let first = chunks.reads.iter().map(|r| r.position as usize).min();
+            let end = first.unwrap_or(usize::MAX).min(call.inline.len());
+            let head = rpc_call_head(&call.inline[..end], xid);
+            if head != RpcHead::Usable {
+                self.refuse_unusable(call, head);
+                return;
+            }
+        }
 
-        // Group the Read list into chunks and check them before pulling.
+        // Group the Read list into chunks (by Position, sorted: a list in
+        // any order is accepted, as Linux's server does; spec note W9) and
+        // check them before pulling.
         let groups: Vec<(u32, Vec<rpcrdma_wire::Segment>)> = chunks
-            .read_chunks()
-            .map(|c| (c.position, c.segments.iter().map(|s| s.target).collect()))
+            .read_chunks_by_position()
+            .into_iter()
+            .map(|c| (c.position, c.segments))
             .collect();
         let mut total: u64 = 0;
         let mut stream_end: u64 = if has_pz { 0 } else { call.inline.len() as u64 };
@@ -203,7 +327,7 @@ impl<P: ProtectionDomain> Engine<P> {
                     if nomsg {
                         self.send_error(version, xid, ErrorBody::BadHeader);
                     } else {
-                        self.reply_rpc_error(&call, GARBAGE_ARGS);
+                        self.reply_rpc_error(call, GARBAGE_ARGS);
                     }
                     return;
                 }
@@ -217,14 +341,141 @@ impl<P: ProtectionDomain> Engine<P> {
             self.send_error(version, xid, ErrorBody::BadHeader);
             return;
         }
+        if total > self.cfg.max_memory || total > self.budget.limit() {
+            // Its sinks could never fit the memory budget: an RPC-level
+            // error where the Send holds the RPC header (spec note E21).
+            self.stats.calls_refused_for_memory += 1;
+            tracing::debug!(
+                xid,
+                total,
+                limit = self.cfg.max_memory.min(self.budget.limit()),
+                "call's Read chunks can never fit the memory budget"
+            );
+            if nomsg {
+                self.send_error(version, xid, ErrorBody::BadHeader);
+            } else {
+                self.reply_rpc_error(call, SYSTEM_ERR);
+            }
+            return;
+        }
 
         let token = self.next_token;
         self.next_token += 1;
+        let mut call = call;
+        call.groups = groups;
+        call.need = total;
+        self.incoming.insert(token, call);
+        // The call holds its credit from now on; it is processed (its
+        // Read sinks allocated and Reads posted, or it is handed up) once
+        // admitted, in arrival order (spec notes E14, E21).
+        self.waiting.push_back(token);
+        self.pump_admission();
+    }
+
+    /// Admits waiting calls, oldest first, while the send queue's backlog
+    /// is small, this connection holds no more than its memory limit and
+    /// the oldest call's Read sinks fit the budget: the responder's
+    /// back-pressure (its receives stay posted for every credit it granted,
+    /// E14; memory, E21).
+    pub(crate) fn pump_admission(&mut self) {
+        while let Some(&token) = self.waiting.front() {
+            if self.failed.is_some() || self.overloaded() || self.mem_used > self.cfg.max_memory {
+                return;
+            }
+            if !self.incoming.contains_key(&token) {
+                self.waiting.pop_front();
+                continue;
+            }
+            if !self.reserve_sinks(token) {
+                return;
+            }
+            self.waiting.pop_front();
+            self.mem_blocked = None;
+            self.start_call(token);
+        }
+    }
+
+    /// Finds the memory for a waiting call's Read sinks: idle pooled
+    /// buffers where they fit, fresh ones otherwise, all within the
+    /// connection's limit and the shared budget. Returns whether it did;
+    /// if not, nothing is held and the call keeps waiting.
+    fn reserve_sinks(&mut self, token: u64) -> bool {
+        let Some(call) = self.incoming.get(&token) else {
+            return false;
+        };
+        if call.need == 0 {
+            return true;
+        }
+        let lens: Vec<usize> = call
+            .groups
+            .iter()
+            .map(|(_, segs)| segs.iter().map(|s| s.length as usize).sum())
+            .collect();
+        let mut bufs: Vec<Option<BytesMut>> = lens
+            .iter()
+            .map(|&len| self.budget.take_pooled(len))
+            .collect();
+        let pooled: u64 = bufs.iter().flatten().map(|b| b.len() as u64).sum();
+        let fresh: u64 = lens
+            .iter()
+            .zip(&bufs)
+            .filter(|(_, b)| b.is_none())
+            .map(|(&l, _)| l as u64)
+            .sum();
+        let conn_ok = self.mem_used + pooled + fresh <= self.cfg.max_memory;
+        // A connection that holds memory already leaves the budget's
+        // headroom to those that hold none (spec note E21).
+        let leave = if self.mem_used > 0 {
+            self.budget.headroom()
+        } else {
+            0
+        };
+        let shared_ok = conn_ok && (fresh == 0 || self.budget.try_reserve(fresh, leave));
+        if !shared_ok {
+            for b in bufs.into_iter().flatten() {
+                self.budget.put_back(b);
+            }
+            // Waiting for another connection to release memory, or for
+            // this one's own calls (which wake it themselves).
+            self.mem_blocked = conn_ok.then(|| self.budget.epoch());
+            if let Some(call) = self.incoming.get_mut(&token) {
+                if !call.waited {
+                    call.waited = true;
+                    self.stats.calls_waited_for_memory += 1;
+                }
+            }
+            return false;
+        }
+        self.mem_used += pooled + fresh;
+        for (b, &len) in bufs.iter_mut().zip(&lens) {
+            if b.is_some() {
+                self.stats.sink_buffers_reused += 1;
+            } else {
+                self.stats.sink_buffers_allocated += 1;
+                self.stats.sink_bytes_allocated += len as u64;
+                *b = Some(BytesMut::zeroed(len));
+            }
+        }
+        if let Some(call) = self.incoming.get_mut(&token) {
+            call.charge += pooled + fresh;
+            call.bufs = bufs.into_iter().flatten().collect();
+        }
+        true
+    }
+
+    /// Processes an admitted call: hands it up at once, or registers its
+    /// Read sinks and queues its RDMA Reads.
+    fn start_call(&mut self, token: u64) {
+        let Some(call) = self.incoming.get_mut(&token) else {
+            return;
+        };
+        let groups = std::mem::take(&mut call.groups);
+        let bufs = std::mem::take(&mut call.bufs);
+        let (xid, version) = (call.xid, call.version);
         if groups.is_empty() {
             call.delivered = true;
             let message = Payload::inline_only(call.inline.clone());
             let form = call.form;
-            self.incoming.insert(token, call);
             self.events.push_back(Event::Call {
                 token: CallToken(token),
                 xid,
@@ -235,24 +486,24 @@ impl<P: ProtectionDomain> Engine<P> {
         }
 
         let mut reads = Vec::new();
-        for (position, segs) in groups {
+        let mut pulls = Vec::with_capacity(groups.len());
+        for ((position, segs), buf) in groups.into_iter().zip(bufs) {
             let len: usize = segs.iter().map(|s| s.length as usize).sum();
-            let buf = self.sinks.take_or_alloc(len);
+            // The whole buffer is registered (a pooled one may be longer
+            // than the chunk; the Reads fill only its first `len` octets).
             let mr = match self.pd.register_mut(buf, Access::LOCAL_WRITE) {
                 Ok(mr) => mr,
                 Err(e) => {
                     tracing::warn!(xid, error = %e, "cannot register a Read sink");
-                    for p in call.pulls.drain(..) {
-                        if let Some(mr) = p.mr {
-                            self.drop_mr(mr);
-                        }
+                    if let Some(mut call) = self.incoming.remove(&token) {
+                        call.pulls = pulls;
+                        self.finish_call(call);
                     }
                     self.send_error(version, xid, ErrorBody::BadHeader);
                     return;
                 }
             };
             self.stats.registrations += 1;
-            self.sync_pool_stats();
             let mut off = 0usize;
             for s in segs.iter().filter(|s| s.length > 0) {
                 let wr_id = self.wr_id(Wr::Read { token });
@@ -266,13 +517,17 @@ impl<P: ProtectionDomain> Engine<P> {
                 ));
                 off += s.length as usize;
             }
-            call.pulls.push(Pull {
+            pulls.push(Pull {
                 position,
+                len,
                 mr: Some(mr),
             });
         }
+        let Some(call) = self.incoming.get_mut(&token) else {
+            return;
+        };
+        call.pulls = pulls;
         call.reads_pending = reads.len() as u32;
-        self.incoming.insert(token, call);
         if reads.is_empty() {
             self.finish_pull(token);
         } else {
@@ -310,30 +565,37 @@ impl<P: ProtectionDomain> Engine<P> {
         };
         let pulls = std::mem::take(&mut call.pulls);
         let mut chunks = Vec::with_capacity(pulls.len());
+        let mut sinks = Vec::with_capacity(pulls.len());
         for p in pulls {
-            let data =
+            let whole =
                 p.mr.and_then(|mr| self.drop_mr(mr))
                     .map(|b| b.freeze())
                     .unwrap_or_default();
-            self.sinks.keep(data.clone());
+            let data = whole.slice(..p.len.min(whole.len()));
+            sinks.push(whole);
             chunks.push((p.position, data));
         }
+        // (A sink that could not be invalidated failed the connection,
+        // which dropped the call.)
         let Some(call) = self.incoming.get_mut(&token) else {
             return;
         };
+        // The buffers stay the call's (and counted) until it is answered.
+        call.sinks = sinks;
         let inline = match chunks.first() {
             Some((0, _)) => chunks.remove(0).1,
             _ => call.inline.clone(),
         };
-        let (xid, version) = (call.xid, call.version);
-        let header_ok = inline.get(0..4) == Some(&xid.to_be_bytes()[..])
-            && inline.get(4..8) == Some(&[0, 0, 0, 0][..]);
-        if !header_ok {
-            // An RPC message whose XID differs from rdma_xid, or not a call.
-            let call = self.incoming.remove(&token);
-            self.stats.bad_messages += 1;
-            if call.is_some() {
-                self.send_error(version, xid, ErrorBody::BadHeader);
+        strip_read_chunk_padding(&inline, &mut chunks);
+        let xid = call.xid;
+        // The RPC call header: the stream before the first remaining chunk.
+        let head_end = chunks
+            .first()
+            .map_or(inline.len(), |(p, _)| (*p as usize).min(inline.len()));
+        let head = rpc_call_head(&inline[..head_end], xid);
+        if head != RpcHead::Usable {
+            if let Some(call) = self.incoming.remove(&token) {
+                self.refuse_unusable(call, head);
             }
             return;
         }
@@ -352,9 +614,94 @@ impl<P: ProtectionDomain> Engine<P> {
                 tracing::debug!(xid, error = %e, "Read chunks do not fit the Payload stream");
                 self.stats.bad_messages += 1;
                 if let Some(call) = self.incoming.remove(&token) {
-                    self.reply_rpc_error(&call, GARBAGE_ARGS);
+                    self.reply_rpc_error(call, GARBAGE_ARGS);
                 }
             }
+        }
+    }
+}
+
+/// Largest `opaque_auth` body (RFC 5531 §8.2).
+const MAX_AUTH_BYTES: u32 = 400;
+
+/// What the start of a call's Payload stream holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RpcHead {
+    /// A complete RPC call header (RFC 5531 §9: xid, CALL, rpcvers, prog,
+    /// vers, proc, cred, verf), or one the upper layer answers from its
+    /// first words (another RPC version, an over-long credential or
+    /// verifier).
+    Usable,
+    /// No RPC call: fewer than eight bytes, another XID, not a CALL.
+    NotACall,
+    /// XID and CALL, then cut short before the verifier ends.
+    Truncated,
+}
+
+/// Classifies the RPC call header at the start of `s` (the same steps as
+/// the ONC RPC layer's header decoder, so exactly the calls it would drop
+/// are caught here).
+fn rpc_call_head(s: &[u8], xid: u32) -> RpcHead {
+    let word = |i: usize| {
+        s.get(i..i + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    if word(0) != Some(xid) || word(4) != Some(0) {
+        return RpcHead::NotACall;
+    }
+    match word(8) {
+        None => return RpcHead::Truncated,
+        // RPC_MISMATCH, answered by the upper layer from three words.
+        Some(v) if v != 2 => return RpcHead::Usable,
+        Some(_) => {}
+    }
+    // prog, vers, proc; then the credential and the verifier.
+    let mut at = 24usize;
+    if s.len() < at {
+        return RpcHead::Truncated;
+    }
+    for _ in 0..2 {
+        let Some(len) = word(at + 4) else {
+            return RpcHead::Truncated;
+        };
+        if len > MAX_AUTH_BYTES {
+            // AUTH_BADCRED / AUTH_BADVERF, answered by the upper layer.
+            return RpcHead::Usable;
+        }
+        at += 8 + round_up(len as usize);
+        if s.len() < at {
+            return RpcHead::Truncated;
+        }
+    }
+    RpcHead::Usable
+}
+
+/// Removes XDR padding a requester left in its Read chunks (RFC 8166
+/// §4.4.5.1: it MAY send a chunk "without any XDR padding", so it may also
+/// send one with it): a chunk whose length is a multiple of four, preceded
+/// in the stream by a length word `L` with `L` < its length and `L`
+/// rounded up equal to it, holds `L` octets of data and its pad. The data
+/// an upper layer sees is then exactly the item, as for an unpadded chunk
+/// (spec note E18). `chunks` are (Position, data) in Position order,
+/// Position-Zero chunk removed; `inline` is the reduced stream they belong
+/// in.
+fn strip_read_chunk_padding(inline: &Bytes, chunks: &mut [(u32, Bytes)]) {
+    let mut placed = 0usize;
+    for (position, data) in chunks.iter_mut() {
+        let padded = data.len();
+        let off = (*position as usize).checked_sub(placed);
+        placed = placed.saturating_add(round_up(padded));
+        let Some(off) = off.filter(|&o| o >= 4 && o <= inline.len()) else {
+            continue;
+        };
+        let word = u32::from_be_bytes([
+            inline[off - 4],
+            inline[off - 3],
+            inline[off - 2],
+            inline[off - 1],
+        ]) as usize;
+        if padded % 4 == 0 && word < padded && round_up(word) == padded {
+            data.truncate(word);
         }
     }
 }

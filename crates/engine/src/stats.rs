@@ -30,6 +30,12 @@ pub struct Stats {
     pub unmatched_replies: u64,
     /// Calls that had to wait for a credit.
     pub credit_waits: u64,
+    /// Calls the upper layer retired without answering
+    /// ([`crate::Engine::retire_call`]).
+    pub calls_retired: u64,
+    /// Answers not sent because our send queue was backed up (`RDMA_ERROR`
+    /// for bad messages, `SYSTEM_ERR` for calls beyond the grant).
+    pub answers_dropped: u64,
     /// Calls the peer sent beyond our grant.
     pub credit_overruns: u64,
     /// Memory registrations made.
@@ -51,9 +57,18 @@ pub struct Stats {
     pub recv_buffers_reused: u64,
     /// Sink buffers (RDMA Read sinks, Write and Reply chunks) allocated.
     pub sink_buffers_allocated: u64,
+    /// Octets of sink buffers allocated (the sum over
+    /// `sink_buffers_allocated`).
+    pub sink_bytes_allocated: u64,
     /// Sink buffers reused after the upper layer dropped the data they
     /// carried.
     pub sink_buffers_reused: u64,
+    /// Received calls that had to wait for memory before their Read
+    /// chunks were pulled.
+    pub calls_waited_for_memory: u64,
+    /// Received calls refused because their Read chunks could never fit
+    /// the memory budget.
+    pub calls_refused_for_memory: u64,
     /// `RDMA2_OPTIONAL` messages sent (offers and answers).
     pub options_sent: u64,
     /// `RDMA2_OPTIONAL` messages received of a supported type (others are

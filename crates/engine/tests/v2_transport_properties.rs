@@ -190,10 +190,7 @@ fn both_ends_exchange_properties_and_long_messages_become_short() {
 
     // The same call now goes Short; a 10000-byte reply comes back Short
     // too, with no Reply chunk provisioned for it.
-    let hints = ReplyHints {
-        max_reply: Some(10_100),
-        ..ReplyHints::default()
-    };
+    let hints = ReplyHints::at_most(10_100);
     send(
         &mut pair,
         3,
@@ -601,9 +598,7 @@ fn x4_malformed_answers_drop_the_feature_without_touching_calls() {
 
 #[test]
 fn x5_the_offer_holds_a_credit_until_answered() {
-    let mut o = PairOptions::default();
-    o.server.credits_grant = 2;
-    let mut pair = Pair::with(o);
+    let mut pair = Pair::with(PairOptions::default().grant(2));
     for xid in 1..=8u32 {
         send(
             &mut pair,
@@ -711,8 +706,7 @@ fn x5_with_a_grant_of_two_the_offer_leaves_room_for_one_call() {
 
 #[test]
 fn x8_an_unanswered_offer_is_dropped_and_keeps_its_credit() {
-    let mut o = PairOptions::default();
-    o.server.credits_grant = 2;
+    let o = PairOptions::default().grant(2);
     let (mut pair, xid) = pair_with_intercepted_offer(o);
     // pair_with_intercepted_offer's injected reply granted 8; the server
     // itself grants 2 from its next reply on.
@@ -747,8 +741,7 @@ fn x8_an_unanswered_offer_is_dropped_and_keeps_its_credit() {
 
 #[test]
 fn x8_abandoned_offer_counts_towards_lost_credits() {
-    let mut o = PairOptions::default();
-    o.server.credits_grant = 1;
+    let o = PairOptions::default().grant(1);
     let (mut pair, _) = pair_with_intercepted_offer(o);
     send(&mut pair, 2, call(2, 0, &[], &[]), ReplyHints::default());
     serve_empty(&mut pair);
@@ -813,11 +806,7 @@ fn x7_calls_respect_the_peers_chunk_limits() {
         let items: Vec<Bytes> = (0..3u8).map(|i| Bytes::from(vec![i; 8192])).collect();
         send(&mut pair, 2, call(2, 3, &[], &items), ReplyHints::default());
         // Two DDP-eligible results: two Write chunks when provisioned.
-        let hints = ReplyHints {
-            ddp_results: vec![8192, 8192],
-            max_reply: Some(2 * 8192 + 64),
-            reduce: true,
-        };
+        let hints = ReplyHints::with_ddp(&[8192, 8192], 2 * 8192 + 64);
         send(&mut pair, 3, call(3, 2, &[], &[]), hints);
         // 300 KiB: more than the server accepts through chunks.
         send(

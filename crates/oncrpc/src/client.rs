@@ -429,9 +429,12 @@ impl Client {
         .instrument(span)
     }
 
-    /// Calls procedure 0 (NULL) of a program version.
+    /// Calls procedure 0 (NULL) of a program version. Its results are void
+    /// (RFC 5531 §12.1), which the hints say, so an RDMA transport provides
+    /// no Reply chunk for it.
     pub async fn null(&self, prog: u32, vers: u32) -> Result<(), RpcError> {
-        self.call(prog, vers, 0, &(), &CallHints::new()).await
+        self.call(prog, vers, 0, &(), &CallHints::new().max_results(0))
+            .await
     }
 
     async fn exchange(

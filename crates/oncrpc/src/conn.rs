@@ -718,6 +718,10 @@ async fn run<T: Transport>(
         match services.dispatch(&message, &handle) {
             Dispatch::Drop(e) => {
                 tracing::debug!(error = %e, "dropping an undecodable call");
+                // No reply will come: the transport gives back what it
+                // holds for the call (an RDMA credit of its grant).
+                conn.transport.retire_call(context);
+                drop((permits, token));
             }
             Dispatch::Reply(reply) => {
                 let conn = conn.clone();

@@ -17,6 +17,9 @@
 //! * [`Transport::CallContext`]: per-call state a transport hands up with
 //!   each received call and takes back with the reply (the call's Write
 //!   list and Reply chunk, for RDMA).
+//! * [`Transport::retire_call`]: the server will not answer a received
+//!   call (undecodable header), so the transport can free what it holds
+//!   for it.
 //! * [`Transport::release`]: awaited by the client when it is done with a
 //!   call — reply delivered, timeout, cancellation, or before
 //!   retransmitting on a new connection — *before* the caller sees the
@@ -187,6 +190,16 @@ pub trait Transport: Send + Sync + 'static {
     /// elsewhere). The client awaits this before the caller sees the
     /// outcome. Must be harmless for an unknown xid.
     fn release(&self, xid: u32) -> impl Future<Output = ()> + Send;
+
+    /// The RPC layer will not answer a call received with `context` (its
+    /// header could not be decoded, or it is not a call: RFC 5531 has no
+    /// reply for it). A transport that holds resources per received call
+    /// (an RPC-over-RDMA credit of its grant) frees them now.
+    ///
+    /// The default just drops the context (TCP holds nothing).
+    fn retire_call(&self, context: Self::CallContext) {
+        drop(context);
+    }
 
     /// Closes the connection; `recv` then fails.
     fn close(&self) -> impl Future<Output = ()> + Send;

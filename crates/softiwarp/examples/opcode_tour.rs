@@ -106,8 +106,14 @@ async fn tour(
     o: Options,
 ) -> Res<()> {
     let caps = QpCaps::default();
-    let (spd, scq) = (dev.alloc_pd(), dev.create_cq(256));
-    let (cpd, ccq) = (dev.alloc_pd(), dev.create_cq(256));
+    let (spd, scq) = (
+        dev.alloc_pd().expect("protection domain"),
+        dev.create_cq(256).expect("completion queue"),
+    );
+    let (cpd, ccq) = (
+        dev.alloc_pd().expect("protection domain"),
+        dev.create_cq(256).expect("completion queue"),
+    );
     let server = async {
         let req = l.accept().await?;
         let qp = req
@@ -218,7 +224,10 @@ async fn rejected(
     addr: SocketAddr,
     l: &rpcrdma_softiwarp::SoftListener,
 ) -> Res<()> {
-    let (pd, cq) = (dev.alloc_pd(), dev.create_cq(16));
+    let (pd, cq) = (
+        dev.alloc_pd().expect("protection domain"),
+        dev.create_cq(16).expect("completion queue"),
+    );
     let server = async {
         let req = l.accept().await?;
         req.reject(Bytes::from_static(b"tour-reject")).await

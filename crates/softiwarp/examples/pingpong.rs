@@ -39,7 +39,10 @@ fn main() -> Res<()> {
                 .listen("127.0.0.1:0".parse()?, Options::default())
                 .await?;
             tx.send(l.local_addr())?;
-            let (pd, cq) = (dev.alloc_pd(), dev.create_cq(256));
+            let (pd, cq) = (
+                dev.alloc_pd().expect("protection domain"),
+                dev.create_cq(256).expect("completion queue"),
+            );
             let params = QpParams {
                 pd: &pd,
                 send_cq: &cq,
@@ -74,7 +77,10 @@ fn main() -> Res<()> {
     let addr = rx.recv()?;
     rt()?.block_on(async move {
         let dev = SoftIwarp::new();
-        let (pd, cq) = (dev.alloc_pd(), dev.create_cq(256));
+        let (pd, cq) = (
+            dev.alloc_pd().expect("protection domain"),
+            dev.create_cq(256).expect("completion queue"),
+        );
         let params = QpParams {
             pd: &pd,
             send_cq: &cq,

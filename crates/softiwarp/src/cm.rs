@@ -163,6 +163,9 @@ fn setup_error(e: ConnError) -> ConnectError {
     match e {
         ConnError::Rejected { private_data } => ConnectError::Rejected { private_data },
         ConnError::MpaTimeout => ConnectError::Timeout,
+        e @ (ConnError::PeerClosed | ConnError::Transport(_)) => ConnectError::PeerClosed {
+            reason: e.to_string(),
+        },
         other => ConnectError::Protocol(Box::new(SetupError(other))),
     }
 }

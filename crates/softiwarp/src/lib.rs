@@ -27,7 +27,7 @@
 //! let dev = SoftIwarp::new();
 //! let listener = dev.listen("127.0.0.1:0".parse()?, Options::default()).await?;
 //! let addr = listener.local_addr();
-//! let (pd, cq) = (dev.alloc_pd(), dev.create_cq(64));
+//! let (pd, cq) = (dev.alloc_pd()?, dev.create_cq(64)?);
 //! let params = || QpParams { pd: &pd, send_cq: &cq, recv_cq: &cq, caps: QpCaps::default(), options: Options::default() };
 //!
 //! let server = async {
@@ -64,7 +64,7 @@ mod qp;
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use rpcrdma_verbs::{ConnectError, Device, QpParams};
+use rpcrdma_verbs::{ConnectError, Device, QpParams, ResourceError};
 
 pub use cm::{Options, Request, SetupError, SoftListener, DEFAULT_FIRST_FPDU_DELAY};
 pub use cq::Cq;
@@ -103,12 +103,12 @@ impl Device for SoftIwarp {
     type Request = Request;
     type Options = Options;
 
-    fn alloc_pd(&self) -> Pd {
-        Pd::new(self.keys.clone())
+    fn alloc_pd(&self) -> Result<Pd, ResourceError> {
+        Ok(Pd::new(self.keys.clone()))
     }
 
-    fn create_cq(&self, capacity: usize) -> Cq {
-        Cq::new(capacity)
+    fn create_cq(&self, capacity: usize) -> Result<Cq, ResourceError> {
+        Ok(Cq::new(capacity))
     }
 
     async fn listen(&self, addr: SocketAddr, options: Options) -> std::io::Result<SoftListener> {

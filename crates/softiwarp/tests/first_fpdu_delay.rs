@@ -66,7 +66,10 @@ async fn gap_after_reply(options: Options, rtr: Option<Rtr>) -> Duration {
         (gap, s)
     };
     let dev = SoftIwarp::new();
-    let (pd, cq) = (dev.alloc_pd(), dev.create_cq(16));
+    let (pd, cq) = (
+        dev.alloc_pd().expect("protection domain"),
+        dev.create_cq(16).expect("completion queue"),
+    );
     let initiator = async {
         let (qp, _) = dev
             .connect(
@@ -141,7 +144,10 @@ async fn without_a_delay_everything_still_works() {
         .await
         .unwrap();
     let addr = rpcrdma_verbs::Listener::local_addr(&listener);
-    let (pd, cq) = (dev.alloc_pd(), dev.create_cq(16));
+    let (pd, cq) = (
+        dev.alloc_pd().expect("protection domain"),
+        dev.create_cq(16).expect("completion queue"),
+    );
     let server = async {
         let req = rpcrdma_verbs::Listener::accept(&listener).await.unwrap();
         rpcrdma_verbs::ConnectRequest::accept(
@@ -158,7 +164,10 @@ async fn without_a_delay_everything_still_works() {
         .await
         .unwrap()
     };
-    let (cpd, ccq) = (dev.alloc_pd(), dev.create_cq(16));
+    let (cpd, ccq) = (
+        dev.alloc_pd().expect("protection domain"),
+        dev.create_cq(16).expect("completion queue"),
+    );
     let client = dev.connect(
         addr,
         QpParams {

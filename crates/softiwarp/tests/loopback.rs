@@ -24,8 +24,14 @@ async fn pair(opts_client: Options, opts_server: Options) -> (End, End) {
         .await
         .unwrap();
     let addr = listener.local_addr();
-    let (spd, scq) = (dev.alloc_pd(), dev.create_cq(1024));
-    let (cpd, ccq) = (dev.alloc_pd(), dev.create_cq(1024));
+    let (spd, scq) = (
+        dev.alloc_pd().expect("protection domain"),
+        dev.create_cq(1024).expect("completion queue"),
+    );
+    let (cpd, ccq) = (
+        dev.alloc_pd().expect("protection domain"),
+        dev.create_cq(1024).expect("completion queue"),
+    );
     let server = async {
         let req = listener.accept().await.unwrap();
         assert_eq!(&req.private_data()[..], b"client");
@@ -239,7 +245,10 @@ async fn reject_and_refused_connections() {
         .await
         .unwrap();
     let addr = listener.local_addr();
-    let (pd, cq) = (dev.alloc_pd(), dev.create_cq(16));
+    let (pd, cq) = (
+        dev.alloc_pd().expect("protection domain"),
+        dev.create_cq(16).expect("completion queue"),
+    );
     let server = async {
         let req = listener.accept().await.unwrap();
         req.reject(Bytes::from_static(b"no thanks")).await.unwrap();
@@ -307,7 +316,10 @@ async fn mpa_timeout_when_the_peer_is_silent() {
         drop(s);
     });
     let dev = SoftIwarp::new();
-    let (pd, cq) = (dev.alloc_pd(), dev.create_cq(16));
+    let (pd, cq) = (
+        dev.alloc_pd().expect("protection domain"),
+        dev.create_cq(16).expect("completion queue"),
+    );
     let res = dev
         .connect(
             addr,

@@ -32,7 +32,10 @@ async fn send_racing_the_first_post_recv_is_held_not_dropped() {
         let dev = dev.clone();
         tokio::spawn(async move {
             let req = listener.accept().await.unwrap();
-            let (pd, cq) = (dev.alloc_pd(), dev.create_cq(16));
+            let (pd, cq) = (
+                dev.alloc_pd().expect("protection domain"),
+                dev.create_cq(16).expect("completion queue"),
+            );
             let params = QpParams {
                 pd: &pd,
                 send_cq: &cq,
@@ -57,7 +60,10 @@ async fn send_racing_the_first_post_recv_is_held_not_dropped() {
             (qp, wcs.remove(0))
         })
     };
-    let (pd, cq) = (dev.alloc_pd(), dev.create_cq(16));
+    let (pd, cq) = (
+        dev.alloc_pd().expect("protection domain"),
+        dev.create_cq(16).expect("completion queue"),
+    );
     let params = QpParams {
         pd: &pd,
         send_cq: &cq,

@@ -131,14 +131,16 @@ impl<D: Device> RdmaConnector<D> {
     /// Opens one connection (also used by `rpcrdma probe`).
     pub async fn open(&self) -> Result<RdmaTransport<D>, RdmaError> {
         let mut cfg = self.config.clone();
+        // R = 1 only where the device's regions can be invalidated remotely.
+        cfg.remote_invalidate &= self.device.remote_invalidation();
         if cfg.client_version == VersionPolicy::Negotiate && self.memory.lacks_v2(self.addr) {
             tracing::debug!(addr = %self.addr, "responder known to lack Version Two; using Version One");
             cfg.client_version = VersionPolicy::V1;
         }
-        let pd = self.device.alloc_pd();
+        let pd = self.device.alloc_pd()?;
         let cq = self
             .device
-            .create_cq((self.caps.send_depth + self.caps.recv_depth) as usize + 16);
+            .create_cq((self.caps.send_depth + self.caps.recv_depth) as usize + 16)?;
         let private = Bytes::copy_from_slice(&cfg.private_data().to_bytes());
         let params = QpParams {
             pd: &pd,

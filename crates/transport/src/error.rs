@@ -1,7 +1,7 @@
 //! The transport's error type, carried inside `TransportError::Backend`.
 
 use rpcrdma_engine::{ApiError, CallError, EngineError};
-use rpcrdma_verbs::ConnectError;
+use rpcrdma_verbs::{ConnectError, ResourceError};
 
 /// Why an RPC-over-RDMA operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +25,9 @@ pub enum RdmaError {
         #[source]
         source: ConnectError,
     },
+    /// The device could not create a protection domain or completion queue.
+    #[error("RDMA device: {0}")]
+    Resource(#[from] ResourceError),
     /// The engine configuration is invalid.
     #[error("invalid RPC-over-RDMA configuration: {0}")]
     Config(#[from] rpcrdma_engine::ConfigError),

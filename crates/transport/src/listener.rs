@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use rpcrdma_engine::{Engine, EngineConfig};
+use rpcrdma_engine::{Engine, EngineConfig, MemoryBudget};
 use rpcrdma_oncrpc::Server;
 use rpcrdma_verbs::{ConnectRequest, Device, Listener, QpCaps, QpParams, QueuePair};
 use tokio::sync::watch;
@@ -38,6 +38,7 @@ impl<O: Default> Default for ListenConfig<O> {
 /// A running RPC-over-RDMA listener.
 pub struct RdmaService<D: Device> {
     local: SocketAddr,
+    budget: MemoryBudget,
     stop: watch::Sender<bool>,
     task: Mutex<Option<JoinHandle<()>>>,
     connections: Arc<Mutex<Vec<RdmaTransport<D>>>>,
@@ -47,6 +48,12 @@ impl<D: Device> RdmaService<D> {
     /// The address listened on.
     pub fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// The memory budget every connection of this listener draws from
+    /// (its limit is [`EngineConfig::max_shared_memory`]).
+    pub fn memory_budget(&self) -> &MemoryBudget {
+        &self.budget
     }
 
     /// The connections accepted so far that are still open.
@@ -70,7 +77,9 @@ impl<D: Device> RdmaService<D> {
 
 /// Listens on `addr` with `device` and serves every accepted connection
 /// with `server`. Each connection's RFC 8797 private data is parsed and
-/// answered with ours.
+/// answered with ours. All connections draw from one memory budget of
+/// [`EngineConfig::max_shared_memory`] octets, each at most
+/// [`EngineConfig::max_memory`] (spec note E21).
 pub async fn serve_rdma<D: Device + Clone>(
     server: &Server,
     device: D,
@@ -86,6 +95,8 @@ pub async fn serve_rdma<D: Device + Clone>(
             source,
         })?;
     let local = listener.local_addr();
+    let budget = MemoryBudget::new(config.engine.max_shared_memory);
+    let shared = budget.clone();
     let (stop, mut stop_rx) = watch::channel(false);
     let connections = Arc::new(Mutex::new(Vec::new()));
     let conns = connections.clone();
@@ -105,7 +116,7 @@ pub async fn serve_rdma<D: Device + Clone>(
                         continue;
                     }
                 };
-                match accept_one(&device, req, &config).await {
+                match accept_one(&device, req, &config, &shared).await {
                     Ok(t) => {
                         server.serve(t.clone());
                         let mut c = conns.lock().unwrap_or_else(|p| p.into_inner());
@@ -120,6 +131,7 @@ pub async fn serve_rdma<D: Device + Clone>(
     ));
     Ok(RdmaService {
         local,
+        budget,
         stop,
         task: Mutex::new(Some(task)),
         connections,
@@ -130,12 +142,16 @@ async fn accept_one<D: Device>(
     device: &D,
     req: D::Request,
     config: &ListenConfig<D::Options>,
+    budget: &MemoryBudget,
 ) -> Result<RdmaTransport<D>, RdmaError> {
     let peer = req.peer_addr();
     let peer_private = req.private_data().clone();
-    let pd = device.alloc_pd();
-    let cq = device.create_cq((config.caps.send_depth + config.caps.recv_depth) as usize + 16);
-    let ours = Bytes::copy_from_slice(&config.engine.private_data().to_bytes());
+    // R = 1 only where the device's regions can be invalidated remotely.
+    let mut engine_config = config.engine.clone();
+    engine_config.remote_invalidate &= device.remote_invalidation();
+    let pd = device.alloc_pd()?;
+    let cq = device.create_cq((config.caps.send_depth + config.caps.recv_depth) as usize + 16)?;
+    let ours = Bytes::copy_from_slice(&engine_config.private_data().to_bytes());
     let params = QpParams {
         pd: &pd,
         send_cq: &cq,
@@ -150,7 +166,13 @@ async fn accept_one<D: Device>(
             addr: peer.to_string(),
             source,
         })?;
-    let engine = Engine::new(config.engine.clone(), pd, qp.caps(), Some(&peer_private))?;
+    let engine = Engine::with_budget(
+        engine_config,
+        pd,
+        qp.caps(),
+        Some(&peer_private),
+        budget.clone(),
+    )?;
     tracing::debug!(%peer, "RPC-over-RDMA connection accepted");
     Ok(RdmaTransport::new(engine, qp, cq, peer, peer_private))
 }

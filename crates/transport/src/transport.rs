@@ -219,13 +219,13 @@ impl<D: Device> RdmaTransport<D> {
     fn flush(&self, s: &mut Shared<D>) {
         while let Some(wr) = s.engine.poll_recv() {
             if let Err(e) = self.inner.qp.post_recv(wr) {
-                s.engine.close(EngineError::Post(e.to_string()));
+                s.engine.close(EngineError::Post(e));
                 return;
             }
         }
         while let Some(wr) = s.engine.poll_send() {
             if let Err(e) = self.inner.qp.post_send(wr) {
-                s.engine.close(EngineError::Post(e.to_string()));
+                s.engine.close(EngineError::Post(e));
                 return;
             }
         }
@@ -474,11 +474,26 @@ impl<D: Device> Transport for RdmaTransport<D> {
                     }
                 }
                 s.armed = deadline;
-                deadline
+                // A call waiting for memory another connection holds: wake
+                // when the shared budget releases some (spec note E21).
+                let memory = s
+                    .engine
+                    .memory_wait()
+                    .map(|epoch| (s.engine.memory_budget().clone(), epoch));
+                (deadline, memory)
             };
+            let (deadline, memory) = deadline;
             let sleep = async {
                 match deadline {
                     Some(d) => tokio::time::sleep_until(d.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let released = async {
+                match &memory {
+                    Some((budget, epoch)) => {
+                        std::future::poll_fn(|cx| budget.poll_released(*epoch, cx)).await;
+                    }
                     None => std::future::pending().await,
                 }
             };
@@ -486,6 +501,11 @@ impl<D: Device> Transport for RdmaTransport<D> {
                 biased;
                 () = self.inner.cq.wait() => {}
                 () = self.inner.wake.wait() => {}
+                () = released => {
+                    let mut s = self.lock();
+                    s.engine.retry_admission();
+                    self.flush(&mut s);
+                }
                 reason = self.inner.qp.closed() => {
                     // Drain what the provider flushed, then end.
                     let mut s = self.lock();
@@ -501,6 +521,22 @@ impl<D: Device> Transport for RdmaTransport<D> {
                 }
                 () = sleep => {}
             }
+        }
+    }
+
+    /// The RPC layer drops the call (undecodable header): the engine
+    /// forgets it and its credit of our grant is free again
+    /// ([`Engine::retire_call`]); nothing is sent.
+    fn retire_call(&self, context: CallToken) {
+        let mut s = self.lock();
+        if let Err(e) = s.engine.retire_call(context) {
+            tracing::debug!(error = %e, "retiring a call");
+        }
+        self.flush(&mut s);
+        let wake = Self::reader_must_look(&s);
+        drop(s);
+        if wake {
+            self.inner.wake.notify();
         }
     }
 

@@ -124,8 +124,8 @@ async fn unanswered_probe_means_version_one_on_the_next_connection() {
             let req = listener.accept().await.expect("request");
             let peer = req.peer_addr();
             let peer_pd = req.private_data().clone();
-            let pd = dev2.alloc_pd();
-            let cq = dev2.create_cq(512);
+            let pd = dev2.alloc_pd().expect("protection domain");
+            let cq = dev2.create_cq(512).expect("completion queue");
             let ours = Bytes::copy_from_slice(&EngineConfig::server().private_data().to_bytes());
             let qp = req
                 .accept(

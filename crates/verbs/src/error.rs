@@ -28,6 +28,51 @@ pub enum RegisterError {
         /// The limit.
         max: usize,
     },
+    /// The locked-memory limit (`RLIMIT_MEMLOCK`) does not let the device
+    /// pin the buffer.
+    #[error(
+        "cannot pin {len} octets for the RDMA device: the locked-memory limit is {limit}; \
+         raise it (`ulimit -l unlimited`, or memlock in /etc/security/limits.conf) or run with CAP_IPC_LOCK"
+    )]
+    MemlockLimit {
+        /// Buffer length.
+        len: usize,
+        /// The limit in force, as text (e.g. "64 KiB").
+        limit: String,
+    },
+    /// The device refused the registration for another reason.
+    #[error("the RDMA device refused to register {len} octets: {reason}")]
+    Device {
+        /// Buffer length.
+        len: usize,
+        /// What the device said.
+        reason: String,
+    },
+}
+
+/// Why a device could not create a resource (protection domain,
+/// completion queue).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResourceError {
+    /// The request exceeds what the device supports.
+    #[error("{what}: {requested} requested, the device supports at most {max}")]
+    Limit {
+        /// What was asked for (e.g. "completion queue entries").
+        what: &'static str,
+        /// How many.
+        requested: usize,
+        /// The device's limit.
+        max: usize,
+    },
+    /// The device failed to create it.
+    #[error("cannot create {what}: {reason}")]
+    Device {
+        /// What (e.g. "a protection domain").
+        what: &'static str,
+        /// What the device said.
+        reason: String,
+    },
 }
 
 /// Why a deregistration failed.
@@ -78,6 +123,18 @@ pub enum PostError {
 }
 
 /// Why a connection attempt failed.
+///
+/// [`ConnectError::is_transient`] tells the failures worth retrying (the
+/// peer is not listening yet, or went away during set-up) from the others.
+///
+/// ```
+/// use rpcrdma_verbs::ConnectError;
+/// let refused = ConnectError::Io(std::io::ErrorKind::ConnectionRefused.into());
+/// assert!(refused.is_transient());
+/// assert!(ConnectError::Unreachable { reason: "no route".into() }.is_transient());
+/// assert!(!ConnectError::Timeout.is_transient());
+/// assert!(!ConnectError::Rejected { private_data: Default::default() }.is_transient());
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectError {
@@ -103,4 +160,47 @@ pub enum ConnectError {
         /// What is wrong.
         reason: String,
     },
+    /// Nobody accepts connections there: no listener (connection refused,
+    /// an InfiniBand CM reject for an unknown service), or the address or
+    /// route could not be resolved.
+    #[error("the peer is unreachable: {reason}")]
+    Unreachable {
+        /// What the provider saw.
+        reason: String,
+    },
+    /// The peer (or the network) closed the connection during set-up,
+    /// before it was established.
+    #[error("the peer closed the connection during set-up: {reason}")]
+    PeerClosed {
+        /// What the provider saw.
+        reason: String,
+    },
+    /// The device cannot make the connection (no device for that address,
+    /// queue pair creation failed, the device went away).
+    #[error("the RDMA device cannot make the connection: {reason}")]
+    Device {
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl ConnectError {
+    /// Whether retrying later may succeed: the peer is not listening yet,
+    /// or went away during set-up ([`ConnectError::Unreachable`],
+    /// [`ConnectError::PeerClosed`], or an I/O error refusing, resetting or
+    /// ending the connection). Timeouts, rejections, protocol errors and
+    /// invalid parameters are not transient.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ConnectError::Io(io) => matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionRefused
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::UnexpectedEof
+            ),
+            ConnectError::Unreachable { .. } | ConnectError::PeerClosed { .. } => true,
+            _ => false,
+        }
+    }
 }

@@ -56,7 +56,7 @@ mod error;
 mod traits;
 mod types;
 
-pub use error::{ConnectError, DeregisterError, PostError, RegisterError};
+pub use error::{ConnectError, DeregisterError, PostError, RegisterError, ResourceError};
 pub use traits::{
     CompletionQueue, ConnectRequest, Device, Listener, MemoryRegion, ProtectionDomain, QpParams,
     QueuePair,

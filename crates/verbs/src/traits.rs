@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::error::{ConnectError, DeregisterError, PostError, RegisterError};
+use crate::error::{ConnectError, DeregisterError, PostError, RegisterError, ResourceError};
 use crate::types::{
     Access, DisconnectReason, LocalSge, MrBuffer, QpCaps, RecvWr, RemoteAddr, SendWr,
     WorkCompletion,
@@ -206,11 +206,22 @@ pub trait Device: Send + Sync + 'static {
     /// Provider-specific connection options.
     type Options: Clone + Default + Send + Sync + core::fmt::Debug + 'static;
 
-    /// A new protection domain.
-    fn alloc_pd(&self) -> Self::Pd;
+    /// Whether a peer's Send with Invalidate can invalidate the remote keys
+    /// of regions this device registers (the RFC 8797 R bit). A provider
+    /// whose regions cannot be invalidated remotely (plain verbs memory
+    /// regions, without memory windows or fast registration) says `false`,
+    /// and the transport then advertises R = 0. Default: `true`.
+    fn remote_invalidation(&self) -> bool {
+        true
+    }
 
-    /// A new completion queue holding up to `capacity` completions.
-    fn create_cq(&self, capacity: usize) -> Self::Cq;
+    /// A new protection domain. A software provider never fails; a device
+    /// may run out of resources.
+    fn alloc_pd(&self) -> Result<Self::Pd, ResourceError>;
+
+    /// A new completion queue holding up to `capacity` completions; fails
+    /// if the device cannot hold that many ([`ResourceError::Limit`]).
+    fn create_cq(&self, capacity: usize) -> Result<Self::Cq, ResourceError>;
 
     /// Listens for connection requests on `addr`.
     fn listen(

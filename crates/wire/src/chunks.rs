@@ -97,6 +97,27 @@ pub struct ReadChunk<'a> {
     pub segments: &'a [ReadSegment],
 }
 
+/// One Read chunk as the responder assembles it
+/// ([`ChunkLists::read_chunks_by_position`]): every segment of the list at
+/// one Position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PositionedChunk {
+    /// Payload-stream position where the chunk's data belongs.
+    pub position: u32,
+    /// Its segments, in list order; their contents, concatenated, form the
+    /// chunk.
+    pub segments: Vec<Segment>,
+}
+
+impl PositionedChunk {
+    /// Sum of the segment lengths.
+    pub fn data_len(&self) -> u64 {
+        self.segments
+            .iter()
+            .fold(0u64, |n, s| n.saturating_add(u64::from(s.length)))
+    }
+}
+
 impl ReadChunk<'_> {
     /// Sum of the segment lengths.
     pub fn data_len(&self) -> u64 {
@@ -146,8 +167,40 @@ impl ChunkLists {
         })
     }
 
+    /// The Read list as a responder rebuilds the Payload stream from it:
+    /// segments grouped by Position (wherever they sit in the list), the
+    /// groups in increasing Position order, each group's segments in list
+    /// order. This is what Linux's server does; a requester normally sends
+    /// the list in this order already (see `docs/spec-notes.md`, W9).
+    ///
+    /// ```
+    /// use rpcrdma_wire::{ChunkLists, ReadSegment, Segment};
+    /// let s = |position, handle| ReadSegment { position, target: Segment { handle, length: 4, offset: 0 } };
+    /// let lists = ChunkLists { reads: vec![s(16, 1), s(8, 2), s(16, 3)], ..Default::default() };
+    /// let chunks = lists.read_chunks_by_position();
+    /// assert_eq!(chunks.len(), 2);
+    /// assert_eq!((chunks[0].position, chunks[0].data_len()), (8, 4));
+    /// assert_eq!(chunks[1].segments.iter().map(|s| s.handle).collect::<Vec<_>>(), vec![1, 3]);
+    /// ```
+    pub fn read_chunks_by_position(&self) -> Vec<PositionedChunk> {
+        let mut order: Vec<&ReadSegment> = self.reads.iter().collect();
+        // Stable: segments of one Position keep their list order.
+        order.sort_by_key(|s| s.position);
+        let mut out: Vec<PositionedChunk> = Vec::new();
+        for s in order {
+            match out.last_mut() {
+                Some(c) if c.position == s.position => c.segments.push(s.target),
+                _ => out.push(PositionedChunk {
+                    position: s.position,
+                    segments: vec![s.target],
+                }),
+            }
+        }
+        out
+    }
+
     /// Decodes the three lists, enforcing `limits` and the per-list rules
-    /// (Position alignment and grouping, non-empty chunks).
+    /// (Position alignment, non-empty chunks).
     pub(crate) fn decode(dec: &mut Decoder<'_>, limits: &Limits) -> Result<Self, HeaderError> {
         let reads = decode_read_list(dec, limits)?;
         let writes = decode_write_list(dec, limits)?;
@@ -186,15 +239,6 @@ fn decode_read_list(
                 index,
                 position: seg.position,
             });
-        }
-        if let Some(prev) = reads.last() {
-            if seg.position < prev.position {
-                return Err(HeaderError::ReadListOrder {
-                    index,
-                    position: seg.position,
-                    previous: prev.position,
-                });
-            }
         }
         reads.push(seg);
     }

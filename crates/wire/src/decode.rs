@@ -227,7 +227,9 @@ pub struct Message {
     /// Length of the transport header in bytes.
     pub header_len: usize,
     /// Everything after the header: the (possibly reduced) Payload stream
-    /// of `RDMA_MSG`, empty for the other types except `RDMA2_OPTIONAL`.
+    /// of `RDMA_MSG`; empty for `RDMA_NOMSG`; whatever pad bytes followed
+    /// an `RDMA_ERROR`'s body (accepted, W6); empty or the option's
+    /// business for `RDMA2_OPTIONAL`.
     pub payload: Bytes,
 }
 
@@ -387,7 +389,8 @@ fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<Message, HeaderError>
         Header::V1(h) => match &h.body {
             V1Body::Msg(c) => check_msg(c, &payload, xid, "RDMA_MSG", "RDMA_NOMSG")?,
             V1Body::NoMsg(c) => check_nomsg(c, &payload, "RDMA_NOMSG")?,
-            // The error decoder already refused trailing bytes.
+            // Bytes after a complete error body are pad (W6): the error
+            // still ends its RPC; they stay in `payload`.
             V1Body::Error(_) => {}
         },
         Header::V2(h) => match &h.body {
@@ -407,7 +410,23 @@ fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<Message, HeaderError>
                     });
                 }
             }
-            V2Body::NoMsg { chunks, .. } => check_nomsg(chunks, &payload, "RDMA2_NOMSG")?,
+            V2Body::NoMsg { direction, chunks } => {
+                check_nomsg(chunks, &payload, "RDMA2_NOMSG")?;
+                // The direction says which chunk holds the message: a call
+                // with only a Reply chunk (or a reply with only a
+                // Position-Zero Read chunk) carries no RPC message at all.
+                let (holds, needs) = match direction {
+                    Direction::Call => (chunks.has_position_zero(), "a Position-Zero Read chunk"),
+                    Direction::Reply => (chunks.reply.is_some(), "the Reply chunk"),
+                };
+                if !holds {
+                    return Err(HeaderError::NoMsgWrongChunk {
+                        proc_name: "RDMA2_NOMSG",
+                        direction: direction.name(),
+                        needs,
+                    });
+                }
+            }
             V2Body::Error(_) => {}
             V2Body::Optional(o) => {
                 if !cfg.options.supports(o.opttype) {

@@ -37,9 +37,6 @@ pub enum ErrorMessageDefect {
     /// The `rdma_err` value has no arm in the error union of its version.
     #[error("rdma_err {0} is not defined for this version")]
     UnknownCode(u32),
-    /// Bytes follow the error body; an error message carries no Payload stream.
-    #[error("{0} bytes follow the error body, which carries no Payload stream")]
-    TrailingBytes(usize),
 }
 
 /// Why a received RPC-over-RDMA message is not valid.
@@ -123,17 +120,6 @@ pub enum HeaderError {
         /// Its Position.
         position: u32,
     },
-    /// Read segments are not grouped into chunks in increasing Position
-    /// order (segments of one chunk must be adjacent; see `docs/spec-notes.md`).
-    #[error("Read segment {index} has Position {position} after a segment at Position {previous}; segments of one Read chunk must be adjacent and chunks in increasing Position order")]
-    ReadListOrder {
-        /// Index of the offending segment.
-        index: usize,
-        /// Its Position.
-        position: u32,
-        /// Position of the segment before it.
-        previous: u32,
-    },
     /// A Write chunk with no segments (a chunk is one or more segments,
     /// RFC 8166 §3.4.4).
     #[error("Write chunk {index} has no segments; a chunk consists of one or more RDMA segments")]
@@ -160,6 +146,19 @@ pub enum HeaderError {
     NoMsgWithoutChunks {
         /// `RDMA_NOMSG` or `RDMA2_NOMSG`.
         proc_name: &'static str,
+    },
+    /// A Version Two `RDMA2_NOMSG` whose chunk lists cannot hold a Payload
+    /// stream of its direction: a CALL needs a Position-Zero Read chunk
+    /// (the Long call), a REPLY the Reply chunk (draft-cel-01 §4.2.2, with
+    /// RFC 8166 §5.2.4's rule that the chunk holds the Payload stream).
+    #[error("{proc_name} with rdma_direction {direction} must carry its Payload stream in {needs}, and this one has none")]
+    NoMsgWrongChunk {
+        /// `RDMA2_NOMSG`.
+        proc_name: &'static str,
+        /// "CALL" or "REPLY".
+        direction: &'static str,
+        /// "a Position-Zero Read chunk" or "the Reply chunk".
+        needs: &'static str,
     },
     /// Bytes follow the header of a message type that has no Payload stream.
     #[error(
@@ -236,11 +235,11 @@ impl HeaderError {
             | Self::TooManyWriteChunks { .. }
             | Self::TooManySegments { .. }
             | Self::MisalignedPosition { .. }
-            | Self::ReadListOrder { .. }
             | Self::EmptyWriteChunk { .. }
             | Self::EmptyReplyChunk
             | Self::PositionZeroWithPayload { .. }
             | Self::NoMsgWithoutChunks { .. }
+            | Self::NoMsgWrongChunk { .. }
             | Self::UnexpectedPayload { .. }
             | Self::MissingPayload { .. }
             | Self::PayloadTooShort { .. }

@@ -89,7 +89,8 @@ pub mod v1;
 pub mod v2;
 
 pub use chunks::{
-    ChunkLists, Limits, ReadChunk, MAX_READ_SEGMENTS, MAX_SEGMENTS_PER_CHUNK, MAX_WRITE_CHUNKS,
+    ChunkLists, Limits, PositionedChunk, ReadChunk, MAX_READ_SEGMENTS, MAX_SEGMENTS_PER_CHUNK,
+    MAX_WRITE_CHUNKS,
 };
 pub use decode::{
     decode, DecodeConfig, ErrorCredits, Header, Message, Rejection, Verdict, VersionRange,

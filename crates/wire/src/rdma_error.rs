@@ -76,8 +76,10 @@ impl ErrorBody {
         }
     }
 
-    /// Decodes an error body of version `vers` (1 or 2) and checks that
-    /// nothing follows it.
+    /// Decodes an error body of version `vers` (1 or 2). Bytes after it
+    /// (XDR pad, or a peer's fixed-size send buffer) are left to the
+    /// caller: an error that can be decoded still ends its RPC (see
+    /// `docs/spec-notes.md`, W6).
     pub(crate) fn decode(dec: &mut Decoder<'_>, vers: u32) -> Result<Self, ErrorMessageDefect> {
         let code = dec.get_u32().map_err(ErrorMessageDefect::Truncated)?;
         let body = match ErrCode(code) {
@@ -89,9 +91,6 @@ impl ErrorBody {
             ErrCode::INVAL_OPTION if vers >= 2 => Self::InvalOption,
             _ => return Err(ErrorMessageDefect::UnknownCode(code)),
         };
-        if !dec.is_empty() {
-            return Err(ErrorMessageDefect::TrailingBytes(dec.rest().len()));
-        }
         Ok(body)
     }
 }

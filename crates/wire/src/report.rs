@@ -175,13 +175,20 @@ fn chunks_text(out: &mut String, c: &ChunkLists) {
     if c.reads.is_empty() {
         out.push_str("  read list    empty\n");
     } else {
-        let n = c.read_chunks().count();
+        let chunks = c.read_chunks_by_position();
+        let sorted = c.reads.windows(2).all(|w| w[0].position <= w[1].position);
         let _ = writeln!(
             out,
-            "  read list    {} segments in {n} chunks",
-            c.reads.len()
+            "  read list    {} segments in {} chunks{}",
+            c.reads.len(),
+            chunks.len(),
+            if sorted {
+                ""
+            } else {
+                " (listed out of Position order; grouped and sorted as a responder rebuilds them)"
+            }
         );
-        for chunk in c.read_chunks() {
+        for chunk in &chunks {
             let kind = if chunk.position == 0 {
                 " (Position-Zero: the whole RPC message)"
             } else {
@@ -193,8 +200,8 @@ fn chunks_text(out: &mut String, c: &ChunkLists) {
                 chunk.position,
                 chunk.data_len()
             );
-            for s in chunk.segments {
-                let _ = writeln!(out, "      {}", segment_text(&s.target));
+            for s in &chunk.segments {
+                let _ = writeln!(out, "      {}", segment_text(s));
             }
         }
     }
@@ -288,6 +295,13 @@ pub fn message_text(result: &Result<Message, Rejection>) -> String {
                 );
             }
             let _ = writeln!(out, "  header       {} bytes", m.header_len);
+            if h.error().is_some() && !m.payload.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  pad          {} bytes after the error body (ignored)",
+                    m.payload.len()
+                );
+            }
             let _ = write!(out, "  payload      {} bytes", m.payload.len());
             if let Some(rpc) = describe_rpc(&m.payload) {
                 let _ = write!(out, ": {rpc}");

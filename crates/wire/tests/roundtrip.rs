@@ -147,6 +147,21 @@ fn v2_header() -> impl Strategy<Value = V2Header> {
                 }
                 1 => {
                     fix_chunks(&mut c, false);
+                    // A Version Two NOMSG holds its message in the chunk
+                    // its direction names (spec note D3).
+                    match direction {
+                        Direction::Call if !c.has_position_zero() => c.reads.insert(
+                            0,
+                            ReadSegment {
+                                position: 0,
+                                target: Segment::default(),
+                            },
+                        ),
+                        Direction::Reply if c.reply.is_none() => {
+                            c.reply = Some(WriteChunk::new(vec![Segment::default()]));
+                        }
+                        _ => {}
+                    }
                     V2Body::NoMsg {
                         direction,
                         chunks: c,

@@ -89,16 +89,26 @@ fn w5_error_in_unsupported_version_is_discarded() {
 }
 
 #[test]
-fn w6_error_message_must_be_exact() {
-    for m in [
-        "00000005 00000001 00000001 00000004 00000002 00000000",
-        "00000005 00000001 00000001 00000004 00000003",
+fn w6_undecodable_errors_are_discarded_but_padding_is_accepted() {
+    // An rdma_err with no arm in Version One: discarded.
+    let m = "00000005 00000001 00000001 00000004 00000003";
+    assert_eq!(
+        decode(&h(m), &DecodeConfig::default()).unwrap_err().verdict,
+        Verdict::Discard,
+        "{m}"
+    );
+    // Pad bytes after a complete error body: the error still ends its RPC.
+    for (m, pad) in [
+        ("00000005 00000001 00000001 00000004 00000002 00000000", 4),
+        (
+            "00000005 00000001 00000001 00000004 00000001 00000001 00000002 0000000000000000",
+            8,
+        ),
+        ("00000005 00000002 00000001 00000004 00000002 00", 1),
     ] {
-        assert_eq!(
-            decode(&h(m), &DecodeConfig::default()).unwrap_err().verdict,
-            Verdict::Discard,
-            "{m}"
-        );
+        let msg = decode(&h(m), &DecodeConfig::default()).unwrap_or_else(|e| panic!("{m}: {e}"));
+        assert!(msg.header.error().is_some(), "{m}");
+        assert_eq!(msg.payload.len(), pad, "{m}");
     }
 }
 
@@ -122,24 +132,53 @@ fn w8_msg_with_position_zero_chunk_is_rejected() {
 }
 
 #[test]
-fn w9_read_list_is_grouped_and_ordered() {
-    let seg = |p: u32| format!("00000001 {p:08x} 00000001 00000004 0000000000000000 ");
+fn w9_read_list_in_any_order_is_accepted_and_grouped_by_position() {
+    use rpcrdma_wire::Segment;
+    let seg =
+        |p: u32, handle: u32| format!("00000001 {p:08x} {handle:08x} 00000004 0000000000000000 ");
+    // In order: accepted, as before.
     let m = format!(
         "00000005 00000001 00000001 00000000 {}{}{}00000000 00000000 00000000 00000005 00000000",
-        seg(8),
-        seg(8),
-        seg(12)
+        seg(8, 1),
+        seg(8, 2),
+        seg(12, 3)
     );
     assert!(decode(&h(&m), &DecodeConfig::default()).is_ok());
+    // Out of order, one chunk split in two runs: accepted (Linux's server
+    // sorts and merges); the responder's view groups by Position, sorted,
+    // segments of one Position in list order.
     let m = format!(
         "00000005 00000001 00000001 00000000 {}{}{}00000000 00000000 00000000 00000005 00000000",
-        seg(8),
-        seg(12),
-        seg(8)
+        seg(12, 1),
+        seg(8, 2),
+        seg(12, 3)
+    );
+    let msg = decode(&h(&m), &DecodeConfig::default()).expect("accepted");
+    let c = msg.header.chunks().unwrap();
+    // The wire order is kept (a decoded header re-encodes byte for byte).
+    assert_eq!(
+        c.reads.iter().map(|r| r.position).collect::<Vec<_>>(),
+        vec![12, 8, 12]
+    );
+    let by_pos = c.read_chunks_by_position();
+    let handles = |segs: &[Segment]| segs.iter().map(|s| s.handle).collect::<Vec<_>>();
+    assert_eq!(by_pos.len(), 2);
+    assert_eq!(
+        (by_pos[0].position, handles(&by_pos[0].segments)),
+        (8, vec![2])
+    );
+    assert_eq!(
+        (by_pos[1].position, handles(&by_pos[1].segments)),
+        (12, vec![1, 3])
+    );
+    // Misaligned positions are still refused.
+    let m = format!(
+        "00000005 00000001 00000001 00000000 {}00000000 00000000 00000000 00000005 00000000",
+        seg(6, 1)
     );
     assert!(matches!(
         decode(&h(&m), &DecodeConfig::default()).unwrap_err().error,
-        HeaderError::ReadListOrder { .. }
+        HeaderError::MisalignedPosition { .. }
     ));
 }
 
@@ -220,6 +259,37 @@ fn d3_v2_nomsg_has_no_payload() {
         decode(&h(m), &DecodeConfig::default()).unwrap_err().error,
         HeaderError::UnexpectedPayload { .. }
     ));
+}
+
+/// D3: the Payload stream of an `RDMA2_NOMSG` must be where its direction
+/// puts it: a CALL in a Position-Zero Read chunk, a REPLY in the Reply
+/// chunk (a CALL with only a Reply chunk carries no call at all).
+#[test]
+fn d3_v2_nomsg_holds_its_payload_where_its_direction_says() {
+    // Direction CALL, only a Reply chunk (the message of issue 9, item 1).
+    let m = "00000011 00000002 00000001 00000001 00000000 00000000 00000000 00000001 00000001 00000001 00000400 00000000 00000000";
+    let rej = decode(&h(m), &DecodeConfig::default()).unwrap_err();
+    assert!(
+        matches!(rej.error, HeaderError::NoMsgWrongChunk { .. }),
+        "{}",
+        rej.error
+    );
+    assert_eq!(
+        hex::encode(rej.reply_bytes().unwrap()),
+        "0000001100000002000000010000000400000002"
+    );
+    // Direction REPLY with only a Position-Zero Read chunk.
+    let m = "00000011 00000002 00000001 00000001 00000001 00000001 00000000 00000001 00000400 0000000000000000 00000000 00000000 00000000";
+    assert!(matches!(
+        decode(&h(m), &DecodeConfig::default()).unwrap_err().error,
+        HeaderError::NoMsgWrongChunk { .. }
+    ));
+    // The right chunk for each direction is accepted (a Long call may also
+    // provide a Reply chunk).
+    let call = "00000011 00000002 00000001 00000001 00000000 00000001 00000000 00000001 00000400 0000000000000000 00000000 00000000 00000001 00000001 00000002 00000400 0000000000000000";
+    assert!(decode(&h(call), &DecodeConfig::default()).is_ok());
+    let reply = "00000011 00000002 00000001 00000001 00000001 00000000 00000000 00000001 00000001 00000001 00000400 00000000 00000000";
+    assert!(decode(&h(reply), &DecodeConfig::default()).is_ok());
 }
 
 #[test]

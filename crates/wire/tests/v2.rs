@@ -61,8 +61,9 @@ fn msg_call_and_reply() {
 
 #[test]
 fn nomsg_with_reply_chunk() {
+    // A Long reply: direction REPLY, the message in the Reply chunk.
     let bytes = h(&(prefix(XID, 9, 1)
-        + &w(0)
+        + &w(1)
         + &w(0)
         + &w(0)
         + &w(1)
@@ -73,7 +74,7 @@ fn nomsg_with_reply_chunk() {
         xid: XID,
         credits: 9,
         body: V2Body::NoMsg {
-            direction: Direction::Call,
+            direction: Direction::Reply,
             chunks: ChunkLists {
                 reply: Some(WriteChunk::new(vec![Segment {
                     handle: 5,
@@ -258,7 +259,7 @@ fn unknown_procs_are_bad_header() {
 
 #[test]
 fn undecodable_v2_errors_are_discarded() {
-    for body in [String::new(), w(1) + &w(1), w(4), w(2) + &w(0)] {
+    for body in [String::new(), w(1) + &w(1), w(4)] {
         let r = rejected(&h(&(prefix(XID, 9, 4) + &body)));
         assert_eq!(r.verdict, Verdict::Discard, "{body}: {}", r.error);
     }

@@ -1,5 +1,6 @@
-//! `rpcrdma demo`: server and client in one process over the software
-//! iWARP provider on loopback, exercising every message form.
+//! `rpcrdma demo`: server and client in one process over the chosen verbs
+//! provider (software iWARP on loopback by default; `--provider rdma-core`
+//! over an RDMA device), exercising every message form.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -14,15 +15,18 @@ use rpcrdma_demoprog::{
 };
 use rpcrdma_engine::CallError;
 use rpcrdma_oncrpc::{Client, ClientConfig, Server, ServerConfig, Services};
-use rpcrdma_softiwarp::SoftIwarp;
 use rpcrdma_transport::{serve_rdma, ListenConfig, RdmaConnector, RdmaTransport};
+use rpcrdma_verbs::Device;
 
+use super::provider::{Setup, WithDevice};
 use super::rdma_opts::RdmaOpts;
 
 /// Arguments of `rpcrdma demo`.
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
-    /// Where the demo server listens (port 0: any free port).
+    /// Where the demo server listens (port 0: any free port). With
+    /// `--provider rdma-core`, an address of the device's interface (e.g.
+    /// the rxe or siw netdev's address).
     #[arg(long, default_value = "127.0.0.1:0")]
     listen: SocketAddr,
     /// Bytes moved by the READ and WRITE operations.
@@ -39,7 +43,7 @@ struct Row {
     time: Duration,
 }
 
-fn forms(t: &RdmaTransport<SoftIwarp>) -> String {
+fn forms<D: Device>(t: &RdmaTransport<D>) -> String {
     match t.last_forms() {
         Some(f) => format!("{} call / {} reply", f.call.name(), f.reply.name()),
         None => "-".into(),
@@ -52,27 +56,47 @@ pub(crate) fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(demo(args))
+    args.rdma.check()?;
+    let params = args.rdma.params();
+    let provider = args.rdma.provider.clone();
+    rt.block_on(provider.run(params, Demo(args)))
 }
 
-async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
-    let dev = SoftIwarp::new();
+struct Demo(DemoArgs);
+
+impl WithDevice for Demo {
+    type Output = ExitCode;
+
+    async fn run<D: Device + Clone + std::fmt::Debug>(
+        self,
+        dev: D,
+        setup: Setup<D>,
+    ) -> anyhow::Result<ExitCode> {
+        demo(self.0, dev, setup).await
+    }
+}
+
+async fn demo<D: Device + Clone>(
+    args: DemoArgs,
+    dev: D,
+    setup: Setup<D>,
+) -> anyhow::Result<ExitCode> {
     let mut services = Services::new();
     serve_demo(&mut services);
     let server = Server::new(services, ServerConfig::default());
     let listen = ListenConfig {
         engine: args.rdma.server(),
-        options: args.rdma.options(),
+        options: setup.options.clone(),
         caps: args.rdma.caps(),
     };
     let svc = serve_rdma(&server, dev.clone(), args.listen, listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = svc.local_addr();
-    eprintln!("rpcrdma demo: server listening on {addr} (software iWARP)");
+    eprintln!("rpcrdma demo: server listening on {addr} ({})", setup.label);
 
     let connector = RdmaConnector::new(dev, addr, args.rdma.client())
-        .options(args.rdma.options())
+        .options(setup.options.clone())
         .caps(args.rdma.caps());
     let handle = connector.handle();
     // The client serves the demo's callback program, so it takes
@@ -204,7 +228,10 @@ async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
             served.get()
         );
     }
-    let server_forms = svc.connections().first().map_or_else(|| "-".into(), forms);
+    let server_forms = svc
+        .connections()
+        .first()
+        .map_or_else(|| "-".into(), |t| forms(t));
     rows.push(Row {
         op: format!("reverse: {n} x CB_ECHO {}", human(len.into())),
         forms: server_forms,
@@ -239,6 +266,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let props = info
         .feature(rpcrdma_engine::TRANSPORT_PROPERTIES)
         .map_or("not registered", |f| f.state.name());
+    println!("provider: {}", setup.label);
     println!(
         "RPC-over-RDMA version {version}{} | inline thresholds: send {} B, receive {} B | remote invalidation: {} | credits granted: {} | v2 transport properties: {props}",
         if fell_back { " (fell back from 2)" } else { "" },

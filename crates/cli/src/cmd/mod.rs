@@ -7,6 +7,7 @@ pub(crate) mod decode;
 pub(crate) mod demo;
 pub(crate) mod nfs;
 pub(crate) mod probe;
+pub(crate) mod provider;
 pub(crate) mod rdma_opts;
 pub(crate) mod rping;
 pub(crate) mod serve;

@@ -103,18 +103,18 @@ pub(crate) fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
             .as_ref()
             .and_then(|h| h.transport())
             .context("no RPC-over-RDMA connection was made")?;
-        let offered = |t: &rpcrdma_transport::RdmaTransport<_>| {
+        let offered = |t: &dyn super::connect::TransportView| {
             t.info()
                 .feature(TRANSPORT_PROPERTIES)
                 .is_some_and(|f| f.state == FeatureState::Offered)
         };
-        if null.is_ok() && offered(&t) {
+        if null.is_ok() && offered(t.as_ref()) {
             // The Version Two transport properties offer went out after the
             // first reply; its answer precedes the reply to a second call.
             null = c.client.null(a.prog, a.vers).await;
         }
         let info = t.info();
-        let raw = t.peer_private_data().clone();
+        let raw = t.peer_private_data();
         let (version, fell_back) = t.negotiated().unwrap_or((0, false));
         let null_desc = match &null {
             Ok(()) => "reply: SUCCESS".to_string(),
@@ -136,6 +136,7 @@ pub(crate) fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
             };
             let v = serde_json::json!({
                 "addr": addr.to_string(),
+                "provider": c.provider,
                 "version": version,
                 "fell_back": fell_back,
                 "peer_private_data_hex": hex::encode(&raw),
@@ -149,7 +150,7 @@ pub(crate) fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
             });
             println!("{v}");
         } else {
-            println!("peer {addr}");
+            println!("peer {addr} (via {})", c.provider);
             println!(
                 "  private data ({} bytes): {}",
                 raw.len(),

@@ -1,11 +1,13 @@
 //! Options shared by the commands that open RPC-over-RDMA connections
-//! (demo, serve, call, probe, bench).
+//! (demo, serve, call, probe, bench), the provider's included.
 
 use clap::{Args, ValueEnum};
 use rpcrdma_engine::{EngineConfig, VersionPolicy};
 use rpcrdma_softiwarp::Options;
 use rpcrdma_verbs::QpCaps;
 use rpcrdma_wire::VersionRange;
+
+use super::provider::{ProviderOpts, ProviderParams};
 
 /// Which RPC-over-RDMA version to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -37,14 +39,14 @@ pub(crate) struct RdmaOpts {
     /// Do not offer remote invalidation (RFC 8797 R bit).
     #[arg(long)]
     pub(crate) no_remote_invalidate: bool,
-    /// Ask for MPA CRC32c on every FPDU.
+    /// Ask for MPA CRC32c on every FPDU (software iWARP).
     #[arg(long)]
     pub(crate) crc: bool,
     /// Do not offer or accept the experimental Version Two transport
     /// properties feature (docs/v2-transport-properties.md).
     #[arg(long)]
     pub(crate) no_transport_properties: bool,
-    /// MPA revision to request (1 or 2).
+    /// MPA revision to request (1 or 2; software iWARP).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
     pub(crate) mpa_revision: u8,
     /// Largest ULPDU per MPA FPDU we send (MULPDU), 64..=65535. The
@@ -52,6 +54,8 @@ pub(crate) struct RdmaOpts {
     /// 1500-byte Ethernet segment, as Linux siw sends.
     #[arg(long, value_parser = clap::value_parser!(u32).range(64..=65535))]
     pub(crate) mulpdu: Option<u32>,
+    #[command(flatten)]
+    pub(crate) provider: ProviderOpts,
 }
 
 impl RdmaOpts {
@@ -112,5 +116,75 @@ impl RdmaOpts {
             o.max_ulpdu = m as usize;
         }
         o
+    }
+
+    /// Settings of both providers: software iWARP options, and receive
+    /// slots of the inline threshold (the largest message a peer may Send
+    /// us) for rdma-core.
+    pub(crate) fn params(&self) -> ProviderParams {
+        ProviderParams {
+            softiwarp: self.options(),
+            recv_size: self.inline as usize,
+        }
+    }
+
+    /// Refuses software iWARP options with another provider.
+    pub(crate) fn check(&self) -> anyhow::Result<()> {
+        if !self.provider.is_softiwarp()
+            && (self.crc || self.mpa_revision != 2 || self.mulpdu.is_some())
+        {
+            anyhow::bail!("--crc, --mpa-revision and --mulpdu are software iWARP options; an rdma-core device negotiates MPA itself (iWARP) or has none (InfiniBand/RoCE)");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cmd::provider::ProviderKind;
+
+    #[derive(Debug, Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        rdma: RdmaOpts,
+    }
+
+    fn parse(args: &[&str]) -> RdmaOpts {
+        Cmd::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
+            .unwrap()
+            .rdma
+    }
+
+    #[test]
+    fn provider_options_are_shared_and_checked() {
+        let o = parse(&[
+            "--provider",
+            "rdma-core",
+            "--device",
+            "rxe0",
+            "--inline",
+            "4096",
+        ]);
+        assert_eq!(o.provider.provider, ProviderKind::RdmaCore);
+        assert_eq!(o.provider.device.as_deref(), Some("rxe0"));
+        assert!(o.check().is_ok());
+        // Receive slots of the inline threshold (the largest Send a peer
+        // may make).
+        assert_eq!(o.params().recv_size, 4096);
+        for bad in [
+            &["--provider", "rdma-core", "--crc"][..],
+            &["--provider", "rdma-core", "--mpa-revision", "1"],
+        ] {
+            let e = parse(bad).check().unwrap_err().to_string();
+            assert!(e.contains("software iWARP options"), "{e}");
+        }
+        let o = parse(&["--crc", "--mpa-revision", "1"]);
+        assert_eq!(o.provider.provider, ProviderKind::Softiwarp);
+        assert!(o.check().is_ok());
+        assert!(o.params().softiwarp.crc);
+        assert_eq!(o.params().softiwarp.revision, 1);
     }
 }

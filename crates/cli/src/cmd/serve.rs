@@ -9,16 +9,18 @@ use clap::Args;
 use rpcrdma_demoprog::{serve_demo, PROGRAM, VERSION};
 use rpcrdma_oncrpc::rpcbind::Rpcbind;
 use rpcrdma_oncrpc::{Server, ServerConfig, Services};
-use rpcrdma_softiwarp::SoftIwarp;
 use rpcrdma_transport::{serve_rdma, ListenConfig};
+use rpcrdma_verbs::Device;
 
 use super::connect::resolve;
+use super::provider::{Setup, WithDevice};
 use super::rdma_opts::RdmaOpts;
 
 /// Arguments of `rpcrdma serve`.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    /// RPC-over-RDMA (software iWARP) listening address.
+    /// RPC-over-RDMA listening address (with `--provider rdma-core`, an
+    /// address of the device's interface, or 0.0.0.0).
     #[arg(long, default_value = "127.0.0.1:20049")]
     listen: String,
     /// Also serve ONC RPC over TCP on this address.
@@ -31,6 +33,16 @@ pub(crate) struct ServeArgs {
     /// Exit after this many seconds (default: run until Ctrl-C / SIGTERM).
     #[arg(long)]
     duration: Option<u64>,
+    /// Most memory all RPC-over-RDMA connections together may hold for
+    /// clients' calls (Read chunk sinks, reply data in flight, idle sink
+    /// buffers): a number of bytes with an optional K, M, G or T suffix
+    /// (binary: 512M is 512 MiB). Calls beyond it wait; see docs/engine.md.
+    #[arg(long, value_name = "SIZE", default_value = "512M", value_parser = parse_size)]
+    max_memory: u64,
+    /// Most memory one connection may hold (same syntax; at most
+    /// --max-memory).
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
+    max_connection_memory: u64,
     #[command(flatten)]
     rdma: RdmaOpts,
 }
@@ -43,29 +55,70 @@ pub(crate) fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(serve(a, listen, tcp))
+    a.rdma.check()?;
+    let params = a.rdma.params();
+    let provider = a.rdma.provider.clone();
+    rt.block_on(provider.run(params, Serve { a, listen, tcp }))
 }
 
-async fn serve(
+struct Serve {
     a: ServeArgs,
     listen: SocketAddr,
     tcp: Option<SocketAddr>,
+}
+
+impl WithDevice for Serve {
+    type Output = ExitCode;
+
+    async fn run<D: Device + Clone + std::fmt::Debug>(
+        self,
+        dev: D,
+        setup: Setup<D>,
+    ) -> anyhow::Result<ExitCode> {
+        serve(self.a, self.listen, self.tcp, dev, setup).await
+    }
+}
+
+async fn serve<D: Device + Clone>(
+    a: ServeArgs,
+    listen: SocketAddr,
+    tcp: Option<SocketAddr>,
+    dev: D,
+    setup: Setup<D>,
 ) -> anyhow::Result<ExitCode> {
     let mut services = Services::new();
     serve_demo(&mut services);
     let server = Server::new(services, ServerConfig::default());
+    let mut engine = a.rdma.server();
+    engine.max_shared_memory = a.max_memory;
+    engine.max_memory = a.max_connection_memory.min(a.max_memory);
     let cfg = ListenConfig {
-        engine: a.rdma.server(),
-        options: a.rdma.options(),
+        engine,
+        options: setup.options.clone(),
         caps: a.rdma.caps(),
     };
-    let svc = serve_rdma(&server, SoftIwarp::new(), listen, cfg)
+    let svc = serve_rdma(&server, dev, listen, cfg)
         .await
         .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?;
     let rdma_addr = svc.local_addr();
     println!(
-        "serving the demo program {PROGRAM:#x} v{VERSION} over RPC-over-RDMA (software iWARP) on {rdma_addr}"
+        "serving the demo program {PROGRAM:#x} v{VERSION} over RPC-over-RDMA ({}) on {rdma_addr}",
+        setup.label
     );
+    let per_connection = a.max_connection_memory.min(a.max_memory);
+    println!(
+        "memory for clients' calls: at most {} in all, {} per connection",
+        show_size(a.max_memory),
+        show_size(per_connection)
+    );
+    let largest = u64::from(cfg_max_message(&a));
+    if per_connection < largest {
+        eprintln!(
+            "note: calls whose Read chunks exceed {} (the per-connection memory) are refused with SYSTEM_ERR; the largest message is {}",
+            show_size(per_connection),
+            show_size(largest)
+        );
+    }
     let tcp_addr = match tcp {
         Some(t) => {
             let bound = server
@@ -112,4 +165,63 @@ async fn serve(
     svc.stop().await;
     server.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Parses a size: bytes, or a number with a K, M, G or T suffix (binary
+/// multiples; an optional `i` and `B` may follow: `64M`, `64MiB`, `2g`).
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let body = lower.strip_suffix('b').unwrap_or(&lower);
+    let body = body.strip_suffix('i').unwrap_or(body);
+    let (digits, shift) = match body.char_indices().last() {
+        Some((i, 'k')) => (&body[..i], 10),
+        Some((i, 'm')) => (&body[..i], 20),
+        Some((i, 'g')) => (&body[..i], 30),
+        Some((i, 't')) => (&body[..i], 40),
+        _ => (body, 0),
+    };
+    let bad =
+        || format!("{t:?} is not a size: give bytes or a number with K, M, G or T (e.g. 512M, 2G)");
+    let n: u64 = digits.trim().parse().map_err(|_| bad())?;
+    let v = n.checked_mul(1u64 << shift).ok_or_else(bad)?;
+    if v == 0 {
+        return Err(format!("{t:?}: the size must be more than zero"));
+    }
+    Ok(v)
+}
+
+/// The largest message the server accepts through chunks.
+fn cfg_max_message(a: &ServeArgs) -> u32 {
+    a.rdma.server().max_message
+}
+
+/// A size for people: whole GiB, MiB or KiB when exact, else bytes.
+fn show_size(v: u64) -> String {
+    match v {
+        v if v >= 1 << 30 && v % (1 << 30) == 0 => format!("{} GiB", v >> 30),
+        v if v >= 1 << 20 && v % (1 << 20) == 0 => format!("{} MiB", v >> 20),
+        v if v >= 1 << 10 && v % (1 << 10) == 0 => format!("{} KiB", v >> 10),
+        v => format!("{v} bytes"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("100k"), Ok(100 << 10));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size(" 8M "), Ok(8 << 20));
+        for bad in ["", "M", "1.5G", "-1M", "12X", "0", "99999999999T"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -52,7 +52,9 @@ pub struct FeatureContext {
     /// The size of each receive buffer this end posts (the largest message
     /// it can take in one Send).
     pub recv_buffer_size: u32,
-    /// The largest Send this end posts (`EngineConfig::inline_send`).
+    /// The largest Send this end posts (`EngineConfig::inline_send`, at
+    /// least 4096 on a Version Two connection without RFC 8797 private
+    /// data).
     pub inline_send: u32,
     /// The chunk-list limits this end's decoder enforces.
     pub limits: Limits,

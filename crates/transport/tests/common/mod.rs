@@ -18,7 +18,9 @@ use rpcrdma_softiwarp::{Cq, Mr, Options, Pd, Qp, Request, SoftIwarp, SoftListene
 use rpcrdma_testkit::mpa::{fpdu_spans, fpdu_ulpdu, DdpSegment, StartFrame};
 use rpcrdma_testkit::relay::{Direction, Recorded, Relay};
 use rpcrdma_transport::{serve_rdma, ListenConfig, RdmaConnector, RdmaService, RdmaTransport};
-use rpcrdma_verbs::{ConnectError, ConnectRequest, Device, Listener, QpCaps, QpParams};
+use rpcrdma_verbs::{
+    ConnectError, ConnectRequest, Device, Listener, QpCaps, QpParams, ResourceError,
+};
 use rpcrdma_wire::VersionRange;
 
 /// Generous bound for anything that should happen "soon": it only fails a
@@ -32,11 +34,21 @@ pub const PATIENCE: Duration = Duration::from_secs(30);
 pub struct CountingDevice {
     inner: SoftIwarp,
     pds: Arc<Mutex<Vec<Pd>>>,
+    no_remote_invalidation: bool,
 }
 
 impl CountingDevice {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A device that says its regions cannot be invalidated remotely (as
+    /// the rdma-core provider does).
+    pub fn without_remote_invalidation() -> Self {
+        CountingDevice {
+            no_remote_invalidation: true,
+            ..Self::default()
+        }
     }
 
     /// Regions registered in every protection domain of this device.
@@ -60,13 +72,17 @@ impl Device for CountingDevice {
     type Request = CountingRequest;
     type Options = Options;
 
-    fn alloc_pd(&self) -> Pd {
-        let pd = self.inner.alloc_pd();
-        self.pds.lock().unwrap().push(pd.clone());
-        pd
+    fn remote_invalidation(&self) -> bool {
+        !self.no_remote_invalidation
     }
 
-    fn create_cq(&self, capacity: usize) -> Cq {
+    fn alloc_pd(&self) -> Result<Pd, ResourceError> {
+        let pd = self.inner.alloc_pd()?;
+        self.pds.lock().unwrap().push(pd.clone());
+        Ok(pd)
+    }
+
+    fn create_cq(&self, capacity: usize) -> Result<Cq, ResourceError> {
         self.inner.create_cq(capacity)
     }
 

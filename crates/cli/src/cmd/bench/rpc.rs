@@ -1,5 +1,5 @@
-//! `rpcrdma bench` (RPC level): RPC-over-RDMA over the software iWARP
-//! provider, ONC RPC over TCP, and raw TCP, measured in one run between
+//! `rpcrdma bench` (RPC level): RPC-over-RDMA over the chosen verbs
+//! provider (software iWARP by default), ONC RPC over TCP, and raw TCP, measured in one run between
 //! the same two threads on loopback.
 //!
 //! Thread "server" runs the demo program over RPC-over-RDMA and over TCP
@@ -43,13 +43,14 @@ use rpcrdma_demoprog::{
 };
 use rpcrdma_oncrpc::tcp::TcpConnector;
 use rpcrdma_oncrpc::{Client, ClientConfig, Server, ServerConfig, Services};
-use rpcrdma_softiwarp::SoftIwarp;
 use rpcrdma_transport::{serve_rdma, ListenConfig, RdmaConnector};
+use rpcrdma_verbs::Device;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
 use super::{median, num, on_thread};
+use crate::cmd::provider::{Setup, WithDevice};
 use crate::cmd::rdma_opts::RdmaOpts;
 
 const MIB: usize = 1 << 20;
@@ -78,6 +79,11 @@ pub(crate) struct RpcBenchArgs {
     /// ratios of the others are then reported as null).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub(crate) only: Vec<Measure>,
+    /// Address the RPC-over-RDMA server binds (port chosen by the
+    /// system); with `--provider rdma-core`, an address of the device's
+    /// interface.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub(crate) listen_ip: std::net::IpAddr,
     #[command(flatten)]
     pub(crate) rdma: RdmaOpts,
 }
@@ -123,8 +129,10 @@ struct Addrs {
 }
 
 /// The server thread: every endpoint the client measures against.
-async fn server(
+async fn server<D: Device + Clone>(
     args: RpcBenchArgs,
+    dev: D,
+    options: D::Options,
     tx: std_mpsc::Sender<Addrs>,
     stop: oneshot::Receiver<()>,
 ) -> anyhow::Result<()> {
@@ -133,10 +141,10 @@ async fn server(
     let server = Server::new(services, ServerConfig::default());
     let listen = ListenConfig {
         engine: args.rdma.server(),
-        options: args.rdma.options(),
+        options,
         caps: args.rdma.caps(),
     };
-    let svc = serve_rdma(&server, SoftIwarp::new(), "127.0.0.1:0".parse()?, listen).await?;
+    let svc = serve_rdma(&server, dev, SocketAddr::new(args.listen_ip, 0), listen).await?;
     let rpc_tcp = server.serve_tcp("127.0.0.1:0").await?;
     let echo = TcpListener::bind("127.0.0.1:0").await?;
     let sink = TcpListener::bind("127.0.0.1:0").await?;
@@ -373,11 +381,17 @@ struct Results {
     version: u32,
 }
 
-async fn client(args: RpcBenchArgs, a: Addrs, bar: ProgressBar) -> anyhow::Result<Results> {
+async fn client<D: Device + Clone>(
+    args: RpcBenchArgs,
+    dev: D,
+    options: D::Options,
+    a: Addrs,
+    bar: ProgressBar,
+) -> anyhow::Result<Results> {
     let mut cfg = ClientConfig::default();
     cfg.max_in_flight = 256;
-    let connector = RdmaConnector::new(SoftIwarp::new(), a.rdma, args.rdma.client())
-        .options(args.rdma.options())
+    let connector = RdmaConnector::new(dev, a.rdma, args.rdma.client())
+        .options(options)
         .caps(args.rdma.caps());
     let handle = connector.handle();
     let rdma = Client::connect(connector, cfg.clone())
@@ -485,6 +499,51 @@ async fn client(args: RpcBenchArgs, a: Addrs, bar: ProgressBar) -> anyhow::Resul
     Ok(r)
 }
 
+/// Both sides, each on its own thread and runtime, over one provider.
+struct Threads {
+    args: RpcBenchArgs,
+    bar: ProgressBar,
+}
+
+impl WithDevice for Threads {
+    type Output = (Results, String);
+
+    async fn run<D: Device + Clone + std::fmt::Debug>(
+        self,
+        dev: D,
+        setup: Setup<D>,
+    ) -> anyhow::Result<(Results, String)> {
+        let Threads { args, bar } = self;
+        let (atx, arx) = std_mpsc::channel();
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let srv = on_thread(
+            "bench-server",
+            server(
+                args.clone(),
+                dev.clone(),
+                setup.options.clone(),
+                atx,
+                stop_rx,
+            ),
+        );
+        let Ok(addrs) = arx.recv_timeout(Duration::from_secs(30)) else {
+            return Err(match srv.join() {
+                Ok(Err(e)) => e.context("the benchmark server did not start"),
+                _ => anyhow!("the benchmark server did not start"),
+            });
+        };
+        let cli = on_thread(
+            "bench-client",
+            client(args.clone(), dev, setup.options, addrs, bar.clone()),
+        );
+        let res = cli.join().map_err(|_| anyhow!("client thread panicked"))?;
+        let _ = stop_tx.send(());
+        let _ = srv.join();
+        bar.finish_and_clear();
+        Ok((res?, setup.label))
+    }
+}
+
 /// Runs the RPC-level benchmark.
 pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
     if args.rounds == 0 || args.round_trips == 0 || args.mib == 0 {
@@ -495,18 +554,19 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
         ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let (atx, arx) = std_mpsc::channel();
-    let (stop_tx, stop_rx) = oneshot::channel();
-    let srv = on_thread("bench-server", server(args.clone(), atx, stop_rx));
-    let addrs = arx
-        .recv_timeout(Duration::from_secs(30))
-        .map_err(|_| anyhow!("the benchmark server did not start"))?;
-    let cli = on_thread("bench-client", client(args.clone(), addrs, bar.clone()));
-    let res = cli.join().map_err(|_| anyhow!("client thread panicked"))?;
-    let _ = stop_tx.send(());
-    let _ = srv.join();
-    bar.finish_and_clear();
-    let r = res?;
+    args.rdma.check()?;
+    let provider = args.rdma.provider.clone();
+    let (r, label) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(provider.run(
+            args.rdma.params(),
+            Threads {
+                args: args.clone(),
+                bar: bar.clone(),
+            },
+        ))?;
 
     let null_rtt_vs_tcp = r.null_rtt_vs_tcp.median();
     let read_vs_tcp = r.read_vs_tcp.median();
@@ -520,7 +580,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let v = serde_json::json!({
             "bench": "rpc",
-            "provider": "softiwarp",
+            "provider": label,
             "setup": "loopback; client and server on two threads, one current-thread tokio runtime each",
             "method": "paired rounds: round trips of raw TCP, RPC-over-RDMA and ONC RPC/TCP in interleaved batches of 100; throughput measures back to back (ours in the middle, order flipped every round); ratios are medians of per-round ratios, figures medians of per-round figures",
             "rpcrdma_version": r.version,
@@ -565,7 +625,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
         println!("{v}");
     } else {
         println!(
-            "RPC-over-RDMA v{} (software iWARP) vs ONC RPC/TCP vs raw TCP, loopback, {} paired rounds",
+            "RPC-over-RDMA v{} ({label}) vs ONC RPC/TCP vs raw TCP, loopback, {} paired rounds",
             r.version, args.rounds
         );
         println!("{:<34} {:>16}", "measure (median)", "result");

@@ -1,6 +1,7 @@
-//! `rpcrdma bench verbs`: the software iWARP provider against raw TCP on
-//! loopback, both run between the same two threads (one current-thread
-//! tokio runtime each):
+//! `rpcrdma bench verbs`: a verbs provider (software iWARP by default, or
+//! `--provider rdma-core` on a device) against raw TCP on loopback, both
+//! run between the same two threads (one current-thread tokio runtime
+//! each):
 //!
 //! * 1 MiB RDMA Write throughput vs a raw TCP stream of 1 MiB writes;
 //! * 1 MiB RDMA Read throughput vs the same raw TCP stream;
@@ -24,7 +25,6 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use bytes::{Bytes, BytesMut};
 use clap::Args;
-use rpcrdma_softiwarp::{Cq, Options, Pd, Qp, SoftIwarp};
 use rpcrdma_verbs::{
     Access, CompletionQueue, ConnectRequest, Device, Listener, MemoryRegion, ProtectionDomain,
     QpCaps, QpParams, QueuePair, RecvWr, RemoteAddr, SendWr, Sge, WcStatus, WorkCompletion,
@@ -33,6 +33,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::{median, num, on_thread};
+use crate::cmd::provider::{ProviderOpts, ProviderParams, Setup, WithDevice};
 
 const MIB: usize = 1 << 20;
 
@@ -63,6 +64,13 @@ pub(crate) struct VerbsArgs {
     /// others are then reported as null).
     #[arg(long, value_enum, value_delimiter = ',')]
     only: Vec<Measure>,
+    /// Address the verbs server side listens on (port chosen by the
+    /// system); with `--provider rdma-core`, an address of the device's
+    /// interface. Raw TCP always runs on 127.0.0.1.
+    #[arg(long, default_value = "127.0.0.1")]
+    listen_ip: std::net::IpAddr,
+    #[command(flatten)]
+    provider: ProviderOpts,
 }
 
 /// One of the measures.
@@ -125,11 +133,28 @@ fn tcp_stream(mib: usize) -> anyhow::Result<f64> {
 
 // ------------------------------------------------------------------ verbs
 
-struct Side {
-    pd: Pd,
-    scq: Cq,
-    rcq: Cq,
-    qp: Qp,
+struct Side<D: Device> {
+    pd: D::Pd,
+    scq: D::Cq,
+    rcq: D::Cq,
+    qp: D::Qp,
+}
+
+/// The provider, its options and where to listen: what each thread needs.
+struct Prov<D: Device> {
+    dev: D,
+    options: D::Options,
+    ip: std::net::IpAddr,
+}
+
+impl<D: Device + Clone> Clone for Prov<D> {
+    fn clone(&self) -> Self {
+        Prov {
+            dev: self.dev.clone(),
+            options: self.options.clone(),
+            ip: self.ip,
+        }
+    }
 }
 
 /// What thread A tells thread B (and back) outside the data path.
@@ -147,18 +172,16 @@ fn caps() -> QpCaps {
     }
 }
 
-fn options(crc: bool) -> Options {
-    Options {
-        crc,
-        ..Options::default()
-    }
-}
-
-async fn server_side(crc: bool, to_a: std_mpsc::Sender<Ctl>) -> anyhow::Result<Side> {
-    let dev = SoftIwarp::new();
-    let l = dev.listen("127.0.0.1:0".parse()?, options(crc)).await?;
+async fn server_side<D: Device>(
+    p: &Prov<D>,
+    to_a: std_mpsc::Sender<Ctl>,
+) -> anyhow::Result<Side<D>> {
+    let dev = &p.dev;
+    let l = dev
+        .listen(SocketAddr::new(p.ip, 0), p.options.clone())
+        .await?;
     to_a.send(Ctl::Addr(l.local_addr()))?;
-    let (pd, scq, rcq) = (dev.alloc_pd(), dev.create_cq(1024), dev.create_cq(1024));
+    let (pd, scq, rcq) = (dev.alloc_pd()?, dev.create_cq(1024)?, dev.create_cq(1024)?);
     let req = l.accept().await?;
     let qp = req
         .accept(
@@ -167,7 +190,7 @@ async fn server_side(crc: bool, to_a: std_mpsc::Sender<Ctl>) -> anyhow::Result<S
                 send_cq: &scq,
                 recv_cq: &rcq,
                 caps: caps(),
-                options: options(crc),
+                options: p.options.clone(),
             },
             Bytes::new(),
         )
@@ -175,9 +198,9 @@ async fn server_side(crc: bool, to_a: std_mpsc::Sender<Ctl>) -> anyhow::Result<S
     Ok(Side { pd, scq, rcq, qp })
 }
 
-async fn client_side(crc: bool, addr: SocketAddr) -> anyhow::Result<Side> {
-    let dev = SoftIwarp::new();
-    let (pd, scq, rcq) = (dev.alloc_pd(), dev.create_cq(1024), dev.create_cq(1024));
+async fn client_side<D: Device>(p: &Prov<D>, addr: SocketAddr) -> anyhow::Result<Side<D>> {
+    let dev = &p.dev;
+    let (pd, scq, rcq) = (dev.alloc_pd()?, dev.create_cq(1024)?, dev.create_cq(1024)?);
     let (qp, _) = dev
         .connect(
             addr,
@@ -186,7 +209,7 @@ async fn client_side(crc: bool, addr: SocketAddr) -> anyhow::Result<Side> {
                 send_cq: &scq,
                 recv_cq: &rcq,
                 caps: caps(),
-                options: options(crc),
+                options: p.options.clone(),
             },
             Bytes::new(),
         )
@@ -194,7 +217,10 @@ async fn client_side(crc: bool, addr: SocketAddr) -> anyhow::Result<Side> {
     Ok(Side { pd, scq, rcq, qp })
 }
 
-async fn wait_one(cq: &Cq, out: &mut Vec<WorkCompletion>) -> anyhow::Result<WorkCompletion> {
+async fn wait_one<C: CompletionQueue>(
+    cq: &C,
+    out: &mut Vec<WorkCompletion>,
+) -> anyhow::Result<WorkCompletion> {
     loop {
         if let Some(wc) = out.pop() {
             if wc.status != WcStatus::Success {
@@ -219,13 +245,19 @@ enum Op {
 
 /// 1 MiB RDMA Writes (A -> B, then a Send) or Reads (A <- B), `window` in
 /// flight; returns bytes per second.
-fn verbs_throughput(op: Op, crc: bool, mib: usize, window: usize) -> anyhow::Result<f64> {
+fn verbs_throughput<D: Device + Clone>(
+    p: &Prov<D>,
+    op: Op,
+    mib: usize,
+    window: usize,
+) -> anyhow::Result<f64> {
+    let (pa, pb) = (p.clone(), p.clone());
     let (to_a, from_b) = std_mpsc::channel::<Ctl>();
     let (to_b, from_a) = std_mpsc::channel::<()>();
     let barrier = Arc::new(Barrier::new(2));
     let b2 = barrier.clone();
     let b = on_thread("bench-b", async move {
-        let s = server_side(crc, to_a.clone()).await?;
+        let s = server_side(&pb, to_a.clone()).await?;
         // A sink for Writes or a source for Reads.
         let mr = match op {
             Op::Write => {
@@ -255,7 +287,7 @@ fn verbs_throughput(op: Op, crc: bool, mib: usize, window: usize) -> anyhow::Res
         let Ctl::Addr(addr) = from_b.recv()? else {
             bail!("expected the server address")
         };
-        let s = client_side(crc, addr).await?;
+        let s = client_side(&pa, addr).await?;
         let Ctl::Region(remote) = from_b.recv()? else {
             bail!("expected the remote region")
         };
@@ -312,7 +344,7 @@ fn verbs_throughput(op: Op, crc: bool, mib: usize, window: usize) -> anyhow::Res
 const PINGPONG_BATCH: usize = 100;
 
 /// Echoes `total` 64-byte Sends back on `s` (thread B's side).
-async fn qp_echo(s: &Side, total: usize) -> anyhow::Result<()> {
+async fn qp_echo<D: Device>(s: &Side<D>, total: usize) -> anyhow::Result<()> {
     let msg = Bytes::from(vec![1u8; 64]);
     for i in 0..16 {
         s.qp.post_recv(RecvWr {
@@ -346,7 +378,11 @@ async fn tcp_echo(mut s: TcpStream, total: usize) -> anyhow::Result<()> {
 }
 
 /// Seconds taken by `n` Send/Recv round trips (thread A's side).
-async fn qp_batch(s: &Side, wcs: &mut Vec<WorkCompletion>, n: usize) -> anyhow::Result<f64> {
+async fn qp_batch<D: Device>(
+    s: &Side<D>,
+    wcs: &mut Vec<WorkCompletion>,
+    n: usize,
+) -> anyhow::Result<f64> {
     let msg = Bytes::from(vec![2u8; 64]);
     let t0 = Instant::now();
     for _ in 0..n {
@@ -379,7 +415,12 @@ async fn tcp_batch(s: &mut TcpStream, n: usize) -> anyhow::Result<f64> {
 /// trips (the order flips from batch to batch and between rounds), so both
 /// see the same mix of machine states; returns the mean round trips
 /// (raw TCP, ours) in seconds.
-fn pingpong_pair(crc: bool, iters: usize, flip: bool) -> anyhow::Result<(f64, f64)> {
+fn pingpong_pair<D: Device + Clone>(
+    p: &Prov<D>,
+    iters: usize,
+    flip: bool,
+) -> anyhow::Result<(f64, f64)> {
+    let (pa, pb) = (p.clone(), p.clone());
     let (to_a, from_b) = std_mpsc::channel::<Ctl>();
     let warm = iters / 10;
     let batch = PINGPONG_BATCH.min(iters);
@@ -391,7 +432,7 @@ fn pingpong_pair(crc: bool, iters: usize, flip: bool) -> anyhow::Result<(f64, f6
         let (t, _) = l.accept().await?;
         t.set_nodelay(true)?;
         let tcp = tokio::spawn(tcp_echo(t, total));
-        let s = server_side(crc, to_a).await?;
+        let s = server_side(&pb, to_a).await?;
         qp_echo(&s, total).await?;
         tcp.await??;
         s.qp.closed().await;
@@ -407,7 +448,7 @@ fn pingpong_pair(crc: bool, iters: usize, flip: bool) -> anyhow::Result<(f64, f6
         let Ctl::Addr(addr) = from_b.recv()? else {
             bail!("expected the server address")
         };
-        let s = client_side(crc, addr).await?;
+        let s = client_side(&pa, addr).await?;
         for i in 0..16 {
             s.qp.post_recv(RecvWr {
                 wr_id: i,
@@ -475,6 +516,44 @@ pub(crate) fn run(a: VerbsArgs) -> anyhow::Result<ExitCode> {
     if a.mib == 0 || a.round_trips == 0 || a.rounds == 0 || a.window == 0 {
         bail!("--mib, --round-trips, --rounds and --window must be at least 1");
     }
+    if a.crc && !a.provider.is_softiwarp() {
+        bail!("--crc is a software iWARP option");
+    }
+    let params = ProviderParams {
+        softiwarp: rpcrdma_softiwarp::Options {
+            crc: a.crc,
+            ..rpcrdma_softiwarp::Options::default()
+        },
+        recv_size: 1024,
+    };
+    let provider = a.provider.clone();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(provider.run(params, Bench(a)))
+}
+
+struct Bench(VerbsArgs);
+
+impl WithDevice for Bench {
+    type Output = ExitCode;
+
+    async fn run<D: Device + Clone + std::fmt::Debug>(
+        self,
+        dev: D,
+        setup: Setup<D>,
+    ) -> anyhow::Result<ExitCode> {
+        let p = Prov {
+            dev,
+            options: setup.options,
+            ip: self.0.listen_ip,
+        };
+        report(self.0, &p, &setup.label)
+    }
+}
+
+fn report<D: Device + Clone>(a: VerbsArgs, p: &Prov<D>, label: &str) -> anyhow::Result<ExitCode> {
     let n = a.rounds;
     let want = |m: Measure| a.only.is_empty() || a.only.contains(&m);
     let (mut write, mut read, mut ping) = (Series::default(), Series::default(), Series::default());
@@ -483,20 +562,18 @@ pub(crate) fn run(a: VerbsArgs) -> anyhow::Result<ExitCode> {
             let tcp = tcp_stream(a.mib).context("raw TCP stream")?;
             note("raw TCP stream (B/s)", r, n, tcp);
             if want(Measure::Write) {
-                let w =
-                    verbs_throughput(Op::Write, a.crc, a.mib, a.window).context("RDMA Write")?;
+                let w = verbs_throughput(p, Op::Write, a.mib, a.window).context("RDMA Write")?;
                 note("RDMA Write 1 MiB (B/s)", r, n, w);
                 write.push(tcp, w, w / tcp);
             }
             if want(Measure::Read) {
-                let x = verbs_throughput(Op::Read, a.crc, a.mib, a.window).context("RDMA Read")?;
+                let x = verbs_throughput(p, Op::Read, a.mib, a.window).context("RDMA Read")?;
                 note("RDMA Read 1 MiB (B/s)", r, n, x);
                 read.push(tcp, x, x / tcp);
             }
         }
         if want(Measure::Pingpong) {
-            let (tcp, ours) =
-                pingpong_pair(a.crc, a.round_trips, r % 2 == 0).context("ping-pong")?;
+            let (tcp, ours) = pingpong_pair(p, a.round_trips, r % 2 == 0).context("ping-pong")?;
             note("raw TCP 64 B ping-pong RTT (s)", r, n, tcp);
             note("Send/Recv 64 B ping-pong RTT (s)", r, n, ours);
             ping.push(tcp, ours, ours / tcp);
@@ -520,8 +597,8 @@ pub(crate) fn run(a: VerbsArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         let v = serde_json::json!({
             "bench": "verbs",
-            "provider": "softiwarp",
-            "transport": "TCP loopback, two threads, one current-thread tokio runtime each",
+            "provider": label,
+            "transport": "loopback, two threads, one current-thread tokio runtime each",
             "method": "paired rounds: throughput measures back to back; ping-pongs between the same two threads in interleaved batches of 100 round trips; ratios are medians of per-round ratios; no busy polling",
             "crc": a.crc,
             "rounds": n,
@@ -547,7 +624,7 @@ pub(crate) fn run(a: VerbsArgs) -> anyhow::Result<ExitCode> {
         println!("{v}");
     } else {
         println!(
-            "software iWARP vs raw TCP on loopback (medians of {n} paired rounds, CRC {})",
+            "{label} vs raw TCP on loopback (medians of {n} paired rounds, CRC {})",
             if a.crc { "on" } else { "off" }
         );
         println!(

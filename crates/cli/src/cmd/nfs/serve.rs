@@ -12,18 +12,21 @@ use rpcrdma_nfs3::fs::{Export, ExportConfig, IdentityMode, Squash};
 use rpcrdma_nfs3::proto::{mount3, nfs3};
 use rpcrdma_oncrpc::rpcbind::Rpcbind;
 use rpcrdma_oncrpc::{Server, ServerConfig, Services};
-use rpcrdma_softiwarp::SoftIwarp;
 use rpcrdma_transport::{serve_rdma, ListenConfig};
+use rpcrdma_verbs::Device;
 
 use crate::cmd::connect::resolve;
+use crate::cmd::provider::{Setup, WithDevice};
 use crate::cmd::rdma_opts::RdmaOpts;
+use crate::cmd::serve::parse_size;
 
 /// Arguments of `rpcrdma nfs serve`.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
     /// The directory to export.
     dir: PathBuf,
-    /// RPC-over-RDMA (software iWARP) listening address for NFS.
+    /// RPC-over-RDMA listening address for NFS (with `--provider
+    /// rdma-core`, an address of the device's interface, or 0.0.0.0).
     #[arg(long, default_value = "127.0.0.1:20049")]
     listen: String,
     /// TCP port of MOUNT v3, on the --listen address (0: any free port).
@@ -60,6 +63,14 @@ pub(crate) struct ServeArgs {
     /// Exit after this many seconds (default: run until Ctrl-C / SIGTERM).
     #[arg(long)]
     duration: Option<u64>,
+    /// Most memory all RPC-over-RDMA connections together may hold for
+    /// clients' calls (as `rpcrdma serve`; K, M, G, T suffixes).
+    #[arg(long, value_name = "SIZE", default_value = "512M", value_parser = parse_size)]
+    max_memory: u64,
+    /// Most memory one connection may hold (at most --max-memory; a 1 MiB
+    /// WRITE in flight needs 1 MiB of it).
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
+    max_connection_memory: u64,
     #[command(flatten)]
     rdma: RdmaOpts,
 }
@@ -82,13 +93,36 @@ pub(crate) fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(serve(a, listen, tcp))
+    a.rdma.check()?;
+    let params = a.rdma.params();
+    let provider = a.rdma.provider.clone();
+    rt.block_on(provider.run(params, NfsServe { a, listen, tcp }))
 }
 
-async fn serve(
+struct NfsServe {
     a: ServeArgs,
     listen: SocketAddr,
     tcp: Option<SocketAddr>,
+}
+
+impl WithDevice for NfsServe {
+    type Output = ExitCode;
+
+    async fn run<D: Device + Clone + std::fmt::Debug>(
+        self,
+        dev: D,
+        setup: Setup<D>,
+    ) -> anyhow::Result<ExitCode> {
+        serve(self.a, self.listen, self.tcp, dev, setup).await
+    }
+}
+
+async fn serve<D: Device + Clone>(
+    a: ServeArgs,
+    listen: SocketAddr,
+    tcp: Option<SocketAddr>,
+    dev: D,
+    setup: Setup<D>,
 ) -> anyhow::Result<ExitCode> {
     let state = a.state_dir.clone().unwrap_or_else(default_state_dir);
     let mut cfg = ExportConfig::new(&a.dir, &state);
@@ -107,12 +141,15 @@ async fn serve(
     rpcrdma_nfs3::server::register(&mut services, export.clone());
     let server = Server::new(services, ServerConfig::default());
 
+    let mut engine = a.rdma.server();
+    engine.max_shared_memory = a.max_memory;
+    engine.max_memory = a.max_connection_memory.min(a.max_memory);
     let lcfg = ListenConfig {
-        engine: a.rdma.server(),
-        options: a.rdma.options(),
+        engine,
+        options: setup.options.clone(),
         caps: a.rdma.caps(),
     };
-    let svc = serve_rdma(&server, SoftIwarp::new(), listen, lcfg)
+    let svc = serve_rdma(&server, dev, listen, lcfg)
         .await
         .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?;
     let rdma_addr = svc.local_addr();
@@ -136,8 +173,9 @@ async fn serve(
         None => None,
     };
     println!(
-        "serving {} over NFSv3: RPC-over-RDMA (software iWARP) on {rdma_addr}, MOUNT v3 on tcp {mount_addr}{}{}",
+        "serving {} over NFSv3: RPC-over-RDMA ({}) on {rdma_addr}, MOUNT v3 on tcp {mount_addr}{}{}",
         export.root_path().display(),
+        setup.label,
         tcp_addr.map_or_else(String::new, |t| format!(", NFS over TCP on {t}")),
         if a.read_only { " (read-only)" } else { "" },
     );

@@ -1,0 +1,401 @@
+//! Bounded server memory (issue 9, item 8; spec note E21), measured on the
+//! real thing: `rpcrdma serve` as a subprocess, its virtual and resident
+//! memory read from `/proc/PID/status` while hostile clients speaking
+//! iWARP by hand (MPA/DDP/RDMAP over a plain socket, `rpcrdma-testkit`
+//! framing) send WRITE calls whose data sits in large Read chunks:
+//!
+//! 1. the hostile clients never answer the server's RDMA Reads;
+//! 2. they answer every Read with the data, as fast as the server asks.
+//!
+//! Meanwhile, in both phases, an honest client (`rpcrdma call`, over the
+//! software iWARP provider) completes NULL, a verified 1 MiB READ and a
+//! verified 1 MiB WRITE. The server's memory must stay under its budget plus a fixed
+//! overhead measured before the attack (`OVERHEAD`, see docs/engine.md).
+//! Without the budget, phase 1 alone makes the server reserve every Read
+//! sink the clients ask for (here 3 × 32 × 4 MiB = 384 MiB), and phase 2
+//! makes 5 × 32 × 4 MiB resident as fast as the data arrives.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rpcrdma_testkit::mpa::{
+    fpdu, send_ulpdu, DdpSegment, StartFrame, OP_READ_REQUEST, OP_READ_RESPONSE,
+};
+use rpcrdma_wire::PrivateData;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+
+const MIB: u64 = 1 << 20;
+/// The server's budget: in all, and per connection.
+const BUDGET: u64 = 64 * MIB;
+const PER_CONNECTION: u64 = 16 * MIB;
+/// Hostile connections (never answering: their 3 × 16 MiB leave room for
+/// the honest client; answering: 5 × 16 MiB, more than the budget), calls
+/// on each, and each call's Read chunk.
+const HOSTILE: usize = 3;
+const HOSTILE_ANSWERING: usize = 5;
+const CALLS: u32 = 32;
+const CHUNK: u32 = 4 << 20;
+/// What the server may use beyond the budget while under attack, over
+/// its own footprint after serving an honest client: allocator slack (a
+/// freed sink's pages are not always returned at once), receive buffers
+/// and queue pairs of the hostile connections, task stacks. Measured at
+/// about 2-20 MiB resident, 2-70 MiB virtual (a malloc arena is reserved
+/// 64 MiB at a time); see docs/engine.md.
+const OVERHEAD_RSS: u64 = 48 * MIB;
+const OVERHEAD_VSZ: u64 = 160 * MIB;
+
+/// Generous bound for anything that should happen soon (it fails a broken
+/// run, it never decides a passing one).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn start() -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rpcrdma"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--max-memory"])
+            .arg(format!("{}M", BUDGET / MIB))
+            .arg("--max-connection-memory")
+            .arg(format!("{}M", PER_CONNECTION / MIB))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run rpcrdma serve");
+        let out = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(out).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("rpcrdma serve printed its address")
+                .expect("stdout");
+            if let Some(a) = line
+                .split(" on ")
+                .nth(1)
+                .filter(|_| line.contains("RPC-over-RDMA"))
+            {
+                break a.trim().parse().expect("an address");
+            }
+        };
+        // Keep draining stdout so the server never blocks on it.
+        std::thread::spawn(move || for _ in lines {});
+        Self { child, addr }
+    }
+
+    /// (VmSize, VmRSS) in bytes.
+    fn memory(&self) -> (u64, u64) {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("/proc/PID/status");
+        let field = |name: &str| {
+            s.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .map(|kb| kb * 1024)
+                .expect("a memory field")
+        };
+        (field("VmSize:"), field("VmRSS:"))
+    }
+}
+
+/// The largest (VmSize, VmRSS) seen while it runs.
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    peak: Arc<Mutex<(u64, u64)>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Sampler {
+    fn start(pid: u32) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = Arc::new(Mutex::new((0, 0)));
+        let (s, p) = (stop.clone(), peak.clone());
+        let thread = std::thread::spawn(move || {
+            let path = format!("/proc/{pid}/status");
+            while !s.load(Ordering::Relaxed) {
+                if let Ok(text) = std::fs::read_to_string(&path) {
+                    let field = |name: &str| {
+                        text.lines()
+                            .find_map(|l| l.strip_prefix(name))
+                            .and_then(|v| {
+                                v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()
+                            })
+                            .unwrap_or(0)
+                            * 1024
+                    };
+                    let mut pk = p.lock().unwrap();
+                    pk.0 = pk.0.max(field("VmSize:"));
+                    pk.1 = pk.1.max(field("VmRSS:"));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        Self {
+            stop,
+            peak,
+            thread: Some(thread),
+        }
+    }
+
+    fn finish(mut self) -> (u64, u64) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        *self.peak.lock().unwrap()
+    }
+}
+
+/// The honest client: `rpcrdma call`, verified transfers.
+fn honest(addr: SocketAddr, op: &str, size: u32) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rpcrdma"))
+        .args(["call", &addr.to_string(), "demo", op, "--size"])
+        .arg(size.to_string())
+        .args(["--timeout", "60"])
+        .output()
+        .expect("run rpcrdma call");
+    assert!(
+        out.status.success(),
+        "honest {op} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn words(ws: &[u32]) -> Vec<u8> {
+    ws.iter().flat_map(|w| w.to_be_bytes()).collect()
+}
+
+/// A hostile client speaking iWARP by hand (MPA revision 1, no CRC).
+struct Hostile {
+    rx: OwnedReadHalf,
+    tx: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
+}
+
+impl Hostile {
+    async fn connect(addr: SocketAddr) -> Self {
+        let mut s = TcpStream::connect(addr).await.expect("connect");
+        s.set_nodelay(true).unwrap();
+        let pd = PrivateData::new(1024, 1024, false).to_bytes();
+        s.write_all(&StartFrame::new(true, 1, false, None, &pd).to_bytes())
+            .await
+            .unwrap();
+        let mut head = [0u8; 20];
+        s.read_exact(&mut head).await.expect("MPA Reply");
+        let mut rest = vec![0u8; usize::from(u16::from_be_bytes([head[18], head[19]]))];
+        s.read_exact(&mut rest).await.expect("private data");
+        let (rx, tx) = s.into_split();
+        Self {
+            rx,
+            tx: Arc::new(tokio::sync::Mutex::new(tx)),
+        }
+    }
+
+    /// Sends `CALLS` WRITE calls of `CHUNK` bytes, each in a Read chunk.
+    async fn send_calls(&self, first_xid: u32) {
+        let mut tx = self.tx.lock().await;
+        for i in 0..CALLS {
+            let xid = first_xid + i;
+            // RDMA_MSG v1, Read list: one segment at XDR position 44 (the
+            // call header and the opaque's length word), STag/TO made up.
+            let mut m = words(&[
+                xid,
+                1,
+                64,
+                0,
+                1,
+                44,
+                0x7700_0000 | i,
+                CHUNK,
+                0,
+                0x10_0000,
+                0,
+                0,
+                0,
+            ]);
+            m.extend(words(&[xid, 0, 2, 0x2000_0099, 1, 3, 0, 0, 0, 0, CHUNK]));
+            tx.write_all(&fpdu(&send_ulpdu(i + 1, &m), false))
+                .await
+                .unwrap();
+        }
+    }
+
+    /// The next ULPDU from the server; `None` once it closes.
+    async fn read_ulpdu(&mut self) -> Option<Vec<u8>> {
+        let mut len = [0u8; 2];
+        self.rx.read_exact(&mut len).await.ok()?;
+        let n = usize::from(u16::from_be_bytes(len));
+        let mut rest = vec![0u8; (2 + n).div_ceil(4) * 4 - 2 + 4];
+        self.rx.read_exact(&mut rest).await.ok()?;
+        rest.truncate(n);
+        Some(rest)
+    }
+
+    /// Reads everything the server sends; answers its RDMA Read Requests
+    /// with data when `answer`. Returns the Sends (replies) seen.
+    async fn serve(mut self, answer: bool, replies_wanted: usize) -> usize {
+        let mut replies = 0;
+        while replies < replies_wanted {
+            let Some(u) = self.read_ulpdu().await else {
+                break;
+            };
+            let Some(seg) = DdpSegment::parse(&u) else {
+                continue;
+            };
+            if seg.opcode == OP_READ_REQUEST && answer {
+                let w = |i: usize| u32::from_be_bytes(seg.payload[i..i + 4].try_into().unwrap());
+                let (stag, to, size) = (w(0), (u64::from(w(4)) << 32) | u64::from(w(8)), w(12));
+                let data = vec![0x5a; 16 << 10];
+                let mut tx = self.tx.lock().await;
+                let mut off = 0u32;
+                while off < size {
+                    let n = (size - off).min(16 << 10);
+                    let last = off + n == size;
+                    let mut v = Vec::with_capacity(14 + n as usize);
+                    // Tagged, Last only on the final segment, DDP version 1.
+                    v.push(if last { 0xc1 } else { 0x81 });
+                    v.push(0x40 | OP_READ_RESPONSE);
+                    v.extend_from_slice(&stag.to_be_bytes());
+                    v.extend_from_slice(&(to + u64::from(off)).to_be_bytes());
+                    v.extend_from_slice(&data[..n as usize]);
+                    tx.write_all(&fpdu(&v, false)).await.unwrap();
+                    off += n;
+                }
+            } else if matches!(seg.opcode, 3..=6) {
+                replies += 1;
+            }
+        }
+        replies
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn serve_stays_within_its_memory_budget_under_hostile_read_chunks() {
+    let server = Server::start();
+    let addr = server.addr;
+    // The server's own footprint after serving an honest client once.
+    honest(addr, "null", 0);
+    honest(addr, "read", 1 << 20);
+    honest(addr, "write", 1 << 20);
+    std::thread::sleep(Duration::from_millis(200));
+    let (vsz0, rss0) = server.memory();
+
+    // Phase 1: the Reads are never answered.
+    let rt = runtime();
+    let sampler = Sampler::start(server.child.id());
+    let clients: Vec<Hostile> = rt.block_on(async {
+        let mut v = Vec::new();
+        for c in 0..HOSTILE {
+            let h = Hostile::connect(addr).await;
+            h.send_calls(1000 * (c as u32 + 1)).await;
+            v.push(h);
+        }
+        v
+    });
+    // Let the server take them all in.
+    let readers: Vec<_> = clients
+        .into_iter()
+        .map(|h| rt.spawn(h.serve(false, usize::MAX)))
+        .collect();
+    rt.block_on(async { tokio::time::sleep(Duration::from_millis(500)).await });
+    // The honest client still completes its calls (the hostile
+    // connections hold 3 × 16 MiB of the 64 MiB).
+    let t = Instant::now();
+    honest(addr, "null", 0);
+    honest(addr, "read", 1 << 20);
+    honest(addr, "write", 1 << 20);
+    assert!(t.elapsed() < PATIENCE);
+    let (vsz1, rss1) = sampler.finish();
+    for r in readers {
+        r.abort();
+    }
+    drop(rt);
+    // Give the server time to see the connections go.
+    std::thread::sleep(Duration::from_millis(300));
+
+    // Phase 2: the Reads are answered with data, as fast as asked.
+    let rt = runtime();
+    let sampler = Sampler::start(server.child.id());
+    // The honest client calls meanwhile.
+    let meanwhile = std::thread::spawn(move || {
+        honest(addr, "null", 0);
+        honest(addr, "write", 1 << 20);
+        honest(addr, "read", 1 << 20);
+    });
+    let replies = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for c in 0..HOSTILE_ANSWERING {
+            let h = Hostile::connect(addr).await;
+            h.send_calls(5000 * (c as u32 + 1)).await;
+            tasks.push(tokio::spawn(h.serve(true, CALLS as usize)));
+        }
+        let mut n = 0;
+        for t in tasks {
+            n += tokio::time::timeout(PATIENCE, t)
+                .await
+                .expect("the hostile clients' calls complete")
+                .unwrap();
+        }
+        n
+    });
+    meanwhile
+        .join()
+        .expect("the honest client's calls complete");
+    honest(addr, "write", 1 << 20);
+    let (vsz2, rss2) = sampler.finish();
+    drop(rt);
+    assert_eq!(
+        replies,
+        HOSTILE_ANSWERING * CALLS as usize,
+        "every WRITE was answered"
+    );
+
+    eprintln!(
+        "baseline VmSize {} MiB VmRSS {} MiB; never answering: peak {} / {} MiB; answering: peak {} / {} MiB",
+        vsz0 / MIB,
+        rss0 / MIB,
+        vsz1 / MIB,
+        rss1 / MIB,
+        vsz2 / MIB,
+        rss2 / MIB
+    );
+    for (phase, vsz, rss) in [("never answering", vsz1, rss1), ("answering", vsz2, rss2)] {
+        assert!(
+            rss <= rss0 + BUDGET + OVERHEAD_RSS,
+            "{phase}: VmRSS {} MiB > baseline {} + budget {} + overhead {} MiB",
+            rss / MIB,
+            rss0 / MIB,
+            BUDGET / MIB,
+            OVERHEAD_RSS / MIB
+        );
+        assert!(
+            vsz <= vsz0 + BUDGET + OVERHEAD_VSZ,
+            "{phase}: VmSize {} MiB > baseline {} + budget {} + overhead {} MiB",
+            vsz / MIB,
+            vsz0 / MIB,
+            BUDGET / MIB,
+            OVERHEAD_VSZ / MIB
+        );
+    }
+}

@@ -1,0 +1,295 @@
+//! The memory budget: how much memory the peers' calls may make us hold.
+//!
+//! A responder allocates memory on its peer's behalf: the sink of every
+//! Read chunk it pulls (RFC 8166 §3.5.3), and it holds the reply data the
+//! upper layer produced until the RDMA Writes and the Send that carry it
+//! have completed. Without a bound, one client sending 64 calls with a
+//! 16 MiB Read chunk on each of 8 connections makes a server reserve
+//! 8 GiB. Two limits apply (spec note E21, `docs/engine.md`):
+//!
+//! * **per connection** ([`crate::EngineConfig::max_memory`], 64 MiB by
+//!   default), kept by the engine itself;
+//! * **shared** by every connection that holds the same [`MemoryBudget`]
+//!   (a listener hands one to all the connections it accepts;
+//!   [`crate::EngineConfig::max_shared_memory`], 512 MiB by default). The
+//!   idle sink buffers kept for reuse (`pool.rs`) live here and count
+//!   against it; they are dropped first when a call needs room.
+//!
+//! A connection that already holds memory may not take the last eighth of
+//! the shared budget ([`MemoryBudget::headroom`]): that is kept for
+//! connections holding none, so a few stalled connections cannot hold up
+//! every other client until the stall timeout cuts them off.
+//!
+//! A received call is *admitted* only when its Read sinks fit both limits;
+//! until then it waits in arrival order, holding its credit (its RDMA Reads
+//! are posted later). One that could never fit is refused with an RPC-level
+//! error. Reply data is counted from [`crate::Engine::send_reply`] until its
+//! Send completes; it already exists, so it is never refused, but while a
+//! connection holds more than its limit it admits no new call.
+//!
+//! The shared part is a mutex and a counter behind an [`Arc`]: no clock,
+//! no thread, no I/O. A driver whose engine waits for memory released by
+//! another connection parks on [`MemoryBudget::poll_released`].
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+use bytes::{Bytes, BytesMut};
+
+use crate::pool::BufPool;
+
+/// Most idle sink buffers a budget keeps for reuse.
+const POOL_COUNT: usize = 32;
+/// Most octets of idle sink buffers a budget keeps for reuse (and never
+/// more than a quarter of its limit).
+const POOL_BYTES: usize = 32 << 20;
+
+/// A memory budget that one or several connections draw from.
+///
+/// Cheap to clone; clones share the budget.
+///
+/// ```
+/// use rpcrdma_engine::MemoryBudget;
+/// let server = MemoryBudget::new(512 << 20);
+/// assert_eq!((server.limit(), server.in_use()), (512 << 20, 0));
+/// let for_a_connection = server.clone(); // the same budget
+/// assert_eq!(for_a_connection.limit(), server.limit());
+/// ```
+#[derive(Debug, Clone)]
+pub struct MemoryBudget {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    limit: u64,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// Octets charged: connections' charges plus idle pooled buffers.
+    used: u64,
+    /// Idle sink buffers kept for reuse.
+    pool: BufPool,
+    /// Bumped whenever memory is released.
+    epoch: u64,
+    /// Drivers waiting for a release.
+    wakers: Vec<Waker>,
+}
+
+impl MemoryBudget {
+    /// A budget of `limit` octets.
+    pub fn new(limit: u64) -> Self {
+        let pool_bytes = usize::try_from(limit / 4)
+            .unwrap_or(usize::MAX)
+            .min(POOL_BYTES);
+        Self {
+            inner: Arc::new(Inner {
+                limit,
+                state: Mutex::new(State {
+                    used: 0,
+                    pool: BufPool::new(POOL_COUNT, pool_bytes),
+                    epoch: 0,
+                    wakers: Vec::new(),
+                }),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The limit in octets.
+    pub fn limit(&self) -> u64 {
+        self.inner.limit
+    }
+
+    /// Octets charged now (calls' sinks and reply data in flight, and idle
+    /// buffers kept for reuse).
+    pub fn in_use(&self) -> u64 {
+        self.lock().used
+    }
+
+    /// Octets of idle buffers kept for reuse (part of [`Self::in_use`]).
+    pub fn pooled(&self) -> u64 {
+        self.lock().pool.bytes() as u64
+    }
+
+    /// Whether two handles share one budget.
+    pub fn same(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// A counter that changes whenever memory is released (for
+    /// [`Self::poll_released`]).
+    pub fn epoch(&self) -> u64 {
+        self.lock().epoch
+    }
+
+    /// Ready once memory has been released since [`Self::epoch`] returned
+    /// `seen`; otherwise registers the task to be woken then.
+    pub fn poll_released(&self, seen: u64, cx: &mut Context<'_>) -> Poll<()> {
+        let mut s = self.lock();
+        if s.epoch != seen {
+            return Poll::Ready(());
+        }
+        if !s.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+            s.wakers.push(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+
+    /// The part of the budget a connection that already holds memory may
+    /// not take: kept for connections that hold none, so that a few
+    /// connections filling the budget (peers that never answer our RDMA
+    /// Reads, say) cannot hold up every other client's calls until the
+    /// stall timeout frees their memory. An eighth of the limit.
+    pub fn headroom(&self) -> u64 {
+        self.inner.limit / 8
+    }
+
+    /// Charges `n` octets if they fit with `leave` octets still free,
+    /// dropping idle pooled buffers first if that makes room. Returns
+    /// whether it did.
+    pub(crate) fn try_reserve(&self, n: u64, leave: u64) -> bool {
+        let limit = self.inner.limit.saturating_sub(leave);
+        let mut s = self.lock();
+        while s.used.saturating_add(n) > limit {
+            match s.pool.evict_oldest() {
+                Some(len) => s.used -= len as u64,
+                None => return false,
+            }
+        }
+        s.used += n;
+        true
+    }
+
+    /// Charges `n` octets whatever the limit (memory that exists already).
+    pub(crate) fn force(&self, n: u64) {
+        self.lock().used += n;
+    }
+
+    /// Gives `n` charged octets back and wakes the drivers waiting.
+    pub(crate) fn release(&self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let wakers = {
+            let mut s = self.lock();
+            s.used = s.used.saturating_sub(n);
+            s.epoch = s.epoch.wrapping_add(1);
+            std::mem::take(&mut s.wakers)
+        };
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    /// Takes an idle pooled buffer of at least `len` octets (whole: see
+    /// `BufPool::take`). Its octets stay charged: the caller now owns the
+    /// charge.
+    pub(crate) fn take_pooled(&self, len: usize) -> Option<BytesMut> {
+        self.lock().pool.take(len)
+    }
+
+    /// Returns a buffer taken with [`Self::take_pooled`] unused (its charge
+    /// goes back to the pool).
+    pub(crate) fn put_back(&self, buf: BytesMut) {
+        let mut s = self.lock();
+        let len = buf.len();
+        if !s.pool.could_keep(len) {
+            s.used = s.used.saturating_sub(len as u64);
+            return;
+        }
+        let evicted = s.pool.keep(buf.freeze()) as u64;
+        s.used = s.used.saturating_sub(evicted);
+    }
+
+    /// Keeps `buf` (a sink buffer whose charge the caller has already
+    /// released, or an uncharged one) for reuse if the budget and the pool
+    /// have room; otherwise it is simply dropped.
+    pub(crate) fn keep(&self, buf: Bytes) {
+        let len = buf.len() as u64;
+        let limit = self.inner.limit;
+        let mut s = self.lock();
+        if !s.pool.could_keep(buf.len()) || s.used.saturating_add(len) > limit {
+            return;
+        }
+        let evicted = s.pool.keep(buf) as u64;
+        s.used = s.used + len - evicted;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_within_the_limit_and_release() {
+        let b = MemoryBudget::new(100);
+        assert!(b.try_reserve(60, 0));
+        assert!(!b.try_reserve(41, 0));
+        assert!(!b.try_reserve(40, 1));
+        assert!(b.try_reserve(40, 0));
+        let e = b.epoch();
+        b.release(50);
+        assert_ne!(b.epoch(), e);
+        assert_eq!(b.in_use(), 50);
+        b.force(80);
+        assert_eq!(b.in_use(), 130);
+        assert!(!b.try_reserve(1, 0));
+    }
+
+    #[test]
+    fn pooled_buffers_count_and_make_room_when_needed() {
+        let b = MemoryBudget::new(1000);
+        b.keep(Bytes::from(vec![0u8; 200]));
+        assert_eq!((b.in_use(), b.pooled()), (200, 200));
+        // 900 fits only once the idle buffer is dropped.
+        assert!(b.try_reserve(900, 0));
+        assert_eq!((b.in_use(), b.pooled()), (900, 0));
+        // No room left: a buffer is not kept.
+        b.keep(Bytes::from(vec![0u8; 200]));
+        assert_eq!(b.pooled(), 0);
+        b.release(900);
+        b.keep(Bytes::from(vec![0u8; 200]));
+        let m = b.take_pooled(150).expect("pooled");
+        assert_eq!(m.len(), 200);
+        // Its charge stays while it is out.
+        assert_eq!((b.in_use(), b.pooled()), (200, 0));
+        b.put_back(m);
+        assert_eq!((b.in_use(), b.pooled()), (200, 200));
+    }
+
+    #[test]
+    fn the_pool_is_at_most_a_quarter_of_the_limit() {
+        let b = MemoryBudget::new(1000);
+        b.keep(Bytes::from(vec![0u8; 251]));
+        assert_eq!(b.in_use(), 0);
+        b.keep(Bytes::from(vec![0u8; 250]));
+        assert_eq!(b.in_use(), 250);
+    }
+
+    #[test]
+    fn a_release_wakes_a_waiting_driver() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        struct Flag(AtomicBool);
+        impl std::task::Wake for Flag {
+            fn wake(self: Arc<Self>) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        let waker = Waker::from(flag.clone());
+        let mut cx = Context::from_waker(&waker);
+        let b = MemoryBudget::new(10);
+        assert!(b.try_reserve(10, 0));
+        let seen = b.epoch();
+        assert!(b.poll_released(seen, &mut cx).is_pending());
+        b.release(5);
+        assert!(flag.0.load(Ordering::SeqCst));
+        assert!(b.poll_released(seen, &mut cx).is_ready());
+    }
+}

@@ -1,0 +1,451 @@
+//! The memory budget (issue 9, item 8; spec notes E21, E22): what a peer's
+//! calls can make an engine hold, per connection and shared, over the
+//! in-memory fabric. The same bound over the real software iWARP provider
+//! and `rpcrdma serve` is `crates/cli/tests/memory_budget.rs`.
+
+use bytes::Bytes;
+use rpcrdma_engine::testing::{Pair, PairOptions};
+use rpcrdma_engine::{CallError, EngineError, Event, MemoryBudget, ReplyHints};
+use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain};
+use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder};
+
+const MIB: u64 = 1 << 20;
+
+fn words(ws: &[u32]) -> Vec<u8> {
+    ws.iter().flat_map(|w| w.to_be_bytes()).collect()
+}
+
+/// A WRITE-like call of program 0x20000099 whose data is one DDP-eligible
+/// opaque.
+fn write_call(xid: u32, data: Bytes) -> Payload {
+    let mut pe = PayloadEncoder::new();
+    let mut e = pe.encoder();
+    for w in [xid, 0, 2, 0x2000_0099, 1, 3, 0, 0, 0, 0] {
+        e.put_u32(w);
+    }
+    e.put_opaque_ddp(data);
+    pe.finish()
+}
+
+fn reply(xid: u32, ddp: Option<Bytes>) -> Payload {
+    let mut pe = PayloadEncoder::new();
+    let mut e = pe.encoder();
+    for w in [xid, 1, 0, 0, 0, 0] {
+        e.put_u32(w);
+    }
+    if let Some(d) = ddp {
+        e.put_opaque_ddp(d);
+    }
+    pe.finish()
+}
+
+/// Small replies stated by the Upper Layer (no Reply chunk).
+fn small() -> ReplyHints {
+    ReplyHints::at_most(64)
+}
+
+/// A hand-made call (as a hostile client sends it): RDMA_MSG, WRITE of
+/// `len` bytes in one Read chunk at position 44 naming a region the client
+/// registered (the server may read it, if the client lets it).
+fn inject_write(pair: &mut Pair, xid: u32, len: u32) {
+    let mr = pair
+        .fabric
+        .pd(1)
+        .register_bytes(Bytes::from(vec![0x5a; len as usize]), Access::REMOTE_READ)
+        .unwrap();
+    let (key, addr) = (mr.rkey(), mr.addr());
+    std::mem::forget(mr); // the "client" keeps it registered
+    let mut m = vec![
+        xid,
+        1,
+        64,
+        0,
+        1,
+        44,
+        key,
+        len,
+        (addr >> 32) as u32,
+        addr as u32,
+    ];
+    m.extend([0, 0, 0]);
+    m.extend([xid, 0, 2, 0x2000_0099, 1, 3, 0, 0, 0, 0, len]);
+    pair.inject(false, &words(&m));
+}
+
+/// Answers every call the server has delivered; returns how many.
+fn answer_all(pair: &mut Pair) -> usize {
+    let mut n = 0;
+    while let Some(Event::Call { token, xid, .. }) =
+        pair.server.take_event(|e| matches!(e, Event::Call { .. }))
+    {
+        pair.server
+            .engine
+            .send_reply(token, reply(xid, None))
+            .unwrap();
+        n += 1;
+    }
+    n
+}
+
+/// A peer that sends calls with large Read chunks and never answers the
+/// RDMA Reads: the server allocates sinks for at most its per-connection
+/// budget (the other calls wait, holding their credits), and when the
+/// peer does answer, every call completes in turn.
+#[test]
+fn read_sinks_stay_within_the_connection_budget() {
+    let mut pair = Pair::with(PairOptions::v1().server_memory(4 * MIB));
+    pair.hold_sends(false, true); // the server's Reads go unanswered
+    for x in 0..20u32 {
+        inject_write(&mut pair, 100 + x, MIB as u32);
+        pair.drive();
+        let e = &pair.server.engine;
+        assert!(e.memory_in_use() <= 4 * MIB, "{}", e.memory_in_use());
+    }
+    let s = *pair.server.engine.stats();
+    assert_eq!(s.sink_bytes_allocated, 4 * MIB, "{s:?}");
+    assert_eq!(pair.server.engine.calls_waiting(), 16);
+    assert!(s.calls_waited_for_memory >= 1);
+    assert_eq!(s.credit_overruns, 0);
+    // The peer answers the Reads now: every call gets through, never more
+    // than four sinks at once.
+    pair.hold_sends(false, false);
+    let mut answered = 0;
+    for _ in 0..1000 {
+        pair.drive();
+        answered += answer_all(&mut pair);
+        assert!(pair.server.engine.memory_in_use() <= 4 * MIB + 4096);
+        if answered == 20 {
+            break;
+        }
+    }
+    assert_eq!(answered, 20);
+    pair.drive();
+    assert_eq!(pair.server.engine.memory_in_use(), 0);
+    assert_eq!(pair.server.engine.calls_waiting(), 0);
+    // Sinks were reused once returned: at most the budget was allocated
+    // fresh for the first four, the pool served much of the rest.
+    let s = *pair.server.engine.stats();
+    assert!(s.sink_buffers_reused > 0, "{s:?}");
+}
+
+/// Our own client's calls flow through the same admission: a server with
+/// a 2 MiB budget takes 1 MiB WRITEs two at a time, and all complete.
+#[test]
+fn honest_calls_beyond_the_budget_wait_and_complete() {
+    let mut pair = Pair::with(PairOptions::v1().server_memory(2 * MIB));
+    for x in 1..=6u32 {
+        let data = Bytes::from(vec![x as u8; MIB as usize]);
+        pair.client
+            .engine
+            .send_call(pair.now, x, write_call(x, data), small())
+            .unwrap();
+    }
+    let mut seen_max = 0;
+    for _ in 0..100 {
+        pair.drive();
+        seen_max = seen_max.max(pair.server.engine.memory_in_use());
+        let mut delivered = Vec::new();
+        while let Some(Event::Call {
+            token,
+            xid,
+            message,
+            ..
+        }) = pair.server.take_event(|e| matches!(e, Event::Call { .. }))
+        {
+            let mut d = Decoder::with_ddp(&message);
+            d.skip(40).unwrap();
+            assert_eq!(d.get_opaque_ddp(2 << 20).unwrap(), vec![xid as u8; 1 << 20]);
+            delivered.push((token, xid));
+        }
+        if delivered.is_empty() && pair.client.events.len() >= 6 {
+            break;
+        }
+        for (token, xid) in delivered {
+            pair.server
+                .engine
+                .send_reply(token, reply(xid, None))
+                .unwrap();
+        }
+    }
+    assert!(seen_max <= 2 * MIB + 4096, "{seen_max}");
+    for x in 1..=6u32 {
+        assert!(
+            pair.client
+                .take_event(|e| matches!(e, Event::Reply { xid, .. } if *xid == x))
+                .is_some(),
+            "call {x}"
+        );
+    }
+    assert!(pair.server.engine.stats().calls_waited_for_memory >= 1);
+    pair.assert_no_leaks();
+}
+
+/// A call whose Read chunks can never fit the budget gets an RPC-level
+/// error at once (`SYSTEM_ERR`), not a wait for ever; an `RDMA_NOMSG` one
+/// (no RPC header in the Send) gets `ERR_BADHEADER`.
+#[test]
+fn a_call_that_can_never_fit_is_refused() {
+    let mut pair = Pair::with(PairOptions::v1().server_memory(MIB));
+    let data = Bytes::from(vec![1; 2 * MIB as usize]);
+    pair.client
+        .engine
+        .send_call(pair.now, 1, write_call(1, data), small())
+        .unwrap();
+    pair.drive();
+    match pair.client.take_event(|e| {
+        matches!(
+            e,
+            Event::Reply { xid: 1, .. } | Event::CallFailed { xid: 1, .. }
+        )
+    }) {
+        // MSG_ACCEPTED, SYSTEM_ERR.
+        Some(Event::Reply { message, .. }) => assert_eq!(&message.inline()[20..24], &[0, 0, 0, 5]),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(pair.server.engine.stats().calls_refused_for_memory, 1);
+    assert_eq!(pair.server.engine.stats().sink_bytes_allocated, 0);
+    // A Long call (everything in a Position-Zero Read chunk) that big.
+    let mut pe = PayloadEncoder::new();
+    let mut e = pe.encoder();
+    for w in [2u32, 0, 2, 0x2000_0099, 1, 1, 0, 0, 0, 0] {
+        e.put_u32(w);
+    }
+    e.put_fixed_opaque(&vec![7; 2 * MIB as usize]);
+    pair.client
+        .engine
+        .send_call(pair.now, 2, pe.finish(), small())
+        .unwrap();
+    pair.drive();
+    match pair.client.take_event(|e| {
+        matches!(
+            e,
+            Event::Reply { xid: 2, .. } | Event::CallFailed { xid: 2, .. }
+        )
+    }) {
+        Some(Event::CallFailed { error, .. }) => assert!(
+            matches!(error, CallError::RdmaError { code } if code == rpcrdma_wire::ErrCode::BADHEADER),
+            "{error:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    pair.assert_no_leaks();
+}
+
+/// Two connections sharing one server budget: the first (its peer never
+/// answers the Reads) fills it but for the headroom kept for connections
+/// that hold nothing, which the second's first call gets at once; its
+/// next call waits and says so (`memory_wait`); when the first
+/// connection goes, its memory comes back and the second proceeds.
+#[test]
+fn a_shared_budget_is_shared_and_returned_when_a_connection_goes() {
+    let shared = MemoryBudget::new(4 * MIB);
+    assert_eq!(shared.headroom(), MIB / 2);
+    let opts = || PairOptions {
+        server_budget: Some(shared.clone()),
+        ..PairOptions::v1().server_memory(64 * MIB)
+    };
+    let mut hostile = Pair::with(opts());
+    hostile.hold_sends(false, true);
+    for x in 0..5u32 {
+        inject_write(&mut hostile, 10 + x, MIB as u32);
+    }
+    hostile.drive();
+    // 3 MiB: a fourth would eat into the headroom.
+    assert_eq!(hostile.server.engine.memory_in_use(), 3 * MIB);
+    assert_eq!(shared.in_use(), 3 * MIB);
+
+    let mut honest = Pair::with(opts());
+    // A first exchange gives the client its credits.
+    honest
+        .client
+        .engine
+        .send_call(honest.now, 9, write_call(9, Bytes::new()), small())
+        .unwrap();
+    honest.serve(|xid, _| reply(xid, None));
+    honest.hold_sends(true, true); // keep both calls' Reads pending
+    for x in 1..=2u32 {
+        let data = Bytes::from(vec![x as u8; MIB as usize]);
+        honest
+            .client
+            .engine
+            .send_call(honest.now, x, write_call(x, data), small())
+            .unwrap();
+    }
+    honest.hold_sends(true, false);
+    honest.hold_sends(false, true);
+    honest.drive();
+    // The first got the headroom; the second waits.
+    assert_eq!(honest.server.engine.memory_in_use(), MIB);
+    let epoch = honest
+        .server
+        .engine
+        .memory_wait()
+        .expect("waits for memory");
+    assert_eq!(honest.server.engine.calls_waiting(), 1);
+
+    // The hostile connection goes: everything it held comes back.
+    hostile.disconnect();
+    assert_eq!(shared.in_use(), MIB);
+    assert_ne!(shared.epoch(), epoch);
+    honest.server.engine.retry_admission();
+    honest.hold_sends(false, false);
+    let mut answered = 0;
+    for _ in 0..10 {
+        honest.drive();
+        answered += answer_all(&mut honest);
+    }
+    assert_eq!(answered, 2);
+    for x in 1..=2u32 {
+        assert!(honest
+            .client
+            .take_event(|e| matches!(e, Event::Reply { xid, .. } if *xid == x))
+            .is_some());
+    }
+    assert!(honest.server.engine.memory_wait().is_none());
+    assert_eq!(honest.server.engine.memory_in_use(), 0);
+}
+
+/// Reply data is counted from `send_reply` until its Send completes, and
+/// while a connection holds more than its limit it admits no new call.
+#[test]
+fn reply_data_in_flight_counts() {
+    let mut pair = Pair::with(PairOptions::v1().server_memory(MIB));
+    // A first exchange gives the client its credits.
+    pair.client
+        .engine
+        .send_call(pair.now, 9, write_call(9, Bytes::new()), small())
+        .unwrap();
+    pair.serve(|xid, _| reply(xid, None));
+    let hints = ReplyHints::with_ddp(&[2 << 20], (2 << 20) + 64);
+    let mut pe = PayloadEncoder::new();
+    let mut e = pe.encoder();
+    for w in [1u32, 0, 2, 0x2000_0099, 1, 2, 0, 0, 0, 0] {
+        e.put_u32(w);
+    }
+    pair.client
+        .engine
+        .send_call(pair.now, 1, pe.finish(), hints)
+        .unwrap();
+    pair.drive();
+    let Some(Event::Call { token, .. }) =
+        pair.server.take_event(|e| matches!(e, Event::Call { .. }))
+    else {
+        panic!("no call")
+    };
+    pair.hold_sends(false, true);
+    pair.server
+        .engine
+        .send_reply(token, reply(1, Some(Bytes::from(vec![9; 2 << 20]))))
+        .unwrap();
+    pair.drive();
+    let held = pair.server.engine.memory_in_use();
+    assert!(held >= 2 * MIB, "{held}");
+    // Over its limit: a new (even memory-less) call waits.
+    pair.client
+        .engine
+        .send_call(pair.now, 2, write_call(2, Bytes::new()), small())
+        .unwrap();
+    pair.drive();
+    assert_eq!(pair.server.engine.calls_waiting(), 1);
+    pair.hold_sends(false, false);
+    pair.drive();
+    assert_eq!(pair.server.engine.calls_waiting(), 0);
+    assert_eq!(answer_all(&mut pair), 1);
+    pair.drive();
+    assert_eq!(pair.server.engine.memory_in_use(), 0);
+    pair.assert_no_leaks();
+}
+
+/// A peer that never answers the RDMA Reads holds the memory only until
+/// the stall timeout: then the connection is closed and the memory is
+/// back (spec note E22).
+#[test]
+fn a_stalled_peer_is_cut_off_after_the_stall_timeout() {
+    let shared = MemoryBudget::new(64 * MIB);
+    let mut pair = Pair::with(PairOptions {
+        server_budget: Some(shared.clone()),
+        ..PairOptions::v1().server_memory(8 * MIB)
+    });
+    pair.hold_sends(false, true);
+    inject_write(&mut pair, 5, MIB as u32);
+    pair.drive();
+    assert_eq!(shared.in_use(), MIB);
+    let timeout = pair.server.engine.config().stall_timeout;
+    pair.advance(timeout / 2);
+    assert!(pair.server.engine.error().is_none());
+    pair.advance(timeout);
+    assert!(
+        matches!(
+            pair.server.engine.error(),
+            Some(EngineError::Stalled { .. })
+        ),
+        "{:?}",
+        pair.server.engine.error()
+    );
+    assert_eq!(shared.in_use(), 0);
+}
+
+/// The client side: a server cannot make a client allocate more than the
+/// Write and Reply chunks the client offered. Replies claiming more than
+/// was provided are refused without any allocation, and writing past a
+/// chunk is refused by the client's RDMA layer.
+#[test]
+fn a_server_cannot_make_the_client_allocate_beyond_its_chunks() {
+    let mut pair = Pair::with(PairOptions::v1().server_memory(64 * MIB));
+    let hints = ReplyHints::with_ddp(&[4096], 4096 + 64);
+    let mut pe = PayloadEncoder::new();
+    let mut e = pe.encoder();
+    for w in [1u32, 0, 2, 0x2000_0099, 1, 2, 0, 0, 0, 0] {
+        e.put_u32(w);
+    }
+    pair.client
+        .engine
+        .send_call(pair.now, 1, pe.finish(), hints)
+        .unwrap();
+    pair.drive();
+    let offered = pair.client.engine.stats().sink_bytes_allocated;
+    // The Write chunk (4096) and the Reply chunk (4160).
+    assert_eq!(offered, 4096 + 4160);
+    let (sent, _) = pair.client.sent.last().unwrap().clone();
+    let msg = rpcrdma_wire::decode(&sent, &Default::default()).unwrap();
+    let w = msg.header.chunks().unwrap().writes[0].segments[0];
+    // A reply claiming 16 MiB in the Write chunk.
+    let mut m = words(&[1, 1, 64, 0, 0, 1, 1, w.handle, 16 << 20]);
+    m.extend_from_slice(&w.offset.to_be_bytes());
+    m.extend(words(&[0, 0]));
+    m.extend_from_slice(&reply(1, None).flatten());
+    pair.inject(true, &m);
+    assert!(matches!(
+        pair.client
+            .take_event(|e| matches!(e, Event::CallFailed { xid: 1, .. })),
+        Some(Event::CallFailed {
+            error: CallError::BadReply(_),
+            ..
+        })
+    ));
+    assert_eq!(pair.client.engine.stats().sink_bytes_allocated, offered);
+    assert_eq!(pair.client.engine.memory_in_use(), 0);
+    pair.drive();
+    pair.assert_no_leaks();
+
+    // A real reply larger than the chunk: the server's engine refuses to
+    // send it (E4) and the client allocated nothing more.
+    let mut pair = Pair::with(PairOptions::v1().server_memory(64 * MIB));
+    let hints = ReplyHints::with_ddp(&[4096], 4096 + 64);
+    let mut pe = PayloadEncoder::new();
+    let mut e = pe.encoder();
+    for w in [2u32, 0, 2, 0x2000_0099, 1, 2, 0, 0, 0, 0] {
+        e.put_u32(w);
+    }
+    pair.client
+        .engine
+        .send_call(pair.now, 2, pe.finish(), hints)
+        .unwrap();
+    pair.serve(|xid, _| reply(xid, Some(Bytes::from(vec![1; 1 << 20]))));
+    assert!(pair
+        .client
+        .take_event(|e| matches!(e, Event::CallFailed { xid: 2, .. }))
+        .is_some());
+    assert_eq!(pair.client.engine.stats().sink_bytes_allocated, 4096 + 4160);
+    pair.assert_no_leaks();
+}

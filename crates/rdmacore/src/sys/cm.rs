@@ -1,0 +1,606 @@
+//! The RDMA connection manager: event channels driven from tokio, active
+//! connection set-up, listening, accepting and rejecting.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use rpcrdma_verbs::{ConnectError, ConnectRequest, QpParams};
+use tokio::io::unix::AsyncFd;
+
+use super::cq::{register, FdRef};
+use super::device::DevInner;
+use super::ffi;
+use super::qp::{self, Qp};
+use super::{set_nonblocking, RdmaCore};
+use crate::limits::{check_private_data, negotiate_active, negotiate_passive};
+use crate::status::{cm, cm_event_name, connect_failure};
+use crate::Options;
+
+/// One RDMA-CM event, copied out of librdmacm (and acknowledged).
+#[derive(Debug, Clone)]
+pub(crate) struct Event {
+    pub(crate) event: u32,
+    pub(crate) status: i32,
+    pub(crate) id: *mut ffi::rdma_cm_id,
+    pub(crate) private_data: Bytes,
+    pub(crate) responder_resources: u16,
+    pub(crate) initiator_depth: u16,
+}
+
+/// An `rdma_cm_id` with its own event channel.
+pub(crate) struct CmId {
+    // Declared first: deregistered from tokio before the channel closes.
+    afd: Mutex<Option<Arc<AsyncFd<FdRef>>>>,
+    pub(crate) id: *mut ffi::rdma_cm_id,
+    ch: *mut ffi::rdma_event_channel,
+    fd: i32,
+}
+
+// SAFETY: librdmacm ids and channels may be used from any thread; the
+// channel is read by one task at a time (the owner of the id's events).
+unsafe impl Send for CmId {}
+// SAFETY: as above.
+unsafe impl Sync for CmId {}
+
+impl Drop for CmId {
+    fn drop(&mut self) {
+        self.afd.lock().unwrap_or_else(|p| p.into_inner()).take();
+        // SAFETY: the queue pair (if any) was destroyed by its owner, which
+        // held this id; every event taken was acknowledged; the id and its
+        // channel are destroyed once, in this order.
+        unsafe {
+            if !self.id.is_null() {
+                ffi::rdma_destroy_id(self.id);
+            }
+            ffi::rdma_destroy_event_channel(self.ch);
+        }
+    }
+}
+
+fn new_channel() -> std::io::Result<(*mut ffi::rdma_event_channel, i32)> {
+    // SAFETY: no arguments.
+    let ch = unsafe { ffi::rdma_create_event_channel() };
+    if ch.is_null() {
+        let e = std::io::Error::last_os_error();
+        return Err(std::io::Error::new(
+            e.kind(),
+            format!("cannot open the RDMA connection manager ({e}); is /dev/infiniband/rdma_cm there (module rdma_ucm)?"),
+        ));
+    }
+    // SAFETY: ch is live.
+    let fd = unsafe { ffi::rs_cm_channel_fd(ch) };
+    set_nonblocking(fd)?;
+    Ok((ch, fd))
+}
+
+impl CmId {
+    /// A new id on a new channel.
+    pub(crate) fn new() -> std::io::Result<Arc<CmId>> {
+        let (ch, fd) = new_channel()?;
+        let mut id = std::ptr::null_mut();
+        // SAFETY: ch is live; id is a valid out-pointer.
+        let rc =
+            unsafe { ffi::rdma_create_id(ch, &mut id, std::ptr::null_mut(), ffi::RDMA_PS_TCP) };
+        if rc != 0 {
+            let e = std::io::Error::last_os_error();
+            // SAFETY: ch has no ids.
+            unsafe { ffi::rdma_destroy_event_channel(ch) };
+            return Err(e);
+        }
+        Ok(Arc::new(CmId {
+            afd: Mutex::new(None),
+            id,
+            ch,
+            fd,
+        }))
+    }
+
+    /// Moves an id (of a connection request) to a new channel of its own.
+    fn migrate(id: *mut ffi::rdma_cm_id) -> std::io::Result<Arc<CmId>> {
+        let (ch, fd) = new_channel()?;
+        // SAFETY: id is a live child id whose events were acknowledged;
+        // ch is live.
+        if unsafe { ffi::rdma_migrate_id(id, ch) } != 0 {
+            let e = std::io::Error::last_os_error();
+            // SAFETY: ch has no ids.
+            unsafe { ffi::rdma_destroy_event_channel(ch) };
+            return Err(e);
+        }
+        Ok(Arc::new(CmId {
+            afd: Mutex::new(None),
+            id,
+            ch,
+            fd,
+        }))
+    }
+
+    fn afd(&self) -> std::io::Result<Arc<AsyncFd<FdRef>>> {
+        let mut g = self.afd.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(a) = &*g {
+            return Ok(a.clone());
+        }
+        let a = Arc::new(register(self.fd)?);
+        *g = Some(a.clone());
+        Ok(a)
+    }
+
+    fn try_event(&self) -> std::io::Result<Event> {
+        // SAFETY: rs_event is plain data.
+        let mut ev: ffi::rs_event = unsafe { std::mem::zeroed() };
+        // SAFETY: the channel is live and non-blocking; ev is valid.
+        let rc = unsafe { ffi::rs_get_event(self.ch, &mut ev) };
+        if rc != 0 {
+            return Err(std::io::Error::from_raw_os_error(-rc));
+        }
+        let private_data = if ev.private_data.is_null() || ev.private_data_len == 0 {
+            Bytes::new()
+        } else {
+            // SAFETY: librdmacm's event holds private_data_len octets there
+            // until the event is acknowledged (below).
+            Bytes::copy_from_slice(unsafe {
+                std::slice::from_raw_parts(
+                    ev.private_data.cast::<u8>(),
+                    ev.private_data_len as usize,
+                )
+            })
+        };
+        let out = Event {
+            event: ev.event,
+            status: ev.status,
+            id: ev.id,
+            private_data,
+            responder_resources: ev.responder_resources as u16,
+            initiator_depth: ev.initiator_depth as u16,
+        };
+        // SAFETY: ev.ev is the event just taken; acknowledged once.
+        unsafe { ffi::rdma_ack_cm_event(ev.ev) };
+        tracing::trace!(
+            event = cm_event_name(out.event),
+            status = out.status,
+            "RDMA-CM event"
+        );
+        Ok(out)
+    }
+
+    /// The next event of this id's channel.
+    pub(crate) async fn next_event(&self) -> std::io::Result<Event> {
+        match self.try_event() {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            r => return r,
+        }
+        let afd = self.afd()?;
+        loop {
+            let mut guard = afd.readable().await?;
+            match guard.try_io(|_| self.try_event()) {
+                Ok(r) => return r,
+                Err(_would_block) => continue,
+            }
+        }
+    }
+
+    pub(crate) fn addrs(&self) -> (Option<SocketAddr>, Option<SocketAddr>) {
+        // SAFETY: sockaddr_storage is plain data.
+        let (mut l, mut p): (libc::sockaddr_storage, libc::sockaddr_storage) =
+            unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+        // SAFETY: id is live; both out-pointers valid.
+        unsafe { ffi::rs_id_addrs(self.id, &mut l, &mut p) };
+        (from_storage(&l), from_storage(&p))
+    }
+
+    /// The device context the id is bound to (null before resolution).
+    pub(crate) fn verbs(&self) -> *mut ffi::ibv_context {
+        // SAFETY: id is live.
+        unsafe { ffi::rs_id_verbs(self.id) }
+    }
+}
+
+fn from_storage(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match s.ss_family as i32 {
+        libc::AF_INET => {
+            // SAFETY: the family says it is a sockaddr_in.
+            let a: &libc::sockaddr_in = unsafe { &*(s as *const _ as *const libc::sockaddr_in) };
+            Some(SocketAddr::from((
+                u32::from_be(a.sin_addr.s_addr).to_be_bytes(),
+                u16::from_be(a.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says it is a sockaddr_in6.
+            let a: &libc::sockaddr_in6 = unsafe { &*(s as *const _ as *const libc::sockaddr_in6) };
+            Some(SocketAddr::from((
+                a.sin6_addr.s6_addr,
+                u16::from_be(a.sin6_port),
+            )))
+        }
+        _ => None,
+    }
+}
+
+fn to_storage(addr: SocketAddr) -> libc::sockaddr_storage {
+    // SAFETY: sockaddr_storage is plain data.
+    let mut s: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    match addr {
+        SocketAddr::V4(a) => {
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            let sin = unsafe { &mut *(&mut s as *mut _ as *mut libc::sockaddr_in) };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = a.port().to_be();
+            sin.sin_addr.s_addr = u32::from_be_bytes(a.ip().octets()).to_be();
+        }
+        SocketAddr::V6(a) => {
+            // SAFETY: as above for sockaddr_in6.
+            let sin6 = unsafe { &mut *(&mut s as *mut _ as *mut libc::sockaddr_in6) };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = a.port().to_be();
+            sin6.sin6_addr.s6_addr = a.ip().octets();
+            sin6.sin6_scope_id = a.scope_id();
+            sin6.sin6_flowinfo = a.flowinfo();
+        }
+    }
+    s
+}
+
+/// Checks that the id resolved to the opened device.
+fn check_device(dev: &DevInner, cm: &CmId, addr: SocketAddr) -> Result<(), ConnectError> {
+    let v = cm.verbs();
+    if v.is_null() || v == dev.ctx {
+        return Ok(());
+    }
+    // SAFETY: v is a live context of librdmacm's list.
+    let other = unsafe {
+        let p = ffi::rs_device_name(v);
+        if p.is_null() {
+            "?".into()
+        } else {
+            std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
+        }
+    };
+    Err(ConnectError::Device {
+        reason: format!(
+            "{addr} is reached through RDMA device {other}, but this process opened {}; \
+             choose it with --device {other}",
+            dev.info.name
+        ),
+    })
+}
+
+/// `rdma_connect` (active) or `rdma_accept`: 0 or a negative errno.
+fn cm_call(
+    cm: &CmId,
+    active: bool,
+    private_data: &[u8],
+    ird: u16,
+    ord: u16,
+    opts: &Options,
+) -> i32 {
+    let conn = ffi::rs_conn {
+        private_data: private_data.as_ptr().cast(),
+        private_data_len: private_data.len() as u32,
+        responder_resources: u32::from(ird),
+        initiator_depth: u32::from(ord),
+        retry_count: u32::from(opts.retry_count.min(7)),
+        rnr_retry_count: u32::from(opts.rnr_retry_count.min(7)),
+    };
+    // SAFETY: the id is live with its queue pair; conn points at
+    // private_data, alive across the call (librdmacm copies it).
+    unsafe {
+        if active {
+            ffi::rs_connect(cm.id, &conn)
+        } else {
+            ffi::rs_accept(cm.id, &conn)
+        }
+    }
+}
+
+fn io_err(what: &str, e: std::io::Error) -> ConnectError {
+    ConnectError::Io(std::io::Error::new(e.kind(), format!("{what}: {e}")))
+}
+
+async fn expect(cm: &CmId, dev: &DevInner, want: u32) -> Result<Event, ConnectError> {
+    loop {
+        let ev = cm
+            .next_event()
+            .await
+            .map_err(|e| io_err("RDMA-CM event", e))?;
+        if ev.event == want {
+            return Ok(ev);
+        }
+        if ev.event == cm::ADDR_CHANGE {
+            continue;
+        }
+        return Err(connect_failure(
+            dev.transport(),
+            ev.event,
+            ev.status,
+            &ev.private_data,
+        ));
+    }
+}
+
+pub(crate) async fn connect(
+    dev: &RdmaCore,
+    addr: SocketAddr,
+    params: QpParams<'_, RdmaCore>,
+    private_data: Bytes,
+) -> Result<(Qp, Bytes), ConnectError> {
+    let inner = &dev.inner;
+    check_private_data(inner.transport(), "connect", private_data.len())
+        .map_err(|reason| ConnectError::Invalid { reason })?;
+    let opts = params.options.clone();
+    let work = async {
+        let cm = CmId::new().map_err(|e| io_err("rdma_create_id", e))?;
+        let dst = to_storage(addr);
+        let ms = opts.resolve_timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: id is live; dst is a valid sockaddr for its family.
+        if unsafe {
+            ffi::rdma_resolve_addr(
+                cm.id,
+                std::ptr::null(),
+                (&dst as *const libc::sockaddr_storage).cast(),
+                ms,
+            )
+        } != 0
+        {
+            return Err(connect_failure(
+                inner.transport(),
+                cm::ADDR_ERROR,
+                -ffi::errno(),
+                &[],
+            ));
+        }
+        expect(&cm, inner, cm::ADDR_RESOLVED).await?;
+        check_device(inner, &cm, addr)?;
+        // SAFETY: id is live and its address resolved.
+        if unsafe { ffi::rdma_resolve_route(cm.id, ms) } != 0 {
+            return Err(connect_failure(
+                inner.transport(),
+                cm::ROUTE_ERROR,
+                -ffi::errno(),
+                &[],
+            ));
+        }
+        expect(&cm, inner, cm::ROUTE_RESOLVED).await?;
+        let (shared, req) = qp::create(inner, &cm, &params, &opts)?;
+        let rc = cm_call(&cm, true, &private_data, req.ird, req.ord, &opts);
+        if rc != 0 {
+            return Err(ConnectError::Io(std::io::Error::new(
+                std::io::Error::from_raw_os_error(-rc).kind(),
+                format!("rdma_connect: {}", ffi::err_text(rc)),
+            )));
+        }
+        let ev = expect(&cm, inner, cm::ESTABLISHED).await?;
+        let (ird, ord) =
+            negotiate_active(req.ird, req.ord, ev.responder_resources, ev.initiator_depth);
+        let qp = qp::established(shared, cm, ird, ord);
+        Ok((qp, ev.private_data))
+    };
+    match tokio::time::timeout(opts.connect_timeout, work).await {
+        Ok(r) => r,
+        Err(_) => Err(ConnectError::Timeout),
+    }
+}
+
+// ------------------------------------------------------------------ passive
+
+/// A listening RDMA-CM id.
+pub struct Listener {
+    cm: Arc<CmId>,
+    local: SocketAddr,
+    dev: RdmaCore,
+    lock: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener")
+            .field("local", &self.local)
+            .finish()
+    }
+}
+
+pub(crate) async fn listen(
+    dev: &RdmaCore,
+    addr: SocketAddr,
+    options: Options,
+) -> std::io::Result<Listener> {
+    let cm = CmId::new()?;
+    let sa = to_storage(addr);
+    // SAFETY: id is live; sa is a valid sockaddr for its family.
+    if unsafe { ffi::rdma_bind_addr(cm.id, (&sa as *const libc::sockaddr_storage).cast()) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(std::io::Error::new(
+            e.kind(),
+            format!("rdma_bind_addr({addr}): {e}; is {} an address of an RDMA-capable interface (`rdma link`)?", addr.ip()),
+        ));
+    }
+    if let Err(ConnectError::Device { reason }) = check_device(&dev.inner, &cm, addr) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AddrNotAvailable,
+            reason,
+        ));
+    }
+    // SAFETY: id is live and bound.
+    if unsafe { ffi::rdma_listen(cm.id, options.backlog) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(std::io::Error::new(
+            e.kind(),
+            format!("rdma_listen({addr}): {e}"),
+        ));
+    }
+    let local = cm.addrs().0.unwrap_or(addr);
+    tracing::debug!(%local, device = %dev.inner.info.name, "RDMA-CM listening");
+    Ok(Listener {
+        cm,
+        local,
+        dev: dev.clone(),
+        lock: tokio::sync::Mutex::new(()),
+    })
+}
+
+impl rpcrdma_verbs::Listener for Listener {
+    type Device = RdmaCore;
+
+    async fn accept(&self) -> Result<Request, ConnectError> {
+        let _g = self.lock.lock().await;
+        loop {
+            let ev = self
+                .cm
+                .next_event()
+                .await
+                .map_err(|e| io_err("RDMA-CM event", e))?;
+            match ev.event {
+                cm::CONNECT_REQUEST => {}
+                cm::DEVICE_REMOVAL => {
+                    return Err(ConnectError::Device {
+                        reason: "the RDMA device was removed".into(),
+                    })
+                }
+                other => {
+                    tracing::debug!(event = cm_event_name(other), "listener event ignored");
+                    continue;
+                }
+            }
+            let child = ev.id;
+            // SAFETY: child is the live id of the request.
+            let v = unsafe { ffi::rs_id_verbs(child) };
+            if !v.is_null() && v != self.dev.inner.ctx {
+                tracing::warn!(device = %self.dev.inner.info.name, "connection request on another RDMA device; rejected (choose the device with --device)");
+                // SAFETY: child is live; rejected and destroyed once.
+                unsafe {
+                    ffi::rdma_reject(child, std::ptr::null(), 0);
+                    ffi::rdma_destroy_id(child);
+                }
+                continue;
+            }
+            let cm = match CmId::migrate(child) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot move a connection request to its own channel; rejected");
+                    // SAFETY: as above.
+                    unsafe {
+                        ffi::rdma_reject(child, std::ptr::null(), 0);
+                        ffi::rdma_destroy_id(child);
+                    }
+                    continue;
+                }
+            };
+            let peer = cm
+                .addrs()
+                .1
+                .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+            return Ok(Request {
+                cm: Some(cm),
+                private_data: ev.private_data,
+                ird_ord: (ev.responder_resources, ev.initiator_depth),
+                peer,
+                dev: self.dev.clone(),
+            });
+        }
+    }
+
+    fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+}
+
+/// An incoming connection request.
+pub struct Request {
+    cm: Option<Arc<CmId>>,
+    private_data: Bytes,
+    ird_ord: (u16, u16),
+    peer: SocketAddr,
+    dev: RdmaCore,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("peer", &self.peer)
+            .field("private_data", &self.private_data)
+            .field("ird_ord", &self.ird_ord)
+            .finish()
+    }
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        if let Some(cm) = self.cm.take() {
+            // SAFETY: the id is live and neither accepted nor rejected.
+            unsafe { ffi::rdma_reject(cm.id, std::ptr::null(), 0) };
+        }
+    }
+}
+
+impl ConnectRequest for Request {
+    type Device = RdmaCore;
+
+    fn private_data(&self) -> &Bytes {
+        &self.private_data
+    }
+
+    fn ird_ord(&self) -> Option<(u16, u16)> {
+        Some(self.ird_ord)
+    }
+
+    fn peer_addr(&self) -> SocketAddr {
+        self.peer
+    }
+
+    async fn accept(
+        mut self,
+        params: QpParams<'_, RdmaCore>,
+        private_data: Bytes,
+    ) -> Result<Qp, ConnectError> {
+        let inner = self.dev.inner.clone();
+        check_private_data(inner.transport(), "accept", private_data.len())
+            .map_err(|reason| ConnectError::Invalid { reason })?;
+        let cm = self.cm.take().ok_or(ConnectError::Invalid {
+            reason: "request already answered".into(),
+        })?;
+        let opts = params.options.clone();
+        let (shared, req) = match qp::create(&inner, &cm, &params, &opts) {
+            Ok(x) => x,
+            Err(e) => {
+                // SAFETY: the id is live and not yet answered.
+                unsafe { ffi::rdma_reject(cm.id, std::ptr::null(), 0) };
+                return Err(e);
+            }
+        };
+        let (ird, ord) = negotiate_passive(req.ird, req.ord, self.ird_ord.0, self.ird_ord.1);
+        let rc = cm_call(&cm, false, &private_data, ird, ord, &opts);
+        if rc != 0 {
+            return Err(ConnectError::Io(std::io::Error::new(
+                std::io::Error::from_raw_os_error(-rc).kind(),
+                format!("rdma_accept: {}", ffi::err_text(rc)),
+            )));
+        }
+        let wait = expect(&cm, &inner, cm::ESTABLISHED);
+        match tokio::time::timeout(opts.connect_timeout, wait).await {
+            Ok(Ok(_)) => Ok(qp::established(shared, cm, ird, ord)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(ConnectError::Timeout),
+        }
+    }
+
+    async fn reject(mut self, private_data: Bytes) -> Result<(), ConnectError> {
+        check_private_data(self.dev.inner.transport(), "reject", private_data.len())
+            .map_err(|reason| ConnectError::Invalid { reason })?;
+        let cm = self.cm.take().ok_or(ConnectError::Invalid {
+            reason: "request already answered".into(),
+        })?;
+        let ptr = if private_data.is_empty() {
+            std::ptr::null()
+        } else {
+            private_data.as_ptr().cast()
+        };
+        // SAFETY: id is live and not yet answered; the data outlives the call.
+        if unsafe { ffi::rdma_reject(cm.id, ptr, private_data.len() as u8) } != 0 {
+            return Err(io_err("rdma_reject", std::io::Error::last_os_error()));
+        }
+        // Give the reject time to leave before the id is destroyed.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Ok(())
+    }
+}

@@ -13,6 +13,8 @@
 #                  rdma-core (needs libibverbs-dev librdmacm-dev)
 #   nfsd-client.sh rpcrdma nfs get/put/ls vs the kernel NFS server over siw
 #                  (issue 12 item 5)
+#   nfs-rxe.sh     the kernel NFS client and rpcrdma nfs serve --provider
+#                  rdma-core both in the guest over rxe (issue 12 item 4)
 #   nfs-kernel-client.sh  the kernel NFS client mounts rpcrdma nfs serve over
 #                  proto=rdma (siw) and proto=tcp and runs the data-integrity
 #                  workload (issue 12 item 4), then a short run for tshark; about 30
@@ -32,7 +34,7 @@ T0=$SECONDS
 WORK=${IOP_WORK_ROOT:-$(mktemp -d /tmp/rpcrdma-interop.XXXXXX)}
 mkdir -p "$WORK"
 
-SCRIPTS=${IOP_SCRIPTS:-siw-rping nfsd-null rdmacore nfsd-client nfs-kernel-client}
+SCRIPTS=${IOP_SCRIPTS:-siw-rping nfsd-null rdmacore nfsd-client nfs-rxe nfs-kernel-client}
 export IOP_NAME=run-all
 # shellcheck source=common.sh
 . "$HERE/common.sh"

@@ -110,6 +110,29 @@ pub fn local_credential() -> Credential {
         .unwrap_or(Credential::None)
 }
 
+/// Bytes of a READ reply's results besides the data: status, attributes,
+/// `count`, `eof` and the data's length word.
+pub const READ_RESULTS_WITHOUT_DATA: u32 = 4 + 88 + 4 + 4 + 4;
+
+/// The NFS Upper-Layer Binding as this client applies it: the `.x` file's
+/// hints, except READ, which offers only the Write chunk for its data and
+/// no Reply chunk (the Linux client does the same). The data is counted as
+/// reduced: a READ reply fits the inline threshold once its data is in the
+/// Write chunk. Offering a Reply chunk as well (the general rule of
+/// `docs/spec-notes.md` E1) draws a Linux nfsd 6.1 quirk: given both, it
+/// writes the data into the Write chunk *and* into the Reply chunk, and
+/// the reply no longer decodes (spec-notes N13).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NfsUlb;
+
+impl p::nfs_v3::Ulb for NfsUlb {
+    fn read(&self, args: &p::Read3args) -> rpcrdma_oncrpc::CallHints {
+        rpcrdma_oncrpc::CallHints::new()
+            .ddp_result(args.count)
+            .max_results(READ_RESULTS_WITHOUT_DATA)
+    }
+}
+
 /// One directory entry as listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
@@ -172,7 +195,7 @@ impl NfsClient {
             }
         };
         let rest = path[prefix.len().min(path.len())..].to_vec();
-        let stubs = p::nfs_v3::Client::new(nfs_rpc);
+        let stubs = p::nfs_v3::Client::with_ulb(nfs_rpc, std::sync::Arc::new(NfsUlb));
         let info = stubs
             .fsinfo(p::Fsinfo3args {
                 fsroot: c::fh(&root),

@@ -115,10 +115,10 @@ pub fn local_credential() -> Credential {
 pub const READ_RESULTS_WITHOUT_DATA: u32 = 4 + 88 + 4 + 4 + 4;
 
 /// The NFS Upper-Layer Binding as this client applies it: the `.x` file's
-/// hints, except READ, which offers only the Write chunk for its data and
-/// no Reply chunk (the Linux client does the same). The data is counted as
-/// reduced: a READ reply fits the inline threshold once its data is in the
-/// Write chunk. Offering a Reply chunk as well (the general rule of
+/// hints, except READ, which states its results with the data reduced
+/// ([`rpcrdma_oncrpc::CallHints::reduced_results`]), so an RDMA requester
+/// offers only the Write chunk for the data and no Reply chunk (the Linux
+/// client does the same). Offering a Reply chunk as well (the general rule of
 /// `docs/spec-notes.md` E1) draws a Linux nfsd 6.1 quirk: given both, it
 /// writes the data into the Write chunk *and* into the Reply chunk, and
 /// the reply no longer decodes (spec-notes N13).
@@ -127,9 +127,7 @@ pub struct NfsUlb;
 
 impl p::nfs_v3::Ulb for NfsUlb {
     fn read(&self, args: &p::Read3args) -> rpcrdma_oncrpc::CallHints {
-        rpcrdma_oncrpc::CallHints::new()
-            .ddp_result(args.count)
-            .max_results(READ_RESULTS_WITHOUT_DATA)
+        p::nfs_v3::hints_read(args).reduced_results(READ_RESULTS_WITHOUT_DATA)
     }
 }
 

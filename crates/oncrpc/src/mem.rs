@@ -302,7 +302,16 @@ impl Transport for MemTransport {
         } else {
             hints.ddp_results().to_vec()
         };
-        let reply_chunk = hints.max_reply_size().filter(|m| *m as usize > threshold);
+        // A Reply chunk when the largest reply may not fit inline; with
+        // Write chunks and a stated reduced maximum, that one decides (as
+        // over RDMA, spec note N13).
+        let largest = match hints.max_reduced_reply_size() {
+            Some(r) if !write_chunks.is_empty() => Some(r),
+            _ => hints.max_reply_size(),
+        };
+        let reply_chunk = hints
+            .max_reply_size()
+            .filter(|_| largest.is_some_and(|m| m as usize > threshold));
         self.put(Wire::Call {
             xid,
             inline,

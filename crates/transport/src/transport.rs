@@ -405,6 +405,7 @@ pub fn reply_hints(h: &CallHints) -> ReplyHints {
         ddp_results: h.ddp_results().to_vec(),
         max_reply: h.max_reply_size(),
         reduce: !h.is_no_reduce(),
+        max_reply_reduced: h.max_reduced_reply_size(),
     }
 }
 

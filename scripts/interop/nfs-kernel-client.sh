@@ -26,7 +26,8 @@
 #   IOP_NFS_MOUNT_PORT  MOUNT v3 port, TCP (default 20048)
 #   IOP_NFS_TCP_PORT    NFS over TCP port (default 2049)
 #   IOP_NFS_BIG_MIB     size of the big file (default 64)
-#   IOP_NFS_PROTOS      which runs (default "rdma tcp rdma-short")
+#   IOP_NFS_PROTOS      which runs (default "rdma tcp rdma-short"; also
+#                       tcp-short: the short workload over TCP)
 #   IOP_NFS_SERVE_ARGS  more options for rpcrdma nfs serve (default --mulpdu 1448)
 #   plus those of common.sh (RPCRDMA_BIN, IOP_WORK, INTEROP_CACHE ...)
 #
@@ -112,11 +113,12 @@ for run in $PROTOS; do
     case "$run" in
     rdma) proto=rdma port=$RP mib=$BIG ;;
     tcp) proto=tcp port=$TP mib=$BIG ;;
-    rdma-short)
-        proto=rdma port=$RP mib=4
+    rdma-short | tcp-short)
+        proto=${run%-short} mib=4
+        if [ "$proto" = rdma ]; then port=$RP; else port=$TP; fi
         sizes="BIG_MIB=4 NSMALL=50 NDIR=600 NRANDOM=50"
         ;;
-    *) iop_result "unknown run $run (rdma, tcp, rdma-short)" 1; continue ;;
+    *) iop_result "unknown run $run (rdma, tcp, rdma-short, tcp-short)" 1; continue ;;
     esac
     script=$IOP_WORK/workload-$run.sh
     {

@@ -797,6 +797,7 @@ proptest! {
             ddp_results: ddp_result.iter().map(|&d| d as u32).collect(),
             max_reply: Some(max),
             reduce,
+            max_reply_reduced: None,
         };
         let c = call(1, 3, &pattern(args, 1), ddp.map(|d| pattern(d, 2)));
         let want = c.flatten();
@@ -896,6 +897,45 @@ fn spec_e1_e2_reply_resources_follow_the_largest_reply() {
     let mut d = Decoder::with_ddp(&m);
     d.skip(24).unwrap();
     assert_eq!(d.get_opaque_ddp(1000).unwrap(), pattern(100, 1));
+    pair.assert_no_leaks();
+}
+
+/// N13 (docs/spec-notes.md, NFS): with the largest reply stated with its
+/// DDP items reduced, a 1 MiB READ gets its Write chunk and no Reply chunk
+/// (as the Linux client sends it), and the reply comes back through the
+/// Write chunk.
+#[test]
+fn spec_n13_reduced_maximum_needs_no_reply_chunk() {
+    let mut pair = Pair::new();
+    let mut hints = ReplyHints::with_ddp(&[1 << 20], (1 << 20) + 128);
+    hints.max_reply_reduced = Some(128);
+    pair.client
+        .engine
+        .send_call(pair.now, 1, call(1, 2, &[], None), hints)
+        .unwrap();
+    pair.drive();
+    let h = call_header(&pair, 0);
+    let c = h.chunks().unwrap();
+    assert_eq!(c.writes.len(), 1);
+    assert!(c.reply.is_none(), "no Reply chunk");
+    pair.serve(|xid, _| reply(xid, &[], Some(pattern(1 << 20, 1))));
+    let (m, _, rf) = take_reply(&mut pair, 1);
+    assert_eq!(rf, MessageForm::Chunked);
+    let mut d = Decoder::with_ddp(&m);
+    d.skip(24).unwrap();
+    assert_eq!(d.get_opaque_ddp(1 << 21).unwrap(), pattern(1 << 20, 1));
+    // A reduced maximum that itself exceeds the threshold still gets one.
+    let mut hints = ReplyHints::with_ddp(&[1 << 20], (1 << 20) + 4000);
+    hints.max_reply_reduced = Some(4000);
+    pair.client
+        .engine
+        .send_call(pair.now, 2, call(2, 2, &[], None), hints)
+        .unwrap();
+    pair.drive();
+    let h = call_header(&pair, 1);
+    assert!(h.chunks().unwrap().reply.is_some());
+    pair.serve(|xid, _| reply(xid, &[], Some(pattern(10, 1))));
+    take_reply(&mut pair, 2);
     pair.assert_no_leaks();
 }
 

@@ -12,6 +12,12 @@
 //!   Terminate error codes). Parsers keep every field, including unknown
 //!   values, so decoded frames re-encode to the same bytes; they check every
 //!   length against what is left and never panic on hostile input.
+//! * **The connection state machine**, [`conn::Connection`]: MPA set-up in
+//!   both directions, then the verbs semantics over DDP/RDMAP (send and
+//!   receive queues, RDMA Write and Read, invalidation, completions), with
+//!   placement straight into the memory regions of [`mr`] and the Terminate
+//!   each protocol violation earns. The driver (`rpcrdma-softiwarp`) only
+//!   moves bytes between it and a socket.
 //!
 //! # Determinism contract
 //!

@@ -42,9 +42,15 @@ impl W {
         self.ind = self.ind.saturating_sub(1);
         self.line(s);
     }
-    fn doc(&mut self, lines: &[String]) {
-        for l in lines {
-            self.line(&format!("/// {l}"));
+    /// The `.x` comments of a definition as rustdoc, escaped, and the
+    /// empty `///` line that separates them from the generated text that
+    /// follows (nothing at all when there are none).
+    fn doc_comments(&mut self, comments: &[String]) {
+        for c in comments {
+            self.line(&format!("/// {}", doc_text(c)));
+        }
+        if !comments.is_empty() {
+            self.line("///");
         }
     }
 }
@@ -204,11 +210,7 @@ impl Gen<'_> {
     }
 
     fn field_doc(&mut self, f: &Field) {
-        let docs: Vec<String> = f.doc.iter().map(|d| doc_text(d)).collect();
-        self.w.doc(&docs);
-        if !docs.is_empty() {
-            self.w.line("///");
-        }
+        self.w.doc_comments(&f.doc);
         let ddp = match &f.ddp {
             None => String::new(),
             Some(DdpBound::Declared) => " — DDP-eligible".into(),
@@ -223,11 +225,7 @@ impl Gen<'_> {
     }
 
     fn item_doc(&mut self, doc: &[String], what: &str, line: u32) {
-        let docs: Vec<String> = doc.iter().map(|d| doc_text(d)).collect();
-        self.w.doc(&docs);
-        if !docs.is_empty() {
-            self.w.line("///");
-        }
+        self.w.doc_comments(doc);
         let f = self.file.clone();
         self.w.line(&format!("/// XDR: `{what}` ({f}:{line})."));
     }
@@ -245,11 +243,7 @@ impl Gen<'_> {
         } else {
             "i64"
         };
-        let docs: Vec<String> = c.doc.iter().map(|d| doc_text(d)).collect();
-        self.w.doc(&docs);
-        if !docs.is_empty() {
-            self.w.line("///");
-        }
+        self.w.doc_comments(&c.doc);
         self.w
             .line(&format!("/// XDR: `const {} = {}`.", c.xdr, c.value));
         self.w
@@ -293,11 +287,7 @@ impl Gen<'_> {
         self.w.line("#[repr(i32)]");
         self.w.open(&format!("pub enum {name} {{"));
         for it in items {
-            let docs: Vec<String> = it.doc.iter().map(|d| doc_text(d)).collect();
-            self.w.doc(&docs);
-            if !docs.is_empty() {
-                self.w.line("///");
-            }
+            self.w.doc_comments(&it.doc);
             self.w
                 .line(&format!("/// XDR: `{} = {}`.", it.xdr, it.value));
             self.w.line(&format!("{} = {},", it.rust, it.value));
@@ -1417,11 +1407,7 @@ impl Gen<'_> {
 
     fn program(&mut self, p: &ProgramIr) {
         let f = self.file.clone();
-        let docs: Vec<String> = p.doc.iter().map(|d| doc_text(d)).collect();
-        self.w.doc(&docs);
-        if !docs.is_empty() {
-            self.w.line("///");
-        }
+        self.w.doc_comments(&p.doc);
         self.w.line(&format!(
             "/// XDR: `program {}` ({f}), number {:#x}.",
             p.xdr, p.number
@@ -1443,11 +1429,7 @@ impl Gen<'_> {
 
     fn version(&mut self, p: &ProgramIr, v: &VersionIr) {
         self.in_module = true;
-        let docs: Vec<String> = v.doc.iter().map(|d| doc_text(d)).collect();
-        self.w.doc(&docs);
-        if !docs.is_empty() {
-            self.w.line("///");
-        }
+        self.w.doc_comments(&v.doc);
         self.w.line(&format!(
             "/// Version {} (`{}`) of program {:#x} (`{}`): [`Client`] stubs, the",
             v.number, v.xdr, p.number, p.xdr
@@ -1725,11 +1707,7 @@ impl Gen<'_> {
             let m = bare(&pr.method).to_string();
             let c = crate::names::screaming(&pr.xdr);
             self.w.line("");
-            let docs: Vec<String> = pr.doc.iter().map(|d| doc_text(d)).collect();
-            self.w.doc(&docs);
-            if !docs.is_empty() {
-                self.w.line("///");
-            }
+            self.w.doc_comments(&pr.doc);
             self.w.line(&format!(
                 "/// Calls `{}` (procedure {}) with the hints of [`Ulb::{m}`].",
                 pr.xdr, pr.number
@@ -1802,11 +1780,7 @@ impl Gen<'_> {
         for pr in &v.procs {
             let a = self.arg_shape(pr, true);
             let r = self.result_ty(pr);
-            let docs: Vec<String> = pr.doc.iter().map(|d| doc_text(d)).collect();
-            self.w.doc(&docs);
-            if !docs.is_empty() {
-                self.w.line("///");
-            }
+            self.w.doc_comments(&pr.doc);
             self.w
                 .line(&format!("/// `{}` (procedure {}).", pr.xdr, pr.number));
             let params = a

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use rpcrdma_cli::fuzzing::report_roundtrip;
 use rpcrdma_cli::report;
+use rpcrdma_testkit::rng::XorShift;
 use rpcrdma_wire::{decode, DecodeConfig};
 
 fn seeds(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
@@ -27,21 +28,6 @@ fn seeds(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
             (p, data)
         })
         .collect()
-}
-
-/// xorshift64: reproducible, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
 }
 
 #[test]
@@ -89,10 +75,10 @@ fn bounded_fuzz_run() {
         0xffff_ffff,
         0x8000_0000,
     ];
-    let mut rng = Rng(0x5eed_dec0_de00_0001);
+    let mut rng = XorShift::new(0x5eed_dec0_de00_0001);
     for i in 0..6000 {
         let mut buf = if i % 5 == 0 {
-            (0..rng.below(96)).map(|_| rng.next() as u8).collect()
+            (0..rng.below(96)).map(|_| rng.next_u64() as u8).collect()
         } else {
             inputs[rng.below(inputs.len())].clone()
         };
@@ -103,7 +89,7 @@ fn bounded_fuzz_run() {
             match rng.below(4) {
                 0 => {
                     let at = rng.below(buf.len());
-                    buf[at] = rng.next() as u8;
+                    buf[at] = rng.next_u64() as u8;
                 }
                 1 => {
                     let at = rng.below(buf.len()) & !3;

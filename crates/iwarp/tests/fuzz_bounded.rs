@@ -8,20 +8,7 @@ use rpcrdma_iwarp::ddp::DdpHeader;
 use rpcrdma_iwarp::fpdu::encode_fpdu;
 use rpcrdma_iwarp::fuzzing::{codec_roundtrip, fpdu_stream, Responder};
 use rpcrdma_iwarp::rdmap::{Opcode, ReadRequest};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use rpcrdma_testkit::rng::XorShift;
 
 fn fpdu(h: DdpHeader, payload: &[u8], crc: bool) -> Vec<u8> {
     let mut hb = Vec::new();
@@ -80,10 +67,10 @@ fn valid_stream(r: &Responder) -> Vec<u8> {
 
 #[test]
 fn random_inputs() {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = XorShift::new(0x9e37_79b9_7f4a_7c15);
     for _ in 0..3000 {
         let len = rng.below(300);
-        let data: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        let data: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
         codec_roundtrip(&data);
         fpdu_stream(&data);
     }
@@ -91,10 +78,10 @@ fn random_inputs() {
 
 #[test]
 fn mutated_valid_streams() {
-    let mut rng = Rng(0x0123_4567_89ab_cdef);
+    let mut rng = XorShift::new(0x0123_4567_89ab_cdef);
     for i in 0..3000 {
         let crc = i % 2 == 0;
-        let mut s = vec![(rng.next() as u8 & 0xfe) | u8::from(crc)];
+        let mut s = vec![(rng.next_u64() as u8 & 0xfe) | u8::from(crc)];
         s.extend(valid_stream(&Responder::new(crc)));
         match rng.below(4) {
             0 => {

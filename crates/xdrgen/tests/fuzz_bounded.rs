@@ -3,6 +3,7 @@
 //! files, and mutations of them (bytes flipped, inserted, deleted; tokens
 //! spliced in), with a fixed seed.
 
+use rpcrdma_testkit::rng::XorShift;
 use rpcrdma_xdrgen::fuzzing::generate_any;
 
 fn seeds() -> Vec<Vec<u8>> {
@@ -14,20 +15,6 @@ fn seeds() -> Vec<Vec<u8>> {
     v.sort();
     assert!(v.len() >= 4, "seed corpus in {dir}");
     v
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
 }
 
 const TOKENS: &[&str] = &[
@@ -85,13 +72,13 @@ fn every_prefix_of_the_seed_files() {
 #[test]
 fn bounded_fuzz_run() {
     let seeds = seeds();
-    let mut rng = Rng(0x5eed_1dea_2024_0011);
+    let mut rng = XorShift::new(0x5eed_1dea_2024_0011);
     for _ in 800..1600 {
         let mut d = seeds[rng.below(seeds.len())].clone();
         for _ in 0..1 + rng.below(6) {
             let at = rng.below(d.len() + 1);
             match rng.below(5) {
-                0 if at < d.len() => d[at] = rng.next() as u8,
+                0 if at < d.len() => d[at] = rng.next_u64() as u8,
                 1 if at < d.len() => {
                     let n = rng.below(40).min(d.len() - at);
                     d.drain(at..at + n);

@@ -3,17 +3,17 @@
 //! in-memory fabric. The same bound over the real software iWARP provider
 //! and `rpcrdma serve` is `crates/cli/tests/memory_budget.rs`.
 
+mod common;
+
 use bytes::Bytes;
 use rpcrdma_engine::testing::{Pair, PairOptions};
 use rpcrdma_engine::{CallError, EngineError, Event, MemoryBudget, ReplyHints};
 use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain};
 use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder};
 
-const MIB: u64 = 1 << 20;
+use common::words;
 
-fn words(ws: &[u32]) -> Vec<u8> {
-    ws.iter().flat_map(|w| w.to_be_bytes()).collect()
-}
+const MIB: u64 = 1 << 20;
 
 /// A WRITE-like call of program 0x20000099 whose data is one DDP-eligible
 /// opaque.

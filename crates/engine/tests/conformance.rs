@@ -3,15 +3,15 @@
 //! and what our engine must answer. The readings are recorded in
 //! `docs/spec-notes.md` (E1, E13–E20, D3, W6, W9).
 
+mod common;
+
 use bytes::{Bytes, BytesMut};
 use rpcrdma_engine::testing::{Pair, PairOptions};
 use rpcrdma_engine::{CallError, Event, MessageForm, ReplyHints};
 use rpcrdma_wire::ErrCode;
 use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder};
 
-fn words(ws: &[u32]) -> Vec<u8> {
-    ws.iter().flat_map(|w| w.to_be_bytes()).collect()
-}
+use common::{call, pattern, reply, words};
 
 fn hex(s: &str) -> Vec<u8> {
     let clean: String = s.split_whitespace().collect();
@@ -19,42 +19,6 @@ fn hex(s: &str) -> Vec<u8> {
         .step_by(2)
         .map(|i| u8::from_str_radix(&clean[i..i + 2], 16).expect("test hex"))
         .collect()
-}
-
-/// An RPC call header (AUTH_NONE) for program 0x20000099 v1 `proc`, then
-/// `args`, then an optional DDP-eligible opaque.
-fn call(xid: u32, proc_: u32, args: &[u8], ddp: Option<Bytes>) -> Payload {
-    let mut pe = PayloadEncoder::new();
-    let mut e = pe.encoder();
-    for w in [xid, 0, 2, 0x2000_0099, 1, proc_, 0, 0, 0, 0] {
-        e.put_u32(w);
-    }
-    e.put_fixed_opaque(args);
-    if let Some(d) = ddp {
-        e.put_opaque_ddp(d);
-    }
-    pe.finish()
-}
-
-/// An accepted SUCCESS reply, `body`, then an optional DDP-eligible opaque.
-fn reply(xid: u32, body: &[u8], ddp: Option<Bytes>) -> Payload {
-    let mut pe = PayloadEncoder::new();
-    let mut e = pe.encoder();
-    for w in [xid, 1, 0, 0, 0, 0] {
-        e.put_u32(w);
-    }
-    e.put_fixed_opaque(body);
-    if let Some(d) = ddp {
-        e.put_opaque_ddp(d);
-    }
-    pe.finish()
-}
-
-fn pattern(len: usize, seed: u8) -> Bytes {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
-        .collect::<Vec<u8>>()
-        .into()
 }
 
 fn outcome(pair: &mut Pair, want: u32) -> Option<Event> {

@@ -1,6 +1,8 @@
 //! The engine end to end over the in-memory fabric: every message form in
 //! both directions, credits, versions, errors, adversarial peers, faults.
 
+mod common;
+
 use bytes::{BufMut, Bytes, BytesMut};
 use proptest::prelude::*;
 use rpcrdma_engine::testing::{Pair, PairOptions};
@@ -10,41 +12,7 @@ use rpcrdma_engine::{
 use rpcrdma_wire::{ErrCode, VersionRange};
 use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder};
 
-/// An RPC call header (AUTH_NONE) for program 0x20000099 v1 `proc`, then
-/// `args`, then an optional DDP-eligible opaque.
-fn call(xid: u32, proc_: u32, args: &[u8], ddp: Option<Bytes>) -> Payload {
-    let mut pe = PayloadEncoder::new();
-    let mut e = pe.encoder();
-    for w in [xid, 0, 2, 0x2000_0099, 1, proc_, 0, 0, 0, 0] {
-        e.put_u32(w);
-    }
-    e.put_fixed_opaque(args);
-    if let Some(d) = ddp {
-        e.put_opaque_ddp(d);
-    }
-    pe.finish()
-}
-
-/// An accepted SUCCESS reply, `body`, then an optional DDP-eligible opaque.
-fn reply(xid: u32, body: &[u8], ddp: Option<Bytes>) -> Payload {
-    let mut pe = PayloadEncoder::new();
-    let mut e = pe.encoder();
-    for w in [xid, 1, 0, 0, 0, 0] {
-        e.put_u32(w);
-    }
-    e.put_fixed_opaque(body);
-    if let Some(d) = ddp {
-        e.put_opaque_ddp(d);
-    }
-    pe.finish()
-}
-
-fn pattern(len: usize, seed: u8) -> Bytes {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
-        .collect::<Vec<u8>>()
-        .into()
-}
+use common::{call, pattern, reply};
 
 fn take_reply(pair: &mut Pair, want: u32) -> (Payload, MessageForm, MessageForm) {
     match pair.client.take_event(

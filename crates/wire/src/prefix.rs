@@ -85,6 +85,20 @@ impl fmt::Display for Proc {
     }
 }
 
+/// Appends the four prefix words (the same in every version).
+pub(crate) fn put_prefix(
+    enc: &mut rpcrdma_xdr::Encoder<'_>,
+    xid: u32,
+    vers: u32,
+    credits: u32,
+    proc_: Proc,
+) {
+    enc.put_u32(xid);
+    enc.put_u32(vers);
+    enc.put_u32(credits);
+    enc.put_u32(proc_.0);
+}
+
 /// A read-only view of the fixed prefix of a received message, for the
 /// cheap look-ups an engine does before full decoding (find the XID,
 /// check the version).

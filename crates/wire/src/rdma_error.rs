@@ -3,7 +3,7 @@
 
 use rpcrdma_xdr::{Decoder, Encode, Encoder};
 
-use crate::prefix::PREFIX_LEN;
+use crate::prefix::{put_prefix, PREFIX_LEN};
 use crate::{ErrorMessageDefect, Proc};
 
 rpcrdma_xdr::open_enum! {
@@ -118,10 +118,7 @@ pub struct ErrorReply {
 
 impl Encode for ErrorReply {
     fn encode(&self, enc: &mut Encoder<'_>) {
-        enc.put_u32(self.xid);
-        enc.put_u32(self.vers);
-        enc.put_u32(self.credits);
-        enc.put_u32(Proc::ERROR.0);
+        put_prefix(enc, self.xid, self.vers, self.credits, Proc::ERROR);
         self.body.encode(enc);
     }
     fn encoded_len(&self) -> usize {

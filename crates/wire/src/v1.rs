@@ -3,7 +3,7 @@
 
 use rpcrdma_xdr::{Decoder, Encode, Encoder};
 
-use crate::prefix::PREFIX_LEN;
+use crate::prefix::{put_prefix, PREFIX_LEN};
 use crate::{ChunkLists, ErrorBody, HeaderError, Limits, Proc};
 
 /// The version number of RPC-over-RDMA Version One.
@@ -101,10 +101,7 @@ impl V1Header {
 
 impl Encode for V1Header {
     fn encode(&self, enc: &mut Encoder<'_>) {
-        enc.put_u32(self.xid);
-        enc.put_u32(VERSION);
-        enc.put_u32(self.credits);
-        enc.put_u32(self.proc_().0);
+        put_prefix(enc, self.xid, VERSION, self.credits, self.proc_());
         match &self.body {
             V1Body::Msg(c) | V1Body::NoMsg(c) => c.encode(enc),
             V1Body::Error(e) => e.encode(enc),

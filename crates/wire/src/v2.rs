@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use bytes::Bytes;
 use rpcrdma_xdr::{Decoder, Encode, Encoder, XdrError};
 
-use crate::prefix::PREFIX_LEN;
+use crate::prefix::{put_prefix, PREFIX_LEN};
 use crate::{ChunkLists, ErrorBody, HeaderError, Limits, Proc};
 
 /// The version number of RPC-over-RDMA Version Two.
@@ -235,10 +235,7 @@ impl V2Header {
 
 impl Encode for V2Header {
     fn encode(&self, enc: &mut Encoder<'_>) {
-        enc.put_u32(self.xid);
-        enc.put_u32(VERSION);
-        enc.put_u32(self.credits);
-        enc.put_u32(self.proc_().0);
+        put_prefix(enc, self.xid, VERSION, self.credits, self.proc_());
         match &self.body {
             V2Body::Msg { direction, chunks } | V2Body::NoMsg { direction, chunks } => {
                 enc.put_u32(direction.value());

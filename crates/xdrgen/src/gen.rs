@@ -325,10 +325,7 @@ impl Gen<'_> {
         self.w.close("}");
         self.w.line("");
         self.marshal_impl(&name, &["enc.put_i32(*self as i32);".to_string()]);
-        self.w.open(&format!("impl {M}::Unmarshal for {name} {{"));
-        self.w.open(&format!(
-            "fn unmarshal(dec: &mut {X}::Decoder<'_>) -> {RESULT}<Self, {X}::XdrError> {{"
-        ));
+        self.open_unmarshal_impl(&name, false);
         self.w.line("let offset = dec.position();");
         self.w.line("let value = dec.get_i32()?;");
         self.w.line(&format!(
@@ -378,6 +375,18 @@ impl Gen<'_> {
         self.w.close("}");
         self.w.close("}");
         self.w.line("");
+    }
+
+    /// Opens `impl Unmarshal for NAME` and its `fn unmarshal` (the caller
+    /// writes the body and closes both).
+    fn open_unmarshal_impl(&mut self, name: &str, allow_unreachable_patterns: bool) {
+        self.w.open(&format!("impl {M}::Unmarshal for {name} {{"));
+        if allow_unreachable_patterns {
+            self.w.line("#[allow(unreachable_patterns)]");
+        }
+        self.w.open(&format!(
+            "fn unmarshal(dec: &mut {X}::Decoder<'_>) -> {RESULT}<Self, {X}::XdrError> {{"
+        ));
     }
 
     fn struct_item(&mut self, id: TypeId, t: &TypeItem, fields: &[Field]) {
@@ -487,10 +496,7 @@ impl Gen<'_> {
         }
         self.marshal_impl(&name, &body);
         // Unmarshal
-        self.w.open(&format!("impl {M}::Unmarshal for {name} {{"));
-        self.w.open(&format!(
-            "fn unmarshal(dec: &mut {X}::Decoder<'_>) -> {RESULT}<Self, {X}::XdrError> {{"
-        ));
+        self.open_unmarshal_impl(&name, false);
         if t.recursive {
             self.w.line("Self::xdr_decode_depth(dec, 0)");
         } else if t.list_node {
@@ -894,11 +900,7 @@ impl Gen<'_> {
             .collect();
         self.marshal_impl(&name, &body);
         // Unmarshal
-        self.w.open(&format!("impl {M}::Unmarshal for {name} {{"));
-        self.w.line("#[allow(unreachable_patterns)]");
-        self.w.open(&format!(
-            "fn unmarshal(dec: &mut {X}::Decoder<'_>) -> {RESULT}<Self, {X}::XdrError> {{"
-        ));
+        self.open_unmarshal_impl(&name, true);
         if t.recursive {
             self.w.line("Self::xdr_decode_depth(dec, 0)");
         } else {
@@ -1525,10 +1527,7 @@ impl Gen<'_> {
                 .map(str::to_string)
                 .collect();
             self.marshal_impl(&name, &body);
-            self.w.open(&format!("impl {M}::Unmarshal for {name} {{"));
-            self.w.open(&format!(
-                "fn unmarshal(dec: &mut {X}::Decoder<'_>) -> {RESULT}<Self, {X}::XdrError> {{"
-            ));
+            self.open_unmarshal_impl(&name, false);
             if tys.is_empty() {
                 self.w.line("let _ = dec;");
                 self.w.line(&format!("::core::result::Result::Ok({name})"));

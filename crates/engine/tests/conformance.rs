@@ -180,10 +180,7 @@ fn item6_rdma_error_with_pad_bytes_still_ends_its_call() {
         (vec![1, 1, 1, 0], CallError::Version { low: 1, high: 1 }),
     ] {
         let mut pair = Pair::with(PairOptions::v1());
-        pair.client
-            .engine
-            .send_call(pair.now, 5, call(5, 0, &[], None), ReplyHints::default())
-            .unwrap();
+        pair.send_call(5, call(5, 0, &[], None), ReplyHints::default());
         pair.drop_next_send(true);
         pair.drive();
         let mut m = vec![5u32, 1, 1, 4];
@@ -217,16 +214,10 @@ fn item4_version_two_without_private_data_uses_4096_both_ways() {
         o.server.transport_properties = props;
         let mut pair = Pair::with(o);
         let hints = ReplyHints::at_most(3000);
-        pair.client
-            .engine
-            .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
-            .unwrap();
+        pair.send_call(1, call(1, 0, &[], None), ReplyHints::default());
         let big = call(2, 1, &pattern(3000, 1), None);
         if early {
-            pair.client
-                .engine
-                .send_call(pair.now, 2, big.clone(), hints.clone())
-                .unwrap();
+            pair.send_call(2, big.clone(), hints.clone());
         }
         pair.serve(|xid, _| {
             if xid == 2 {
@@ -246,10 +237,7 @@ fn item4_version_two_without_private_data_uses_4096_both_ways() {
             );
         }
         if !early {
-            pair.client
-                .engine
-                .send_call(pair.now, 2, big, hints)
-                .unwrap();
+            pair.send_call(2, big, hints);
             pair.drive();
             // No Reply chunk (3000 fits 4096), and the call went inline.
             let (sent, _) = pair.client.sent.last().unwrap();
@@ -306,10 +294,7 @@ fn last_call_chunks(pair: &Pair) -> rpcrdma_wire::ChunkLists {
 fn item5_largest_reply_from_a_branch_without_the_ddp_item() {
     let mut pair = Pair::with(PairOptions::v1());
     let hints = ReplyHints::with_ddp(&[8192], 9000);
-    pair.client
-        .engine
-        .send_call(pair.now, 1, call(1, 2, &[], None), hints.clone())
-        .unwrap();
+    pair.send_call(1, call(1, 2, &[], None), hints.clone());
     pair.drive();
     let c = last_call_chunks(&pair);
     assert_eq!(c.writes.len(), 1);
@@ -325,10 +310,7 @@ fn item5_largest_reply_from_a_branch_without_the_ddp_item() {
         other => panic!("{other:?}"),
     }
     // The other branch (the item, reduced into the Write chunk) still works.
-    pair.client
-        .engine
-        .send_call(pair.now, 2, call(2, 2, &[], None), hints)
-        .unwrap();
+    pair.send_call(2, call(2, 2, &[], None), hints);
     pair.serve(|xid, _| reply(xid, &[0, 0, 0, 1], Some(pattern(8192, 6))));
     match outcome(&mut pair, 2) {
         Some(Event::Reply {
@@ -352,10 +334,7 @@ fn item5_largest_reply_from_a_branch_without_the_ddp_item() {
 #[test]
 fn item5_no_maximum_means_the_largest_message() {
     let mut pair = Pair::with(PairOptions::v1());
-    pair.client
-        .engine
-        .send_call(pair.now, 1, call(1, 1, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(1, call(1, 1, &[], None), ReplyHints::default());
     pair.drive();
     let max = pair.client.engine.config().max_message;
     let c = last_call_chunks(&pair);
@@ -385,10 +364,7 @@ fn item5_no_maximum_means_the_largest_message() {
 /// delivers; returns how many came back as SUCCESS replies.
 fn good_calls_succeed(pair: &mut Pair, first: u32, n: u32) -> u32 {
     for x in first..first + n {
-        pair.client
-            .engine
-            .send_call(pair.now, x, call(x, 0, &[], None), ReplyHints::default())
-            .unwrap();
+        pair.send_call(x, call(x, 0, &[], None), ReplyHints::default());
     }
     pair.serve(|xid, _| reply(xid, &[], None));
     let mut ok = 0;
@@ -546,10 +522,7 @@ fn item7_a_failed_invalidation_closes_the_connection() {
     use rpcrdma_engine::EngineError;
     let mut pair = Pair::with(PairOptions::v1());
     let hints = ReplyHints::with_ddp(&[4096], 4096 + 64);
-    pair.client
-        .engine
-        .send_call(pair.now, 1, call(1, 2, &[], None), hints.clone())
-        .unwrap();
+    pair.send_call(1, call(1, 2, &[], None), hints.clone());
     pair.drive();
     let Some(Event::Call { token, .. }) =
         pair.server.take_event(|e| matches!(e, Event::Call { .. }))
@@ -583,10 +556,7 @@ fn item7_a_failed_invalidation_closes_the_connection() {
 
     // The same for a call the upper layer releases early.
     let mut pair = Pair::with(PairOptions::v1());
-    pair.client
-        .engine
-        .send_call(pair.now, 2, call(2, 2, &[], None), hints)
-        .unwrap();
+    pair.send_call(2, call(2, 2, &[], None), hints);
     pair.drive();
     pair.fabric.fail_next_deregistrations(1);
     pair.client.engine.release(2);
@@ -624,10 +594,7 @@ fn item3_receives_never_fall_below_the_grant() {
     let hints = ReplyHints::with_ddp(&[1; 16], 2000);
     let total = 40u32;
     for x in 1..=total {
-        pair.client
-            .engine
-            .send_call(pair.now, x, call(x, 2, &[], None), hints.clone())
-            .unwrap();
+        pair.send_call(x, call(x, 2, &[], None), hints.clone());
     }
     let mut min_posted = usize::MAX;
     for _ in 0..10_000 {

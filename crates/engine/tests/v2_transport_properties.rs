@@ -71,10 +71,7 @@ fn forms(pair: &mut Pair, want: u32) -> (MessageForm, MessageForm) {
 }
 
 fn send(pair: &mut Pair, xid: u32, payload: Payload, hints: ReplyHints) {
-    pair.client
-        .engine
-        .send_call(pair.now, xid, payload, hints)
-        .unwrap();
+    pair.send_call(xid, payload, hints);
 }
 
 fn hex(b: &[u8]) -> String {

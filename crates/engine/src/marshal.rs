@@ -28,7 +28,7 @@ use bytes::{Bytes, BytesMut};
 use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain, Sge};
 use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{ChunkLists, Header, ReadSegment, Segment, WriteChunk};
-use rpcrdma_xdr::{round_up, Payload};
+use rpcrdma_xdr::{round_up, Encode, Payload};
 
 use crate::budget::MemoryBudget;
 use crate::error::CallError;

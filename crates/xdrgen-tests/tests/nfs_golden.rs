@@ -6,25 +6,13 @@
 //! bytes and decode from them to the same values. `XDRGEN_C_NFS_VECTORS`
 //! points the test at a fresh run of the C side.
 
-use std::collections::BTreeMap;
+mod common;
 
 use bytes::Bytes;
 use rpcrdma_xdrgen_tests::mount3::{self, Groupnode, Mountres3, Mountres3Ok};
 use rpcrdma_xdrgen_tests::nfs3::*;
 
-fn golden() -> BTreeMap<String, Vec<u8>> {
-    let text = match std::env::var("XDRGEN_C_NFS_VECTORS") {
-        Ok(path) => std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")),
-        Err(_) => include_str!("golden/nfs.txt").to_string(),
-    };
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let (name, hex) = l.split_once(' ').expect("NAME HEX");
-            (name.to_string(), hex::decode(hex.trim()).expect("hex"))
-        })
-        .collect()
-}
+use common::{golden, vector};
 
 fn fh() -> NfsFh3 {
     NfsFh3 {
@@ -73,29 +61,9 @@ fn unset() -> Sattr3 {
     }
 }
 
-macro_rules! vector {
-    ($seen:ident, $g:ident, $name:literal, $ty:ty, $value:expr) => {{
-        let value: $ty = $value;
-        let want = $g
-            .get($name)
-            .unwrap_or_else(|| panic!("no golden vector {}", $name));
-        assert_eq!(
-            hex::encode(value.to_xdr()),
-            hex::encode(want),
-            "{} encodes as rpcgen's C does",
-            $name
-        );
-        let back = <$ty>::from_xdr(&Bytes::from(want.clone()))
-            .unwrap_or_else(|e| panic!("{}: {e}", $name));
-        assert_eq!(back, value, "{} decodes from rpcgen's bytes", $name);
-        assert_eq!(value.xdr_check(), Ok(()));
-        $seen.push($name);
-    }};
-}
-
 #[test]
 fn nfs3_and_mount3_match_rpcgen_byte_for_byte() {
-    let g = golden();
+    let g = golden("XDRGEN_C_NFS_VECTORS", include_str!("golden/nfs.txt"));
     let mut seen: Vec<&str> = Vec::new();
     vector!(
         seen,

@@ -626,18 +626,7 @@ impl Checker<'_, '_> {
     fn check_ddp_marks(&mut self) {
         let mut errs = Vec::new();
         for t in &self.model.types {
-            let fields: Vec<&Field> = match &t.kind {
-                Kind::Struct(fs) => fs.iter().collect(),
-                Kind::Alias(f) => vec![f],
-                Kind::Union(u) => u
-                    .arms
-                    .iter()
-                    .filter_map(|a| a.field.as_ref())
-                    .chain(u.default.iter().flatten())
-                    .collect(),
-                Kind::Enum(_) => Vec::new(),
-            };
-            for f in fields {
+            for f in t.kind.fields() {
                 if f.ddp.is_none() {
                     continue;
                 }
@@ -756,18 +745,7 @@ impl Checker<'_, '_> {
         // Arrays of zero-size elements could make a decoder spin.
         let mut errs = Vec::new();
         for t in &self.model.types {
-            let fields: Vec<&Field> = match &t.kind {
-                Kind::Struct(fs) => fs.iter().collect(),
-                Kind::Alias(f) => vec![f],
-                Kind::Union(u) => u
-                    .arms
-                    .iter()
-                    .filter_map(|a| a.field.as_ref())
-                    .chain(u.default.iter().flatten())
-                    .collect(),
-                Kind::Enum(_) => Vec::new(),
-            };
-            for f in fields {
+            for f in t.kind.fields() {
                 if let Ty::VarArray(e, _) | Ty::Array(e, _) = &f.ty {
                     if self.min_size(e, &mut memo) == 0 {
                         errs.push((f.pos, format!("`{}` is an array of zero-size elements (e.g. `opaque[0]`), which XDR cannot delimit", f.xdr)));

@@ -107,6 +107,10 @@
 //!     .unwrap_err();
 //! assert!(e.to_string().starts_with("bad.x:1:18: error: expected `;` after the struct member, found `}`"));
 //! ```
+//!
+//! The `fuzzing` feature adds the module `fuzzing`: the entry point of the
+//! cargo-afl harness (`fuzz/fuzz_targets/xdrgen.rs`) and of
+//! `tests/fuzz_bounded.rs`. It is test support; generation never needs it.
 #![forbid(unsafe_code)]
 
 mod ast;
@@ -275,6 +279,7 @@ impl Builder {
     }
 }
 
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing {
     //! The parser's fuzz harness (`fuzz/fuzz_targets/xdrgen.rs`, and a
     //! bounded run in `cargo test`): any bytes, read as a `.x` file, give

@@ -3,6 +3,7 @@
 //! files, and mutations of them (bytes flipped, inserted, deleted; tokens
 //! spliced in), with a fixed seed.
 
+use rpcrdma_testkit::rng::XorShift;
 use rpcrdma_xdrgen::fuzzing::generate_any;
 
 fn seeds() -> Vec<Vec<u8>> {
@@ -14,20 +15,6 @@ fn seeds() -> Vec<Vec<u8>> {
     v.sort();
     assert!(v.len() >= 4, "seed corpus in {dir}");
     v
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
 }
 
 const TOKENS: &[&str] = &[
@@ -85,13 +72,13 @@ fn every_prefix_of_the_seed_files() {
 #[test]
 fn bounded_fuzz_run() {
     let seeds = seeds();
-    let mut rng = Rng(0x5eed_1dea_2024_0011);
+    let mut rng = XorShift::new(0x5eed_1dea_2024_0011);
     for _ in 800..1600 {
         let mut d = seeds[rng.below(seeds.len())].clone();
         for _ in 0..1 + rng.below(6) {
             let at = rng.below(d.len() + 1);
             match rng.below(5) {
-                0 if at < d.len() => d[at] = rng.next() as u8,
+                0 if at < d.len() => d[at] = rng.next_u64() as u8,
                 1 if at < d.len() => {
                     let n = rng.below(40).min(d.len() - at);
                     d.drain(at..at + n);
@@ -126,7 +113,28 @@ fn deep_nesting_does_not_overflow_the_parser() {
     for _ in 0..200 {
         s.push_str("} m; ");
     }
-    generate_any(format!("struct top {{ {s} }};").as_bytes());
+    let source = format!("struct top {{ {s} }};");
+    generate_any(source.as_bytes());
+    let err = rpcrdma_xdrgen::generate(&source, "deep.x", &Default::default())
+        .expect_err("200 levels of nesting are refused");
+    assert!(
+        err.diagnostics()
+            .iter()
+            .any(|d| d.message.contains("nested more than 32 deep")),
+        "{err}"
+    );
+    // 32 levels are fine.
+    let mut s = String::new();
+    for _ in 0..31 {
+        s.push_str("struct { ");
+    }
+    s.push_str("int x; ");
+    for _ in 0..31 {
+        s.push_str("} m; ");
+    }
+    let source = format!("struct top {{ {s} }};");
+    rpcrdma_xdrgen::generate(&source, "deep.x", &Default::default())
+        .unwrap_or_else(|e| panic!("32 levels: {e}"));
 }
 
 #[test]

@@ -1,11 +1,13 @@
 //! Generates the test programs: NFSv3 and MOUNT v3 (`../xdrgen/xdr`) and
-//! `xdr/all.x`, which uses every construct of the RPC language.
+//! `xdr/all.x` and `xdr/nested.x`, which use every construct of the RPC
+//! language.
 
 fn main() {
     for x in [
         "../xdrgen/xdr/nfs3.x",
         "../xdrgen/xdr/mount3.x",
         "xdr/all.x",
+        "xdr/nested.x",
     ] {
         rpcrdma_xdrgen::Builder::new(x)
             .generate_to_out_dir()

@@ -226,7 +226,23 @@ iop_guest_finish() {
     return "$rc"
 }
 
-# iop_wire_check NAME PCAP [wire-check options]: tshark on a capture.
+# iop_wire_check NAME PCAP [wire-check options]: tshark on a capture
+# (bounded by IOP_WIRE_TIMEOUT seconds, default 120).
+# iop_wire_check_aligned NAME PCAP PORT from|to: the same after
+# fpdu-align.py put every FPDU our side sent (from or to PORT) in a segment
+# of its own (tshark's MPA dissector assumes that; QEMU's user networking
+# re-segments what the host sends). fpdu-align.py fails on a malformed FPDU
+# stream itself.
+iop_wire_check_aligned() {
+    local name=$1 pcap=$2 port=$3 dir=$4 out
+    out=${pcap%.pcap}.aligned.pcap
+    if ! python3 "$(dirname "${BASH_SOURCE[0]}")/fpdu-align.py" "$pcap" "$out" "$port" "$dir" >"${out%.pcap}.txt" 2>&1; then
+        iop_result "$name" 1 "fpdu-align: $(tail -1 "${out%.pcap}.txt")"
+        return
+    fi
+    sed 's/^/    | /' "${out%.pcap}.txt"
+    iop_wire_check "$name" "$out" --port "$port"
+}
 iop_wire_check() {
     local name=$1 pcap=$2
     shift 2
@@ -235,7 +251,40 @@ iop_wire_check() {
         return
     fi
     local out=${pcap%.pcap}.wire-check.txt rc
-    timeout 120 "$IOP_WIRE_CHECK" "$pcap" "$@" >"$out" 2>&1
+    timeout "${IOP_WIRE_TIMEOUT:-120}" "$IOP_WIRE_CHECK" "$pcap" "$@" >"$out" 2>&1
     rc=$?
     iop_result "$name" "$rc" "$(tail -1 "$out")"
+}
+
+# iop_target_dir: cargo's target directory.
+iop_target_dir() {
+    local target=${CARGO_TARGET_DIR:-$IOP_ROOT/target}
+    case "$target" in /*) ;; *) target=$IOP_ROOT/$target ;; esac
+    echo "$target"
+}
+
+# iop_build_rdmacore: sets RC_BIN to a stripped rpcrdma built with the
+# rdma-core feature (installs libibverbs-dev and librdmacm-dev with apt if
+# missing), or to a copy of RPCRDMA_RDMACORE_BIN.
+iop_build_rdmacore() {
+    local bin=${RPCRDMA_RDMACORE_BIN:-}
+    if [ -z "$bin" ]; then
+        if [ ! -e /usr/include/infiniband/verbs.h ] || [ ! -e /usr/include/rdma/rdma_cma.h ]; then
+            iop_need ibv_devices ibverbs-utils >/dev/null 2>&1 || true
+            local sudo=
+            [ "$(id -u)" = 0 ] || sudo=sudo
+            iop_log "installing libibverbs-dev librdmacm-dev with apt-get"
+            $sudo apt-get update -qq >&2 &&
+                $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libibverbs-dev librdmacm-dev >&2 ||
+                return 1
+        fi
+        iop_log "building rpcrdma with the rdma-core feature"
+        (cd "$IOP_ROOT" && cargo build -q -p rpcrdma-cli --bin rpcrdma --features rdma-core) || return 1
+        bin=$(iop_target_dir)/debug/rpcrdma
+    fi
+    [ -x "$bin" ] || { iop_log "no rpcrdma binary at $bin"; return 1; }
+    ldd "$bin" | grep -q libibverbs || { iop_log "$bin was built without the rdma-core feature"; return 1; }
+    RC_BIN=$IOP_WORK/bin/rpcrdma
+    mkdir -p "$IOP_WORK/bin"
+    strip -o "$RC_BIN" "$bin" 2>/dev/null || cp "$bin" "$RC_BIN"
 }

@@ -48,37 +48,13 @@ echo "== $IOP_NAME: the rdma-core provider on rxe and siw in the QEMU guest (log
 # The binary: built with the rdma-core feature (needs libibverbs-dev and
 # librdmacm-dev), stripped so the guest's initramfs stays small.
 build_rdmacore() {
-    local bin=${RPCRDMA_RDMACORE_BIN:-}
-    if [ -z "$bin" ]; then
-        if [ ! -e /usr/include/infiniband/verbs.h ] || [ ! -e /usr/include/rdma/rdma_cma.h ]; then
-            iop_need ibv_devices ibverbs-utils >/dev/null 2>&1 || true
-            local sudo=
-            [ "$(id -u)" = 0 ] || sudo=sudo
-            iop_log "installing libibverbs-dev librdmacm-dev with apt-get"
-            $sudo apt-get update -qq >&2 &&
-                $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libibverbs-dev librdmacm-dev >&2 ||
-                return 1
-        fi
-        iop_log "building rpcrdma with the rdma-core feature"
-        (cd "$IOP_ROOT" && cargo build -q -p rpcrdma-cli --bin rpcrdma --features rdma-core) || return 1
-        bin=$(target_dir)/debug/rpcrdma
-    fi
-    [ -x "$bin" ] || { iop_log "no rpcrdma binary at $bin"; return 1; }
-    ldd "$bin" | grep -q libibverbs || { iop_log "$bin was built without the rdma-core feature"; return 1; }
-    BIN=$IOP_WORK/bin/rpcrdma
-    mkdir -p "$IOP_WORK/bin"
-    strip -o "$BIN" "$bin" 2>/dev/null || cp "$bin" "$BIN"
+    iop_build_rdmacore || return 1
+    BIN=$RC_BIN
     iop_log "building the verbs tour example"
     (cd "$IOP_ROOT" && cargo build -q -p rpcrdma-rdmacore --features rdma-core --example verbs_tour) || return 1
     TOUR=$IOP_WORK/bin/verbs_tour
-    strip -o "$TOUR" "$(target_dir)/debug/examples/verbs_tour" 2>/dev/null ||
-        cp "$(target_dir)/debug/examples/verbs_tour" "$TOUR"
-}
-
-target_dir() {
-    local target=${CARGO_TARGET_DIR:-$IOP_ROOT/target}
-    case "$target" in /*) ;; *) target=$IOP_ROOT/$target ;; esac
-    echo "$target"
+    strip -o "$TOUR" "$(iop_target_dir)/debug/examples/verbs_tour" 2>/dev/null ||
+        cp "$(iop_target_dir)/debug/examples/verbs_tour" "$TOUR"
 }
 
 build_rdmacore || { iop_result "build rpcrdma --features rdma-core" 1; iop_summary; exit 1; }

@@ -40,6 +40,10 @@ enum Command {
     /// Benchmarks: RPC-over-RDMA vs ONC RPC/TCP vs raw TCP (default), or
     /// `bench verbs`: a verbs provider against raw TCP.
     Bench(cmd::bench::BenchArgs),
+    /// NFSv3 over RPC-over-RDMA and TCP: `nfs serve DIR` exports a
+    /// directory (NFSv3 + MOUNT v3); `nfs ls|get|put|stat|bench
+    /// HOST:/PATH` is a client.
+    Nfs(cmd::nfs::NfsArgs),
     Xdrgen(cmd::xdrgen::XdrgenArgs),
 }
 

@@ -271,6 +271,15 @@ mod tests {
         assert_eq!(b.in_use(), 0);
         b.keep(Bytes::from(vec![0u8; 250]));
         assert_eq!(b.in_use(), 250);
+        // Buffers kept one after another never add up to more: the oldest
+        // make room.
+        for len in [100, 100, 100, 30, 250, 1] {
+            b.keep(Bytes::from(vec![0u8; len]));
+            assert!(b.pooled() <= 250, "{} pooled", b.pooled());
+            assert_eq!(b.in_use(), b.pooled());
+        }
+        // The last one displaced the 250-octet buffer before it.
+        assert_eq!(b.pooled(), 1);
     }
 
     #[test]

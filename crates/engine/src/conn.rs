@@ -14,7 +14,7 @@ use rpcrdma_wire::{
     decode, DecodeConfig, ErrorBody, ErrorCredits, Header, InlineThresholds, Message, PrivateData,
     Proc,
 };
-use rpcrdma_xdr::Payload;
+use rpcrdma_xdr::{Encode, Payload};
 
 use crate::budget::MemoryBudget;
 use crate::config::{EngineConfig, Role};

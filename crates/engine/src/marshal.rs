@@ -28,7 +28,7 @@ use bytes::{Bytes, BytesMut};
 use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain, Sge};
 use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{ChunkLists, Header, ReadSegment, Segment, WriteChunk};
-use rpcrdma_xdr::{round_up, Payload};
+use rpcrdma_xdr::{round_up, Encode, Payload};
 
 use crate::budget::MemoryBudget;
 use crate::error::CallError;
@@ -40,7 +40,7 @@ use crate::stream::{concat, item_positions, stream_pieces, stream_sges};
 ///
 /// ```
 /// use rpcrdma_engine::ReplyHints;
-/// let h = ReplyHints { ddp_results: vec![1 << 20], max_reply: Some((1 << 20) + 128), reduce: true };
+/// let h = ReplyHints { ddp_results: vec![1 << 20], max_reply: Some((1 << 20) + 128), reduce: true, max_reply_reduced: None };
 /// assert!(h.reduce);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +56,13 @@ pub struct ReplyHints {
     /// Whether DDP-eligible items may be reduced in this call and its reply
     /// (false for RPCSEC_GSS integrity/privacy, RFC 8166 §10.2.2.3).
     pub reduce: bool,
+    /// Largest possible reply message when every DDP-eligible result goes
+    /// in its Write chunk, over every branch of the results, if the Upper
+    /// Layer knows it (NFS READ: the attributes, count and eof). With Write
+    /// chunks provided, a Reply chunk is then provided only if this can
+    /// exceed the receive threshold, as the Linux client does for READ;
+    /// `None`: decided on `max_reply`, unreduced (spec note E1).
+    pub max_reply_reduced: Option<u32>,
 }
 
 impl ReplyHints {
@@ -87,6 +94,7 @@ impl ReplyHints {
             ddp_results: ddp_results.to_vec(),
             max_reply: Some(max_reply),
             reduce: true,
+            max_reply_reduced: None,
         }
     }
 
@@ -105,6 +113,7 @@ impl Default for ReplyHints {
             ddp_results: Vec::new(),
             max_reply: None,
             reduce: true,
+            max_reply_reduced: None,
         }
     }
 }
@@ -336,8 +345,13 @@ fn plan_inner<P: ProtectionDomain>(
     // A Reply chunk whenever the largest reply might not fit inline. It is
     // compared unreduced, Write chunks or not: the largest reply may come
     // from a branch of the results that has no DDP-eligible item, which
-    // then travels whole (spec note E1).
-    if reply_header_len(p.version, &write_list, None) + max_reply > recv {
+    // then travels whole (spec note E1) -- unless the Upper Layer states the
+    // largest reply with its DDP items reduced (spec note N13).
+    let largest = match hints.max_reply_reduced {
+        Some(r) if want_writes => r as usize,
+        _ => max_reply,
+    };
+    if reply_header_len(p.version, &write_list, None) + largest > recv {
         let len = match stated {
             Some(m) => u32::try_from(round_up(m))
                 .ok()

@@ -26,6 +26,7 @@ use bytes::Bytes;
 use rpcrdma_verbs::ProtectionDomain;
 use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{ErrorBody, Header, Message, OptionType, Optional, V2Body, V2Header};
+use rpcrdma_xdr::Encode;
 
 use crate::config::Role;
 use crate::conn::{Engine, VersionState};

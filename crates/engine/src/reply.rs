@@ -11,7 +11,7 @@ use bytes::Bytes;
 use rpcrdma_verbs::{RemoteAddr, Sge};
 use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{ChunkLists, Header, Segment, WriteChunk};
-use rpcrdma_xdr::Payload;
+use rpcrdma_xdr::{Encode, Payload};
 
 use crate::event::MessageForm;
 use crate::hdr;

@@ -3,17 +3,17 @@
 //! in-memory fabric. The same bound over the real software iWARP provider
 //! and `rpcrdma serve` is `crates/cli/tests/memory_budget.rs`.
 
+mod common;
+
 use bytes::Bytes;
 use rpcrdma_engine::testing::{Pair, PairOptions};
 use rpcrdma_engine::{CallError, EngineError, Event, MemoryBudget, ReplyHints};
 use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain};
 use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder};
 
-const MIB: u64 = 1 << 20;
+use common::words;
 
-fn words(ws: &[u32]) -> Vec<u8> {
-    ws.iter().flat_map(|w| w.to_be_bytes()).collect()
-}
+const MIB: u64 = 1 << 20;
 
 /// A WRITE-like call of program 0x20000099 whose data is one DDP-eligible
 /// opaque.
@@ -135,10 +135,7 @@ fn honest_calls_beyond_the_budget_wait_and_complete() {
     let mut pair = Pair::with(PairOptions::v1().server_memory(2 * MIB));
     for x in 1..=6u32 {
         let data = Bytes::from(vec![x as u8; MIB as usize]);
-        pair.client
-            .engine
-            .send_call(pair.now, x, write_call(x, data), small())
-            .unwrap();
+        pair.send_call(x, write_call(x, data), small());
     }
     let mut seen_max = 0;
     for _ in 0..100 {
@@ -187,10 +184,7 @@ fn honest_calls_beyond_the_budget_wait_and_complete() {
 fn a_call_that_can_never_fit_is_refused() {
     let mut pair = Pair::with(PairOptions::v1().server_memory(MIB));
     let data = Bytes::from(vec![1; 2 * MIB as usize]);
-    pair.client
-        .engine
-        .send_call(pair.now, 1, write_call(1, data), small())
-        .unwrap();
+    pair.send_call(1, write_call(1, data), small());
     pair.drive();
     match pair.client.take_event(|e| {
         matches!(
@@ -211,10 +205,7 @@ fn a_call_that_can_never_fit_is_refused() {
         e.put_u32(w);
     }
     e.put_fixed_opaque(&vec![7; 2 * MIB as usize]);
-    pair.client
-        .engine
-        .send_call(pair.now, 2, pe.finish(), small())
-        .unwrap();
+    pair.send_call(2, pe.finish(), small());
     pair.drive();
     match pair.client.take_event(|e| {
         matches!(
@@ -256,20 +247,12 @@ fn a_shared_budget_is_shared_and_returned_when_a_connection_goes() {
 
     let mut honest = Pair::with(opts());
     // A first exchange gives the client its credits.
-    honest
-        .client
-        .engine
-        .send_call(honest.now, 9, write_call(9, Bytes::new()), small())
-        .unwrap();
+    honest.send_call(9, write_call(9, Bytes::new()), small());
     honest.serve(|xid, _| reply(xid, None));
     honest.hold_sends(true, true); // keep both calls' Reads pending
     for x in 1..=2u32 {
         let data = Bytes::from(vec![x as u8; MIB as usize]);
-        honest
-            .client
-            .engine
-            .send_call(honest.now, x, write_call(x, data), small())
-            .unwrap();
+        honest.send_call(x, write_call(x, data), small());
     }
     honest.hold_sends(true, false);
     honest.hold_sends(false, true);
@@ -311,10 +294,7 @@ fn a_shared_budget_is_shared_and_returned_when_a_connection_goes() {
 fn reply_data_in_flight_counts() {
     let mut pair = Pair::with(PairOptions::v1().server_memory(MIB));
     // A first exchange gives the client its credits.
-    pair.client
-        .engine
-        .send_call(pair.now, 9, write_call(9, Bytes::new()), small())
-        .unwrap();
+    pair.send_call(9, write_call(9, Bytes::new()), small());
     pair.serve(|xid, _| reply(xid, None));
     let hints = ReplyHints::with_ddp(&[2 << 20], (2 << 20) + 64);
     let mut pe = PayloadEncoder::new();
@@ -322,10 +302,7 @@ fn reply_data_in_flight_counts() {
     for w in [1u32, 0, 2, 0x2000_0099, 1, 2, 0, 0, 0, 0] {
         e.put_u32(w);
     }
-    pair.client
-        .engine
-        .send_call(pair.now, 1, pe.finish(), hints)
-        .unwrap();
+    pair.send_call(1, pe.finish(), hints);
     pair.drive();
     let Some(Event::Call { token, .. }) =
         pair.server.take_event(|e| matches!(e, Event::Call { .. }))
@@ -341,10 +318,7 @@ fn reply_data_in_flight_counts() {
     let held = pair.server.engine.memory_in_use();
     assert!(held >= 2 * MIB, "{held}");
     // Over its limit: a new (even memory-less) call waits.
-    pair.client
-        .engine
-        .send_call(pair.now, 2, write_call(2, Bytes::new()), small())
-        .unwrap();
+    pair.send_call(2, write_call(2, Bytes::new()), small());
     pair.drive();
     assert_eq!(pair.server.engine.calls_waiting(), 1);
     pair.hold_sends(false, false);
@@ -398,10 +372,7 @@ fn a_server_cannot_make_the_client_allocate_beyond_its_chunks() {
     for w in [1u32, 0, 2, 0x2000_0099, 1, 2, 0, 0, 0, 0] {
         e.put_u32(w);
     }
-    pair.client
-        .engine
-        .send_call(pair.now, 1, pe.finish(), hints)
-        .unwrap();
+    pair.send_call(1, pe.finish(), hints);
     pair.drive();
     let offered = pair.client.engine.stats().sink_bytes_allocated;
     // The Write chunk (4096) and the Reply chunk (4160).
@@ -437,10 +408,7 @@ fn a_server_cannot_make_the_client_allocate_beyond_its_chunks() {
     for w in [2u32, 0, 2, 0x2000_0099, 1, 2, 0, 0, 0, 0] {
         e.put_u32(w);
     }
-    pair.client
-        .engine
-        .send_call(pair.now, 2, pe.finish(), hints)
-        .unwrap();
+    pair.send_call(2, pe.finish(), hints);
     pair.serve(|xid, _| reply(xid, Some(Bytes::from(vec![1; 1 << 20]))));
     assert!(pair
         .client

@@ -3,15 +3,15 @@
 //! and what our engine must answer. The readings are recorded in
 //! `docs/spec-notes.md` (E1, E13–E20, D3, W6, W9).
 
+mod common;
+
 use bytes::{Bytes, BytesMut};
 use rpcrdma_engine::testing::{Pair, PairOptions};
 use rpcrdma_engine::{CallError, Event, MessageForm, ReplyHints};
 use rpcrdma_wire::ErrCode;
 use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder};
 
-fn words(ws: &[u32]) -> Vec<u8> {
-    ws.iter().flat_map(|w| w.to_be_bytes()).collect()
-}
+use common::{call, pattern, reply, words};
 
 fn hex(s: &str) -> Vec<u8> {
     let clean: String = s.split_whitespace().collect();
@@ -19,42 +19,6 @@ fn hex(s: &str) -> Vec<u8> {
         .step_by(2)
         .map(|i| u8::from_str_radix(&clean[i..i + 2], 16).expect("test hex"))
         .collect()
-}
-
-/// An RPC call header (AUTH_NONE) for program 0x20000099 v1 `proc`, then
-/// `args`, then an optional DDP-eligible opaque.
-fn call(xid: u32, proc_: u32, args: &[u8], ddp: Option<Bytes>) -> Payload {
-    let mut pe = PayloadEncoder::new();
-    let mut e = pe.encoder();
-    for w in [xid, 0, 2, 0x2000_0099, 1, proc_, 0, 0, 0, 0] {
-        e.put_u32(w);
-    }
-    e.put_fixed_opaque(args);
-    if let Some(d) = ddp {
-        e.put_opaque_ddp(d);
-    }
-    pe.finish()
-}
-
-/// An accepted SUCCESS reply, `body`, then an optional DDP-eligible opaque.
-fn reply(xid: u32, body: &[u8], ddp: Option<Bytes>) -> Payload {
-    let mut pe = PayloadEncoder::new();
-    let mut e = pe.encoder();
-    for w in [xid, 1, 0, 0, 0, 0] {
-        e.put_u32(w);
-    }
-    e.put_fixed_opaque(body);
-    if let Some(d) = ddp {
-        e.put_opaque_ddp(d);
-    }
-    pe.finish()
-}
-
-fn pattern(len: usize, seed: u8) -> Bytes {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
-        .collect::<Vec<u8>>()
-        .into()
 }
 
 fn outcome(pair: &mut Pair, want: u32) -> Option<Event> {
@@ -216,10 +180,7 @@ fn item6_rdma_error_with_pad_bytes_still_ends_its_call() {
         (vec![1, 1, 1, 0], CallError::Version { low: 1, high: 1 }),
     ] {
         let mut pair = Pair::with(PairOptions::v1());
-        pair.client
-            .engine
-            .send_call(pair.now, 5, call(5, 0, &[], None), ReplyHints::default())
-            .unwrap();
+        pair.send_call(5, call(5, 0, &[], None), ReplyHints::default());
         pair.drop_next_send(true);
         pair.drive();
         let mut m = vec![5u32, 1, 1, 4];
@@ -253,16 +214,10 @@ fn item4_version_two_without_private_data_uses_4096_both_ways() {
         o.server.transport_properties = props;
         let mut pair = Pair::with(o);
         let hints = ReplyHints::at_most(3000);
-        pair.client
-            .engine
-            .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
-            .unwrap();
+        pair.send_call(1, call(1, 0, &[], None), ReplyHints::default());
         let big = call(2, 1, &pattern(3000, 1), None);
         if early {
-            pair.client
-                .engine
-                .send_call(pair.now, 2, big.clone(), hints.clone())
-                .unwrap();
+            pair.send_call(2, big.clone(), hints.clone());
         }
         pair.serve(|xid, _| {
             if xid == 2 {
@@ -282,10 +237,7 @@ fn item4_version_two_without_private_data_uses_4096_both_ways() {
             );
         }
         if !early {
-            pair.client
-                .engine
-                .send_call(pair.now, 2, big, hints)
-                .unwrap();
+            pair.send_call(2, big, hints);
             pair.drive();
             // No Reply chunk (3000 fits 4096), and the call went inline.
             let (sent, _) = pair.client.sent.last().unwrap();
@@ -342,10 +294,7 @@ fn last_call_chunks(pair: &Pair) -> rpcrdma_wire::ChunkLists {
 fn item5_largest_reply_from_a_branch_without_the_ddp_item() {
     let mut pair = Pair::with(PairOptions::v1());
     let hints = ReplyHints::with_ddp(&[8192], 9000);
-    pair.client
-        .engine
-        .send_call(pair.now, 1, call(1, 2, &[], None), hints.clone())
-        .unwrap();
+    pair.send_call(1, call(1, 2, &[], None), hints.clone());
     pair.drive();
     let c = last_call_chunks(&pair);
     assert_eq!(c.writes.len(), 1);
@@ -361,10 +310,7 @@ fn item5_largest_reply_from_a_branch_without_the_ddp_item() {
         other => panic!("{other:?}"),
     }
     // The other branch (the item, reduced into the Write chunk) still works.
-    pair.client
-        .engine
-        .send_call(pair.now, 2, call(2, 2, &[], None), hints)
-        .unwrap();
+    pair.send_call(2, call(2, 2, &[], None), hints);
     pair.serve(|xid, _| reply(xid, &[0, 0, 0, 1], Some(pattern(8192, 6))));
     match outcome(&mut pair, 2) {
         Some(Event::Reply {
@@ -388,10 +334,7 @@ fn item5_largest_reply_from_a_branch_without_the_ddp_item() {
 #[test]
 fn item5_no_maximum_means_the_largest_message() {
     let mut pair = Pair::with(PairOptions::v1());
-    pair.client
-        .engine
-        .send_call(pair.now, 1, call(1, 1, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(1, call(1, 1, &[], None), ReplyHints::default());
     pair.drive();
     let max = pair.client.engine.config().max_message;
     let c = last_call_chunks(&pair);
@@ -421,10 +364,7 @@ fn item5_no_maximum_means_the_largest_message() {
 /// delivers; returns how many came back as SUCCESS replies.
 fn good_calls_succeed(pair: &mut Pair, first: u32, n: u32) -> u32 {
     for x in first..first + n {
-        pair.client
-            .engine
-            .send_call(pair.now, x, call(x, 0, &[], None), ReplyHints::default())
-            .unwrap();
+        pair.send_call(x, call(x, 0, &[], None), ReplyHints::default());
     }
     pair.serve(|xid, _| reply(xid, &[], None));
     let mut ok = 0;
@@ -582,10 +522,7 @@ fn item7_a_failed_invalidation_closes_the_connection() {
     use rpcrdma_engine::EngineError;
     let mut pair = Pair::with(PairOptions::v1());
     let hints = ReplyHints::with_ddp(&[4096], 4096 + 64);
-    pair.client
-        .engine
-        .send_call(pair.now, 1, call(1, 2, &[], None), hints.clone())
-        .unwrap();
+    pair.send_call(1, call(1, 2, &[], None), hints.clone());
     pair.drive();
     let Some(Event::Call { token, .. }) =
         pair.server.take_event(|e| matches!(e, Event::Call { .. }))
@@ -619,10 +556,7 @@ fn item7_a_failed_invalidation_closes_the_connection() {
 
     // The same for a call the upper layer releases early.
     let mut pair = Pair::with(PairOptions::v1());
-    pair.client
-        .engine
-        .send_call(pair.now, 2, call(2, 2, &[], None), hints)
-        .unwrap();
+    pair.send_call(2, call(2, 2, &[], None), hints);
     pair.drive();
     pair.fabric.fail_next_deregistrations(1);
     pair.client.engine.release(2);
@@ -660,10 +594,7 @@ fn item3_receives_never_fall_below_the_grant() {
     let hints = ReplyHints::with_ddp(&[1; 16], 2000);
     let total = 40u32;
     for x in 1..=total {
-        pair.client
-            .engine
-            .send_call(pair.now, x, call(x, 2, &[], None), hints.clone())
-            .unwrap();
+        pair.send_call(x, call(x, 2, &[], None), hints.clone());
     }
     let mut min_posted = usize::MAX;
     for _ in 0..10_000 {

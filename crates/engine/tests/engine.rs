@@ -1,6 +1,8 @@
 //! The engine end to end over the in-memory fabric: every message form in
 //! both directions, credits, versions, errors, adversarial peers, faults.
 
+mod common;
+
 use bytes::{BufMut, Bytes, BytesMut};
 use proptest::prelude::*;
 use rpcrdma_engine::testing::{Pair, PairOptions};
@@ -10,41 +12,7 @@ use rpcrdma_engine::{
 use rpcrdma_wire::{ErrCode, VersionRange};
 use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder};
 
-/// An RPC call header (AUTH_NONE) for program 0x20000099 v1 `proc`, then
-/// `args`, then an optional DDP-eligible opaque.
-fn call(xid: u32, proc_: u32, args: &[u8], ddp: Option<Bytes>) -> Payload {
-    let mut pe = PayloadEncoder::new();
-    let mut e = pe.encoder();
-    for w in [xid, 0, 2, 0x2000_0099, 1, proc_, 0, 0, 0, 0] {
-        e.put_u32(w);
-    }
-    e.put_fixed_opaque(args);
-    if let Some(d) = ddp {
-        e.put_opaque_ddp(d);
-    }
-    pe.finish()
-}
-
-/// An accepted SUCCESS reply, `body`, then an optional DDP-eligible opaque.
-fn reply(xid: u32, body: &[u8], ddp: Option<Bytes>) -> Payload {
-    let mut pe = PayloadEncoder::new();
-    let mut e = pe.encoder();
-    for w in [xid, 1, 0, 0, 0, 0] {
-        e.put_u32(w);
-    }
-    e.put_fixed_opaque(body);
-    if let Some(d) = ddp {
-        e.put_opaque_ddp(d);
-    }
-    pe.finish()
-}
-
-fn pattern(len: usize, seed: u8) -> Bytes {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
-        .collect::<Vec<u8>>()
-        .into()
-}
+use common::{call, pattern, reply};
 
 fn take_reply(pair: &mut Pair, want: u32) -> (Payload, MessageForm, MessageForm) {
     match pair.client.take_event(
@@ -82,10 +50,7 @@ fn echo_server(pair: &mut Pair) {
 fn short_call_and_reply() {
     let mut pair = Pair::new();
     let c = call(1, 0, &[], None);
-    pair.client
-        .engine
-        .send_call(pair.now, 1, c, ReplyHints::default())
-        .unwrap();
+    pair.send_call(1, c, ReplyHints::default());
     echo_server(&mut pair);
     let (m, cf, rf) = take_reply(&mut pair, 1);
     assert_eq!((cf, rf), (MessageForm::Short, MessageForm::Short));
@@ -166,10 +131,7 @@ fn write_1mib_travels_in_a_read_chunk() {
     let mut pair = Pair::new();
     let data = pattern(1 << 20, 3);
     let c = call(2, 3, &[], Some(data.clone()));
-    pair.client
-        .engine
-        .send_call(pair.now, 2, c, ReplyHints::default())
-        .unwrap();
+    pair.send_call(2, c, ReplyHints::default());
     pair.serve(|xid, m| {
         let mut d = Decoder::with_ddp(m);
         d.skip(40).unwrap();
@@ -191,7 +153,7 @@ fn read_1mib_travels_in_a_write_chunk() {
     let mut pair = Pair::new();
     let hints = ReplyHints::with_ddp(&[1 << 20], (1 << 20) + 64);
     let c = call(3, 2, &(1u32 << 20).to_be_bytes(), None);
-    pair.client.engine.send_call(pair.now, 3, c, hints).unwrap();
+    pair.send_call(3, c, hints);
     pair.serve(|xid, _| reply(xid, &[0, 0, 0, 9], Some(pattern(1 << 20, 7))));
     let (m, cf, rf) = take_reply(&mut pair, 3);
     assert_eq!((cf, rf), (MessageForm::Short, MessageForm::Chunked));
@@ -208,7 +170,7 @@ fn odd_length_items_lose_their_padding_in_chunks() {
     let mut pair = Pair::new();
     let hints = ReplyHints::with_ddp(&[5000], 6000);
     let c = call(4, 3, &[], Some(pattern(4999, 1)));
-    pair.client.engine.send_call(pair.now, 4, c, hints).unwrap();
+    pair.send_call(4, c, hints);
     pair.serve(|xid, m| {
         let mut d = Decoder::with_ddp(m);
         d.skip(40).unwrap();
@@ -242,10 +204,7 @@ fn long_call_goes_in_a_position_zero_read_chunk() {
     let mut pair = Pair::new();
     let args = pattern(3000, 5); // not DDP-eligible: must go as a Long call
     let c = call(5, 1, &args, None);
-    pair.client
-        .engine
-        .send_call(pair.now, 5, c, ReplyHints::default())
-        .unwrap();
+    pair.send_call(5, c, ReplyHints::default());
     pair.serve(|xid, m| {
         let flat = m.flatten();
         assert_eq!(&flat[40..], &pattern(3000, 5)[..]);
@@ -261,10 +220,7 @@ fn long_call_goes_in_a_position_zero_read_chunk() {
 fn long_reply_goes_in_the_reply_chunk() {
     let mut pair = Pair::new();
     let hints = ReplyHints::at_most(8192);
-    pair.client
-        .engine
-        .send_call(pair.now, 6, call(6, 1, &[], None), hints)
-        .unwrap();
+    pair.send_call(6, call(6, 1, &[], None), hints);
     pair.serve(|xid, _| reply(xid, &pattern(5000, 9), None));
     let (m, _, rf) = take_reply(&mut pair, 6);
     assert_eq!(rf, MessageForm::Long);
@@ -279,10 +235,7 @@ fn reply_too_large_without_reply_chunk_draws_rdma_error() {
     // The Upper Layer says the reply is at most 200 bytes (so no Reply
     // chunk); the server's 5000-byte reply cannot be returned.
     let hints = ReplyHints::at_most(200);
-    pair.client
-        .engine
-        .send_call(pair.now, 7, call(7, 1, &[], None), hints)
-        .unwrap();
+    pair.send_call(7, call(7, 1, &[], None), hints);
     pair.serve(|xid, _| reply(xid, &pattern(5000, 9), None));
     let err = take_failure(&mut pair, 7);
     assert_eq!(
@@ -300,7 +253,7 @@ fn reduction_off_sends_long_call_and_reply_chunk() {
     let mut pair = Pair::new();
     let hints = ReplyHints::with_ddp(&[1 << 16], (1 << 16) + 100).unreduced();
     let c = call(8, 3, &[], Some(pattern(1 << 16, 4)));
-    pair.client.engine.send_call(pair.now, 8, c, hints).unwrap();
+    pair.send_call(8, c, hints);
     pair.serve(|xid, m| {
         // Nothing was reduced: the item arrives inside the stream.
         assert!(!m.has_items());
@@ -318,15 +271,7 @@ fn reduction_off_sends_long_call_and_reply_chunk() {
 fn credits_one_until_first_reply_then_never_above_grant() {
     let mut pair = Pair::with(PairOptions::default().grant(3));
     for x in 0..20u32 {
-        pair.client
-            .engine
-            .send_call(
-                pair.now,
-                100 + x,
-                call(100 + x, 0, &[], None),
-                ReplyHints::default(),
-            )
-            .unwrap();
+        pair.send_call(100 + x, call(100 + x, 0, &[], None), ReplyHints::default());
     }
     // Before any reply only one call may be out.
     pair.drive();
@@ -371,15 +316,7 @@ fn v1_reply_header(xid: u32, credits: u32) -> Vec<u8> {
 fn zero_grant_counts_as_one_and_huge_grant_is_clamped() {
     let mut pair = Pair::with(PairOptions::v1());
     for xid in [1u32, 2] {
-        pair.client
-            .engine
-            .send_call(
-                pair.now,
-                xid,
-                call(xid, 0, &[], None),
-                ReplyHints::default(),
-            )
-            .unwrap();
+        pair.send_call(xid, call(xid, 0, &[], None), ReplyHints::default());
     }
     pair.drop_next_send(true); // the server never sees call 1
     pair.drive();
@@ -439,10 +376,7 @@ fn peer_exceeding_our_grant_gets_system_err_not_memory() {
 fn lying_write_chunk_length_fails_the_call() {
     let mut pair = Pair::with(PairOptions::v1());
     let hints = ReplyHints::with_ddp(&[4096], 8192);
-    pair.client
-        .engine
-        .send_call(pair.now, 20, call(20, 2, &[], None), hints)
-        .unwrap();
+    pair.send_call(20, call(20, 2, &[], None), hints);
     pair.drive();
     // The Write chunk the client provided, from its call header.
     let (call_bytes, _) = pair.client.sent[0].clone();
@@ -507,10 +441,7 @@ fn bad_header_draws_err_badheader_and_engine_survives() {
     assert_eq!(pair.server.engine.stats().rdma_errors_sent, 2);
     assert!(pair.server.engine.error().is_none());
     // The connection still works.
-    pair.client
-        .engine
-        .send_call(pair.now, 43, call(43, 0, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(43, call(43, 0, &[], None), ReplyHints::default());
     echo_server(&mut pair);
     take_reply(&mut pair, 43);
 }
@@ -520,10 +451,7 @@ fn v2_client_falls_back_to_v1_server() {
     let mut o = PairOptions::default();
     o.server.versions = VersionRange::V1_ONLY;
     let mut pair = Pair::with(o);
-    pair.client
-        .engine
-        .send_call(pair.now, 50, call(50, 0, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(50, call(50, 0, &[], None), ReplyHints::default());
     echo_server(&mut pair);
     take_reply(&mut pair, 50);
     let neg = pair
@@ -546,10 +474,7 @@ fn v2_client_falls_back_to_v1_server() {
 #[test]
 fn v2_both_ways_settles_on_2() {
     let mut pair = Pair::new();
-    pair.client
-        .engine
-        .send_call(pair.now, 51, call(51, 0, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(51, call(51, 0, &[], None), ReplyHints::default());
     echo_server(&mut pair);
     take_reply(&mut pair, 51);
     assert_eq!(pair.client.engine.info().version, Some(2));
@@ -559,10 +484,7 @@ fn v2_both_ways_settles_on_2() {
 #[test]
 fn v1_client_with_v2_server() {
     let mut pair = Pair::with(PairOptions::v1());
-    pair.client
-        .engine
-        .send_call(pair.now, 52, call(52, 0, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(52, call(52, 0, &[], None), ReplyHints::default());
     echo_server(&mut pair);
     take_reply(&mut pair, 52);
     assert_eq!(pair.server.engine.info().version, Some(1));
@@ -571,10 +493,7 @@ fn v1_client_with_v2_server() {
 #[test]
 fn lost_v2_probe_fails_the_connection_after_the_timeout() {
     let mut pair = Pair::new();
-    pair.client
-        .engine
-        .send_call(pair.now, 53, call(53, 0, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(53, call(53, 0, &[], None), ReplyHints::default());
     pair.drop_next_send(true);
     pair.drive();
     assert!(pair.client.engine.poll_timeout().is_some());
@@ -592,10 +511,7 @@ fn v2_only_client_against_v1_server_fails_cleanly() {
     o.server.versions = VersionRange::V1_ONLY;
     o.client.client_version = VersionPolicy::V2;
     let mut pair = Pair::with(o);
-    pair.client
-        .engine
-        .send_call(pair.now, 54, call(54, 0, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(54, call(54, 0, &[], None), ReplyHints::default());
     pair.drive();
     assert!(matches!(
         take_failure(&mut pair, 54),
@@ -611,10 +527,7 @@ fn v2_only_client_against_v1_server_fails_cleanly() {
 fn released_call_gives_back_memory_at_once_and_late_reply_is_dropped() {
     let mut pair = Pair::with(PairOptions::v1());
     let hints = ReplyHints::with_ddp(&[1 << 16], (1 << 16) + 100);
-    pair.client
-        .engine
-        .send_call(pair.now, 60, call(60, 2, &[], None), hints)
-        .unwrap();
+    pair.send_call(60, call(60, 2, &[], None), hints);
     pair.drive();
     assert!(pair.fabric.live_regions(1) > 0);
     pair.client.engine.release(60);
@@ -635,10 +548,7 @@ fn released_call_gives_back_memory_at_once_and_late_reply_is_dropped() {
 fn remote_invalidation_only_when_both_set_r() {
     let hints = || ReplyHints::with_ddp(&[4096], 8192);
     let mut pair = Pair::new();
-    pair.client
-        .engine
-        .send_call(pair.now, 70, call(70, 2, &[], None), hints())
-        .unwrap();
+    pair.send_call(70, call(70, 2, &[], None), hints());
     pair.serve(|xid, _| reply(xid, &[], Some(pattern(4000, 1))));
     take_reply(&mut pair, 70);
     assert!(pair.server.sent.iter().any(|(_, inv)| inv.is_some()));
@@ -648,10 +558,7 @@ fn remote_invalidation_only_when_both_set_r() {
     let mut o = PairOptions::default();
     o.client.remote_invalidate = false;
     let mut pair = Pair::with(o);
-    pair.client
-        .engine
-        .send_call(pair.now, 71, call(71, 2, &[], None), hints())
-        .unwrap();
+    pair.send_call(71, call(71, 2, &[], None), hints());
     pair.serve(|xid, _| reply(xid, &[], Some(pattern(4000, 1))));
     take_reply(&mut pair, 71);
     assert!(pair.server.sent.iter().all(|(_, inv)| inv.is_none()));
@@ -665,10 +572,7 @@ fn disconnect_at_every_step_leaks_nothing_and_completes_at_most_once() {
     /// server answered, and the steps taken.
     fn run(name: &str, hints: &ReplyHints, c: &Payload, cut: Option<u64>) -> (Pair, bool, u64) {
         let mut pair = Pair::new();
-        pair.client
-            .engine
-            .send_call(pair.now, 80, c.clone(), hints.clone())
-            .unwrap();
+        pair.send_call(80, c.clone(), hints.clone());
         let mut replied = false;
         while cut.is_none_or(|cut| pair.steps < cut) && pair.step() {
             if let Some(Event::Call { token, xid, .. }) =
@@ -750,14 +654,8 @@ fn reverse_direction_needs_readiness_and_flows_past_exhausted_forward_credits() 
         Err(ApiError::BackchannelNotReady)
     ));
     // Forward: one call outstanding, never answered, holds the only credit.
-    pair.client
-        .engine
-        .send_call(pair.now, 90, call(90, 0, &[], None), ReplyHints::default())
-        .unwrap();
-    pair.client
-        .engine
-        .send_call(pair.now, 91, call(91, 0, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(90, call(90, 0, &[], None), ReplyHints::default());
+    pair.send_call(91, call(91, 0, &[], None), ReplyHints::default());
     pair.drive();
     let Some(Event::Call { token: held, .. }) = pair
         .server
@@ -813,10 +711,7 @@ fn reverse_direction_needs_readiness_and_flows_past_exhausted_forward_credits() 
 #[test]
 fn reverse_call_to_a_client_without_backchannel_is_refused() {
     let mut pair = Pair::with(PairOptions::v1());
-    pair.client
-        .engine
-        .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(1, call(1, 0, &[], None), ReplyHints::default());
     echo_server(&mut pair);
     take_reply(&mut pair, 1);
     // A reverse call arrives although the client never enabled it.
@@ -862,10 +757,11 @@ proptest! {
             ddp_results: ddp_result.iter().map(|&d| d as u32).collect(),
             max_reply: Some(max),
             reduce,
+            max_reply_reduced: None,
         };
         let c = call(1, 3, &pattern(args, 1), ddp.map(|d| pattern(d, 2)));
         let want = c.flatten();
-        pair.client.engine.send_call(pair.now, 1, c, hints).unwrap();
+        pair.send_call(1, c, hints);
         pair.serve(|xid, m| {
             assert_eq!(m.flatten(), want.clone());
             reply(xid, &pattern(result, 3), ddp_result.map(|d| pattern(d, 4)))
@@ -889,10 +785,7 @@ proptest! {
 #[test]
 fn bad_header_round_trip_for_diagnostics() {
     let mut pair = Pair::new();
-    pair.client
-        .engine
-        .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(1, call(1, 0, &[], None), ReplyHints::default());
     echo_server(&mut pair);
     take_reply(&mut pair, 1);
     pair.client.engine.send_bad_header(0xbad).unwrap();
@@ -933,10 +826,7 @@ fn spec_e1_e2_reply_resources_follow_the_largest_reply() {
     let mut pair = Pair::new();
     // 1 MiB READ: a Write chunk, and a Reply chunk for the largest reply.
     let hints = ReplyHints::with_ddp(&[1 << 20], (1 << 20) + 64);
-    pair.client
-        .engine
-        .send_call(pair.now, 1, call(1, 2, &[], None), hints)
-        .unwrap();
+    pair.send_call(1, call(1, 2, &[], None), hints);
     pair.drive();
     let h = call_header(&pair, 0);
     let c = h.chunks().unwrap();
@@ -948,10 +838,7 @@ fn spec_e1_e2_reply_resources_follow_the_largest_reply() {
     assert_eq!(rf, MessageForm::Chunked);
     // 100-byte READ: the whole reply fits inline, so no chunk at all.
     let hints = ReplyHints::with_ddp(&[100], 100 + 64);
-    pair.client
-        .engine
-        .send_call(pair.now, 2, call(2, 2, &[], None), hints)
-        .unwrap();
+    pair.send_call(2, call(2, 2, &[], None), hints);
     pair.drive();
     let h = call_header(&pair, 1);
     assert!(h.chunks().unwrap().is_empty());
@@ -964,21 +851,48 @@ fn spec_e1_e2_reply_resources_follow_the_largest_reply() {
     pair.assert_no_leaks();
 }
 
+/// N13 (docs/spec-notes.md, NFS): with the largest reply stated with its
+/// DDP items reduced, a 1 MiB READ gets its Write chunk and no Reply chunk
+/// (as the Linux client sends it), and the reply comes back through the
+/// Write chunk.
+#[test]
+fn spec_n13_reduced_maximum_needs_no_reply_chunk() {
+    let mut pair = Pair::new();
+    let mut hints = ReplyHints::with_ddp(&[1 << 20], (1 << 20) + 128);
+    hints.max_reply_reduced = Some(128);
+    pair.send_call(1, call(1, 2, &[], None), hints);
+    pair.drive();
+    let h = call_header(&pair, 0);
+    let c = h.chunks().unwrap();
+    assert_eq!(c.writes.len(), 1);
+    assert!(c.reply.is_none(), "no Reply chunk");
+    pair.serve(|xid, _| reply(xid, &[], Some(pattern(1 << 20, 1))));
+    let (m, _, rf) = take_reply(&mut pair, 1);
+    assert_eq!(rf, MessageForm::Chunked);
+    let mut d = Decoder::with_ddp(&m);
+    d.skip(24).unwrap();
+    assert_eq!(d.get_opaque_ddp(1 << 21).unwrap(), pattern(1 << 20, 1));
+    // A reduced maximum that itself exceeds the threshold still gets one.
+    let mut hints = ReplyHints::with_ddp(&[1 << 20], (1 << 20) + 4000);
+    hints.max_reply_reduced = Some(4000);
+    pair.send_call(2, call(2, 2, &[], None), hints);
+    pair.drive();
+    let h = call_header(&pair, 1);
+    assert!(h.chunks().unwrap().reply.is_some());
+    pair.serve(|xid, _| reply(xid, &[], Some(pattern(10, 1))));
+    take_reply(&mut pair, 2);
+    pair.assert_no_leaks();
+}
+
 /// E6: the credit value of a Version One RDMA_ERROR is ignored.
 #[test]
 fn spec_e6_rdma_error_credit_value_is_ignored() {
     let mut pair = Pair::with(PairOptions::v1());
-    pair.client
-        .engine
-        .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(1, call(1, 0, &[], None), ReplyHints::default());
     echo_server(&mut pair);
     take_reply(&mut pair, 1);
     assert_eq!(pair.client.engine.info().credits_granted, 64);
-    pair.client
-        .engine
-        .send_call(pair.now, 2, call(2, 0, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(2, call(2, 0, &[], None), ReplyHints::default());
     pair.drop_next_send(true);
     pair.drive();
     // RDMA_ERROR ERR_BADHEADER for xid 2 with credits 1.
@@ -999,10 +913,7 @@ fn spec_e6_rdma_error_credit_value_is_ignored() {
 #[test]
 fn spec_e9_thresholds_by_private_data_and_version() {
     let mut pair = Pair::new();
-    pair.client
-        .engine
-        .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(1, call(1, 0, &[], None), ReplyHints::default());
     echo_server(&mut pair);
     take_reply(&mut pair, 1);
     assert_eq!(pair.client.engine.info().version, Some(2));
@@ -1021,24 +932,17 @@ fn spec_e9_thresholds_by_private_data_and_version() {
     let mut pair = Pair::with(o);
     // During the probe at most 1024 bytes go out.
     assert_eq!(pair.client.engine.thresholds().send, 1024);
-    pair.client
-        .engine
-        .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(1, call(1, 0, &[], None), ReplyHints::default());
     echo_server(&mut pair);
     take_reply(&mut pair, 1);
     let t = pair.client.engine.thresholds();
     assert_eq!((t.send, t.recv), (4096, 4096));
     // A 3000-byte call now goes inline.
-    pair.client
-        .engine
-        .send_call(
-            pair.now,
-            2,
-            call(2, 1, &pattern(3000, 1), None),
-            ReplyHints::default(),
-        )
-        .unwrap();
+    pair.send_call(
+        2,
+        call(2, 1, &pattern(3000, 1), None),
+        ReplyHints::default(),
+    );
     echo_server(&mut pair);
     let (_, cf, _) = take_reply(&mut pair, 2);
     assert_eq!(cf, MessageForm::Short);
@@ -1054,29 +958,15 @@ fn spec_e9_thresholds_by_private_data_and_version() {
 #[test]
 fn spec_e11_credits_held_by_abandoned_calls_fail_the_connection() {
     let mut pair = Pair::with(PairOptions::v1().grant(2));
-    pair.client
-        .engine
-        .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(1, call(1, 0, &[], None), ReplyHints::default());
     echo_server(&mut pair);
     take_reply(&mut pair, 1);
     for xid in [10u32, 11] {
-        pair.client
-            .engine
-            .send_call(
-                pair.now,
-                xid,
-                call(xid, 0, &[], None),
-                ReplyHints::default(),
-            )
-            .unwrap();
+        pair.send_call(xid, call(xid, 0, &[], None), ReplyHints::default());
     }
     pair.drive(); // the server holds both, never answers
     pair.client.engine.release(10);
-    pair.client
-        .engine
-        .send_call(pair.now, 12, call(12, 0, &[], None), ReplyHints::default())
-        .unwrap();
+    pair.send_call(12, call(12, 0, &[], None), ReplyHints::default());
     assert!(
         pair.client.engine.error().is_none(),
         "one live call still holds a credit"
@@ -1102,15 +992,7 @@ fn receive_buffers_are_reused_not_reallocated() {
     let initial = pair.client.engine.stats().recv_buffers_allocated;
     let mut held = None;
     for xid in 1..=50u32 {
-        pair.client
-            .engine
-            .send_call(
-                pair.now,
-                xid,
-                call(xid, 0, &[], None),
-                ReplyHints::default(),
-            )
-            .unwrap();
+        pair.send_call(xid, call(xid, 0, &[], None), ReplyHints::default());
         echo_server(&mut pair);
         let (m, _, _) = take_reply(&mut pair, xid);
         if xid == 3 {
@@ -1138,10 +1020,7 @@ fn sink_buffers_are_reused_once_dropped() {
     for xid in 1..=6u32 {
         // READ-like: the reply's data comes back in our Write chunk.
         let c = call(xid, 2, &[], None);
-        pair.client
-            .engine
-            .send_call(pair.now, xid, c, hints.clone())
-            .unwrap();
+        pair.send_call(xid, c, hints.clone());
         pair.serve(|xid, _| reply(xid, &[], Some(pattern(64 * 1024, xid as u8))));
         let (m, _, rf) = take_reply(&mut pair, xid);
         assert_eq!(rf, MessageForm::Chunked);
@@ -1158,10 +1037,7 @@ fn sink_buffers_are_reused_once_dropped() {
         let wx = 100 + xid;
         let c = call(wx, 3, &[], Some(pattern(64 * 1024, wx as u8)));
         let small = ReplyHints::at_most(64);
-        pair.client
-            .engine
-            .send_call(pair.now, wx, c, small)
-            .unwrap();
+        pair.send_call(wx, c, small);
         pair.serve(|xid, m| {
             let mut d = Decoder::with_ddp(m);
             d.skip(40).unwrap();

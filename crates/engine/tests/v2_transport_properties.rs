@@ -13,7 +13,7 @@ use rpcrdma_engine::{
 use rpcrdma_wire::{
     ChunkLists, Direction, ErrCode, Limits, OptionType, Optional, V2Body, V2Header, VersionRange,
 };
-use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder};
+use rpcrdma_xdr::{Decoder, Encode, Payload, PayloadEncoder};
 
 // ----- helpers ---------------------------------------------------------------
 
@@ -71,10 +71,7 @@ fn forms(pair: &mut Pair, want: u32) -> (MessageForm, MessageForm) {
 }
 
 fn send(pair: &mut Pair, xid: u32, payload: Payload, hints: ReplyHints) {
-    pair.client
-        .engine
-        .send_call(pair.now, xid, payload, hints)
-        .unwrap();
+    pair.send_call(xid, payload, hints);
 }
 
 fn hex(b: &[u8]) -> String {

@@ -5,13 +5,13 @@
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use rpcrdma_verbs::{Access, MrBuffer, RecvWr};
+use rpcrdma_verbs::{Access, MrBuffer, RecvWr, WorkCompletion};
 
 use crate::conn::{Config, Connection, Event, Phase};
 use crate::ddp::DdpHeader;
 use crate::fpdu::{encode_fpdu, parse_fpdu};
 use crate::mpa::{FrameKind, IrdOrd, MpaFlags, MpaFrame};
-use crate::mr::MrTable;
+use crate::mr::{MrInfo, MrTable};
 use crate::rdmap::{Opcode, ReadRequest, Terminate};
 
 /// Decodes `data` with every codec; whatever decodes must re-encode to the
@@ -54,95 +54,161 @@ fn keys() -> impl FnMut() -> u32 {
     }
 }
 
+/// A connected responder (MPA revision 2, peer-to-peer with a Write RTR)
+/// with three 64-octet regions a peer can aim at and four posted 32-octet
+/// receives: the fixture of [`fpdu_stream`], open to tests that drive a
+/// stream of their own and check what came of it.
+///
+/// Keys are deterministic: every responder built with the same `crc` has
+/// the same STags and addresses, so a stream can be aimed at one
+/// responder's regions and fed to another's.
+pub struct Responder {
+    /// The connection under test.
+    pub conn: Connection,
+    /// Its protection domain.
+    pub mrs: MrTable,
+    /// Whether the FPDUs carry CRC32c.
+    pub crc: bool,
+    /// A region the peer may RDMA Write (`REMOTE_WRITE`).
+    pub write_target: MrInfo,
+    /// A region with local rights only (`LOCAL_WRITE`).
+    pub local_only: MrInfo,
+    /// A region the peer may RDMA Read (`REMOTE_READ`).
+    pub read_source: MrInfo,
+    /// The completions polled so far.
+    pub completions: Vec<WorkCompletion>,
+    /// Everything the responder sent after its MPA Reply.
+    pub sent: BytesMut,
+}
+
+impl Responder {
+    /// Sets up the connection: the peer's MPA Request, our Reply, the
+    /// regions and the receives.
+    pub fn new(crc: bool) -> Self {
+        let mut keys = keys();
+        let mut mrs = MrTable::new(16);
+        let now = Instant::now();
+        let mut conn =
+            Connection::responder(Config::default(), now).expect("default config is valid");
+        let req = MpaFrame {
+            kind: FrameKind::Request,
+            flags: MpaFlags(MpaFlags::ENHANCED | if crc { MpaFlags::CRC } else { 0 }),
+            revision: 2,
+            ird_ord: Some(IrdOrd {
+                ird: 4,
+                ord: 4,
+                peer_to_peer: true,
+                write_rtr: true,
+                ..IrdOrd::default()
+            }),
+            private_data: Bytes::new(),
+        };
+        let mut wire = BytesMut::new();
+        req.emit(&mut wire).expect("valid request");
+        conn.handle_bytes(&wire, &mut mrs);
+        while conn.poll_event().is_some() {}
+        conn.accept(Bytes::new()).expect("accept");
+        let mut reply = BytesMut::new();
+        conn.poll_transmit(&mut reply);
+        let mut region = |access| {
+            mrs.register(MrBuffer::Owned(BytesMut::zeroed(64)), access, &mut keys)
+                .expect("register")
+        };
+        let write_target = region(Access::REMOTE_WRITE);
+        let local_only = region(Access::LOCAL_WRITE);
+        let read_source = region(Access::REMOTE_READ | Access::LOCAL_WRITE);
+        for i in 0..4 {
+            let _ = conn.post_recv(RecvWr {
+                wr_id: i,
+                buf: BytesMut::zeroed(32),
+            });
+        }
+        Responder {
+            conn,
+            mrs,
+            crc,
+            write_target,
+            local_only,
+            read_source,
+            completions: Vec::new(),
+            sent: BytesMut::new(),
+        }
+    }
+
+    /// Delivers `data` from the peer in pieces of `piece` octets (at least
+    /// one), collecting what the responder sends and completes.
+    pub fn feed(&mut self, data: &[u8], piece: usize) {
+        for p in data.chunks(piece.max(1)) {
+            self.conn.handle_bytes(p, &mut self.mrs);
+            self.conn.poll_transmit(&mut self.sent);
+            while let Some(wc) = self.conn.poll_completion() {
+                self.completions.push(wc);
+            }
+        }
+    }
+
+    /// The peer closes the stream.
+    pub fn eof(&mut self) {
+        self.conn.handle_eof();
+        self.conn.poll_transmit(&mut self.sent);
+        while let Some(wc) = self.conn.poll_completion() {
+            self.completions.push(wc);
+        }
+    }
+
+    /// The FPDUs sent after the MPA Reply, as DDP headers and their
+    /// payloads. Panics unless every octet sent parses as a complete FPDU
+    /// with a valid DDP header and the right CRC.
+    pub fn sent_messages(&self) -> Vec<(DdpHeader, Bytes)> {
+        let mut out = &self.sent[..];
+        let mut msgs = Vec::new();
+        while !out.is_empty() {
+            let (f, used) = parse_fpdu(out, self.crc)
+                .expect("our CRC is right")
+                .expect("our FPDUs are complete");
+            let (h, n) = DdpHeader::parse(f.ulpdu).expect("our DDP headers parse");
+            msgs.push((h, Bytes::copy_from_slice(&f.ulpdu[n..])));
+            out = &out[used..];
+        }
+        msgs
+    }
+}
+
 /// A connected responder fed `data` as the peer's FPDU stream. The first
 /// octet picks CRC (bit 0) and how the stream is cut into reads (bits 1-7).
 ///
-/// Invariants: no panic; the connection is either still connected or
-/// closed with everything flushed; every octet it sends parses as FPDUs
-/// with valid headers; at most one Terminate.
+/// Invariants: no panic; EOF closes the connection with everything
+/// flushed and at most one `Closed` event; every octet it sends parses as
+/// FPDUs with valid headers; at most one Terminate.
 pub fn fpdu_stream(data: &[u8]) {
     let Some((&cfg, data)) = data.split_first() else {
         return;
     };
-    let crc = cfg & 1 == 1;
-    let chunk = usize::from(cfg >> 1) + 1;
-    let mut keys = keys();
-    let mut mrs = MrTable::new(16);
-    let now = Instant::now();
-    let mut conn = Connection::responder(Config::default(), now).expect("default config is valid");
-    let req = MpaFrame {
-        kind: FrameKind::Request,
-        flags: MpaFlags(MpaFlags::ENHANCED | if crc { MpaFlags::CRC } else { 0 }),
-        revision: 2,
-        ird_ord: Some(IrdOrd {
-            ird: 4,
-            ord: 4,
-            peer_to_peer: true,
-            write_rtr: true,
-            ..IrdOrd::default()
-        }),
-        private_data: Bytes::new(),
-    };
-    let mut wire = BytesMut::new();
-    req.emit(&mut wire).expect("valid request");
-    conn.handle_bytes(&wire, &mut mrs);
-    while conn.poll_event().is_some() {}
-    conn.accept(Bytes::new()).expect("accept");
-    let mut sent = BytesMut::new();
-    conn.poll_transmit(&mut sent);
-    let reply_len = sent.len();
-    // Regions a hostile stream can aim at, and receive buffers.
-    for (len, access) in [
-        (64, Access::REMOTE_WRITE),
-        (64, Access::LOCAL_WRITE),
-        (64, Access::REMOTE_READ | Access::LOCAL_WRITE),
-    ] {
-        mrs.register(MrBuffer::Owned(BytesMut::zeroed(len)), access, &mut keys)
-            .expect("register");
-    }
-    for i in 0..4 {
-        let _ = conn.post_recv(RecvWr {
-            wr_id: i,
-            buf: BytesMut::zeroed(32),
-        });
-    }
-    for piece in data.chunks(chunk) {
-        conn.handle_bytes(piece, &mut mrs);
-        conn.poll_transmit(&mut sent);
-        while conn.poll_completion().is_some() {}
-    }
-    conn.handle_eof();
-    conn.poll_transmit(&mut sent);
+    let mut r = Responder::new(cfg & 1 == 1);
+    r.feed(data, usize::from(cfg >> 1) + 1);
+    r.eof();
     let mut closed = 0;
-    while let Some(e) = conn.poll_event() {
+    while let Some(e) = r.conn.poll_event() {
         if matches!(e, Event::Closed(_)) {
             closed += 1;
         }
     }
     assert_eq!(
-        conn.phase(),
+        r.conn.phase(),
         Phase::Closed,
         "EOF always ends the connection"
     );
     assert!(closed <= 1);
-    assert!(conn.wants_close());
+    assert!(r.conn.wants_close());
     assert_eq!(
-        conn.send_queue_len() + conn.recv_queue_len(),
+        r.conn.send_queue_len() + r.conn.recv_queue_len(),
         0,
         "everything flushed"
     );
-    // What we sent after the Reply is well-formed FPDUs.
-    let mut out = &sent[reply_len..];
-    let mut terminates = 0;
-    while !out.is_empty() {
-        let (f, used) = parse_fpdu(out, crc)
-            .expect("our CRC is right")
-            .expect("our FPDUs are complete");
-        let (h, _) = DdpHeader::parse(f.ulpdu).expect("our DDP headers parse");
-        if h.control.opcode == Opcode::TERMINATE {
-            terminates += 1;
-        }
-        out = &out[used..];
-    }
+    let terminates = r
+        .sent_messages()
+        .iter()
+        .filter(|(h, _)| h.control.opcode == Opcode::TERMINATE)
+        .count();
     assert!(terminates <= 1, "at most one Terminate");
 }

@@ -12,18 +12,28 @@
 //!   Terminate error codes). Parsers keep every field, including unknown
 //!   values, so decoded frames re-encode to the same bytes; they check every
 //!   length against what is left and never panic on hostile input.
+//! * **The connection state machine**, [`conn::Connection`]: MPA set-up in
+//!   both directions, then the verbs semantics over DDP/RDMAP (send and
+//!   receive queues, RDMA Write and Read, invalidation, completions), with
+//!   placement straight into the memory regions of [`mr`] and the Terminate
+//!   each protocol violation earns. The driver (`rpcrdma-softiwarp`) only
+//!   moves bytes between it and a socket.
 //!
 //! # Determinism contract
 //!
 //! No sockets, no clocks, no threads, no async runtime, no global state:
 //! bytes and events go in, bytes and events come out. Time, when needed,
 //! is an argument.
+//!
+//! The `fuzzing` feature adds the module `fuzzing`: the entry points of the
+//! cargo-afl harness (`fuzz/fuzz_targets/fpdu.rs`) and of
+//! `tests/fuzz_bounded.rs`. It is test support; the provider never needs it.
 #![forbid(unsafe_code)]
 
 pub mod conn;
 pub mod ddp;
 pub mod fpdu;
-#[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod mpa;
 pub mod mr;

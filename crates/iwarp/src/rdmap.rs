@@ -7,43 +7,29 @@ use bytes::{BufMut, Bytes};
 
 use crate::ddp::{DdpHeader, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
 
-/// An RDMAP opcode (4 bits). Unknown values are kept.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Opcode(pub u8);
+rpcrdma_xdr::open_enum! {
+    /// An RDMAP opcode (4 bits), named as RFC 5040 names it.
+    pub struct Opcode(u8) {
+        /// RDMA Write (tagged).
+        WRITE = 0 => "RDMA Write",
+        /// RDMA Read Request (untagged, queue 1).
+        READ_REQUEST = 1 => "RDMA Read Request",
+        /// RDMA Read Response (tagged).
+        READ_RESPONSE = 2 => "RDMA Read Response",
+        /// Send (untagged, queue 0).
+        SEND = 3 => "Send",
+        /// Send with Invalidate.
+        SEND_INVALIDATE = 4 => "Send with Invalidate",
+        /// Send with Solicited Event.
+        SEND_SE = 5 => "Send with Solicited Event",
+        /// Send with Solicited Event and Invalidate.
+        SEND_SE_INVALIDATE = 6 => "Send with Solicited Event and Invalidate",
+        /// Terminate (untagged, queue 2).
+        TERMINATE = 7 => "Terminate",
+    }
+}
 
 impl Opcode {
-    /// RDMA Write (tagged).
-    pub const WRITE: Opcode = Opcode(0);
-    /// RDMA Read Request (untagged, queue 1).
-    pub const READ_REQUEST: Opcode = Opcode(1);
-    /// RDMA Read Response (tagged).
-    pub const READ_RESPONSE: Opcode = Opcode(2);
-    /// Send (untagged, queue 0).
-    pub const SEND: Opcode = Opcode(3);
-    /// Send with Invalidate.
-    pub const SEND_INVALIDATE: Opcode = Opcode(4);
-    /// Send with Solicited Event.
-    pub const SEND_SE: Opcode = Opcode(5);
-    /// Send with Solicited Event and Invalidate.
-    pub const SEND_SE_INVALIDATE: Opcode = Opcode(6);
-    /// Terminate (untagged, queue 2).
-    pub const TERMINATE: Opcode = Opcode(7);
-
-    /// The name RFC 5040 gives, or `None` for values it does not define.
-    pub const fn name(self) -> Option<&'static str> {
-        Some(match self.0 {
-            0 => "RDMA Write",
-            1 => "RDMA Read Request",
-            2 => "RDMA Read Response",
-            3 => "Send",
-            4 => "Send with Invalidate",
-            5 => "Send with Solicited Event",
-            6 => "Send with Solicited Event and Invalidate",
-            7 => "Terminate",
-            _ => return None,
-        })
-    }
-
     /// Whether the opcode is one of the four Send variants.
     pub const fn is_send(self) -> bool {
         matches!(self.0, 3..=6)
@@ -66,15 +52,6 @@ impl Opcode {
             0 | 2 => Some(true),
             1 | 3..=7 => Some(false),
             _ => None,
-        }
-    }
-}
-
-impl core::fmt::Debug for Opcode {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self.name() {
-            Some(n) => write!(f, "{n}"),
-            None => write!(f, "Opcode({})", self.0),
         }
     }
 }

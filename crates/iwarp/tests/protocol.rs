@@ -9,12 +9,15 @@ mod pair;
 use bytes::{Bytes, BytesMut};
 use pair::{decode_stream, is_reply, Pair};
 use proptest::prelude::*;
-use rpcrdma_iwarp::conn::{Config, ConnError, Event, P2pMode, Phase, Rtr};
+use rpcrdma_iwarp::conn::{
+    ApiError, Config, ConfigError, ConnError, Connection, Event, P2pMode, Phase, Rtr,
+    TransportError,
+};
 use rpcrdma_iwarp::mpa::MpaFlags;
 use rpcrdma_iwarp::rdmap::Opcode;
 use rpcrdma_verbs::{
-    Access, LocalSge, PostError, QpCaps, RecvWr, RemoteAddr, SendOp, SendWr, Sge, WcOpcode,
-    WcStatus,
+    Access, DisconnectReason, LocalSge, PostError, QpCaps, RecvWr, RemoteAddr, SendOp, SendWr, Sge,
+    WcOpcode, WcStatus,
 };
 
 fn cfg(revision: u8, crc: bool, p2p: P2pMode) -> Config {
@@ -592,6 +595,134 @@ fn private_data_limit_on_our_side() {
         std::time::Instant::now()
     )
     .is_err());
+}
+
+#[test]
+fn invalid_configurations_are_typed_errors() {
+    let now = std::time::Instant::now();
+    let refused = |cfg: Config| {
+        let as_responder = Connection::responder(cfg.clone(), now).unwrap_err();
+        let as_initiator = Connection::initiator(cfg, Bytes::new(), now).unwrap_err();
+        assert_eq!(as_responder, as_initiator);
+        match as_responder {
+            ApiError::Config(e) => e,
+            other => panic!("not a configuration error: {other:?}"),
+        }
+    };
+    for revision in [0, 3] {
+        assert_eq!(
+            refused(Config {
+                revision,
+                ..Config::default()
+            }),
+            ConfigError::MpaRevision(revision)
+        );
+    }
+    for max_ulpdu in [63, 65_536] {
+        assert_eq!(
+            refused(Config {
+                max_ulpdu,
+                ..Config::default()
+            }),
+            ConfigError::MaxUlpdu(max_ulpdu)
+        );
+    }
+    assert_eq!(
+        refused(Config {
+            max_private_data: 513,
+            ..Config::default()
+        }),
+        ConfigError::MaxPrivateData(513)
+    );
+    let no_sq = QpCaps {
+        send_depth: 0,
+        ..QpCaps::default()
+    };
+    assert_eq!(
+        refused(Config {
+            caps: no_sq,
+            ..Config::default()
+        }),
+        ConfigError::ZeroQueueDepth {
+            send: 0,
+            recv: QpCaps::default().recv_depth
+        }
+    );
+    // The limits themselves are allowed.
+    for (revision, max_ulpdu, max_private_data) in [(1, 64, 512), (2, 65_535, 0)] {
+        let cfg = Config {
+            revision,
+            max_ulpdu,
+            max_private_data,
+            ..Config::default()
+        };
+        assert!(Connection::responder(cfg, now).is_ok());
+    }
+    // A responder learning its caps late is held to the same rule.
+    let mut r = Connection::responder(Config::default(), now).unwrap();
+    let no_rq = QpCaps {
+        recv_depth: 0,
+        ..QpCaps::default()
+    };
+    let err = r.set_caps(no_rq).unwrap_err();
+    assert_eq!(
+        err,
+        ApiError::Config(ConfigError::ZeroQueueDepth {
+            send: QpCaps::default().send_depth,
+            recv: 0
+        })
+    );
+    assert_eq!(
+        err.to_string(),
+        "invalid configuration: queue depths must be at least 1 (send 128, receive 0)"
+    );
+}
+
+#[test]
+fn transport_failures_are_typed_and_flush_the_queues() {
+    let mut p = connected(Config::default(), Config::default());
+    recv(&mut p.a, 1, 8);
+    let reset = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+    p.a.conn
+        .handle_transport_failure(TransportError::from(&reset));
+    p.drive();
+    let want = ConnError::Transport(TransportError::Io {
+        kind: std::io::ErrorKind::ConnectionReset,
+        message: "reset by peer".into(),
+    });
+    assert_eq!(p.a.closed_error(), Some(&want));
+    assert_eq!(p.a.conn.error(), Some(&want));
+    assert_eq!(want.culprit_status(), WcStatus::Fatal);
+    assert_eq!(
+        want.disconnect_reason(),
+        DisconnectReason::Transport {
+            reason: "transport failure: reset by peer".into()
+        }
+    );
+    let wcs = p.a.take_wcs();
+    assert_eq!(
+        wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+        vec![(1, WcStatus::WrFlush)]
+    );
+    assert!(p.a.conn.wants_close());
+    // A failure the driver can only describe in words, and a completion
+    // queue overrun, are kept apart.
+    let mut p = connected(Config::default(), Config::default());
+    p.a.conn.handle_transport_error("gone".into());
+    assert_eq!(
+        p.a.conn.error(),
+        Some(&ConnError::Transport(TransportError::Other("gone".into())))
+    );
+    let mut p = connected(Config::default(), Config::default());
+    p.b.conn
+        .handle_transport_failure(TransportError::CompletionQueueOverrun);
+    assert!(p
+        .b
+        .conn
+        .error()
+        .unwrap()
+        .to_string()
+        .contains("completion queue overrun"));
 }
 
 proptest! {

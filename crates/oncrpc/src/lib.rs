@@ -62,6 +62,7 @@ mod backchannel;
 mod client;
 mod codec;
 mod conn;
+pub mod drc;
 mod error;
 pub mod mem;
 pub mod msg;
@@ -78,6 +79,7 @@ pub use backchannel::{BackchannelError, Backchannels, ClientKey};
 pub use client::{decode_reply, Client, ClientConfig};
 pub use codec::{Marshal, Unmarshal};
 pub use conn::{Connection, ServeLimits};
+pub use drc::{ReplyCache, ReplyCacheConfig};
 pub use error::{AuthSysError, MessageError, RecordError, RpcError, TransportError};
 pub use server::{Server, ServerConfig, DEFAULT_CALLBACK_WAIT};
 pub use service::{

@@ -49,6 +49,11 @@ pub struct MemConfig {
     pub inline_threshold: usize,
     /// Messages queued per direction before senders wait (default 256).
     pub queue: usize,
+    /// The address the server end reports for its peer
+    /// ([`Transport::peer_addr`]; default none), so tests can make a
+    /// client that reconnects look like the same host to the duplicate
+    /// request cache.
+    pub client_addr: Option<std::net::SocketAddr>,
 }
 
 impl Default for MemConfig {
@@ -56,6 +61,7 @@ impl Default for MemConfig {
         Self {
             inline_threshold: 1024,
             queue: 256,
+            client_addr: None,
         }
     }
 }
@@ -296,7 +302,16 @@ impl Transport for MemTransport {
         } else {
             hints.ddp_results().to_vec()
         };
-        let reply_chunk = hints.max_reply_size().filter(|m| *m as usize > threshold);
+        // A Reply chunk when the largest reply may not fit inline; with
+        // Write chunks and a stated reduced maximum, that one decides (as
+        // over RDMA, spec note N13).
+        let largest = match hints.max_reduced_reply_size() {
+            Some(r) if !write_chunks.is_empty() => Some(r),
+            _ => hints.max_reply_size(),
+        };
+        let reply_chunk = hints
+            .max_reply_size()
+            .filter(|_| largest.is_some_and(|m| m as usize > threshold));
         self.put(Wire::Call {
             xid,
             inline,
@@ -449,6 +464,14 @@ impl Transport for MemTransport {
 
     fn peer(&self) -> String {
         self.name.clone()
+    }
+
+    fn peer_addr(&self) -> Option<std::net::SocketAddr> {
+        if self.me.client {
+            None
+        } else {
+            self.config.client_addr
+        }
     }
 
     fn enable_backchannel(&self) -> Result<(), TransportError> {

@@ -17,56 +17,9 @@ pub const RPC_VERSION: u32 = 2;
 /// Maximum size of an `opaque_auth` body (RFC 5531 §8.2: `opaque body<400>`).
 pub const MAX_AUTH_BYTES: usize = 400;
 
-macro_rules! open_enum {
-    (
-        $(#[$meta:meta])*
-        $name:ident { $( $(#[$cmeta:meta])* $cname:ident = $value:expr, )* }
-    ) => {
-        $(#[$meta])*
-        ///
-        /// An open enumeration: values this crate has no name for are kept,
-        /// so decoding and re-encoding loses nothing.
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(pub u32);
-
-        impl $name {
-            $( $(#[$cmeta])* pub const $cname: $name = $name($value); )*
-
-            /// The symbolic name of a known value.
-            pub fn name(self) -> Option<&'static str> {
-                match self.0 {
-                    $( $value => Some(stringify!($cname)), )*
-                    _ => None,
-                }
-            }
-        }
-
-        impl std::fmt::Debug for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                match self.name() {
-                    Some(n) => f.write_str(n),
-                    None => write!(f, "{}({})", stringify!($name), self.0),
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                std::fmt::Debug::fmt(self, f)
-            }
-        }
-
-        impl From<u32> for $name {
-            fn from(v: u32) -> Self {
-                $name(v)
-            }
-        }
-    };
-}
-
-open_enum! {
+rpcrdma_xdr::open_enum! {
     /// `msg_type`: whether a message is a call or a reply.
-    MsgType {
+    pub struct MsgType(u32): Display {
         /// A call.
         CALL = 0,
         /// A reply.
@@ -74,9 +27,9 @@ open_enum! {
     }
 }
 
-open_enum! {
+rpcrdma_xdr::open_enum! {
     /// `reply_stat`: whether a call was accepted or denied.
-    ReplyStat {
+    pub struct ReplyStat(u32): Display {
         /// The call's credentials were accepted.
         MSG_ACCEPTED = 0,
         /// The call was rejected (RPC version or authentication).
@@ -84,9 +37,9 @@ open_enum! {
     }
 }
 
-open_enum! {
+rpcrdma_xdr::open_enum! {
     /// `accept_stat`: the outcome of an accepted call.
-    AcceptStat {
+    pub struct AcceptStat(u32): Display {
         /// The procedure ran; its results follow.
         SUCCESS = 0,
         /// The program is not available on this server.
@@ -102,9 +55,9 @@ open_enum! {
     }
 }
 
-open_enum! {
+rpcrdma_xdr::open_enum! {
     /// `reject_stat`: why a call was denied.
-    RejectStat {
+    pub struct RejectStat(u32): Display {
         /// The RPC version is not supported.
         RPC_MISMATCH = 0,
         /// Authentication failed; an `auth_stat` follows.
@@ -112,9 +65,9 @@ open_enum! {
     }
 }
 
-open_enum! {
+rpcrdma_xdr::open_enum! {
     /// `auth_stat`: why authentication failed (RFC 5531 §9, RFC 2203).
-    AuthStat {
+    pub struct AuthStat(u32): Display {
         /// Success.
         AUTH_OK = 0,
         /// Bad credential (seal broken).
@@ -148,9 +101,9 @@ open_enum! {
     }
 }
 
-open_enum! {
+rpcrdma_xdr::open_enum! {
     /// `auth_flavor`: the kind of an `opaque_auth`.
-    AuthFlavor {
+    pub struct AuthFlavor(u32): Display {
         /// No authentication (`AUTH_NONE`, a.k.a. `AUTH_NULL`).
         AUTH_NONE = 0,
         /// UNIX-style credentials (`AUTH_SYS`, a.k.a. `AUTH_UNIX`).

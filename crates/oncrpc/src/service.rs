@@ -7,7 +7,7 @@
 //! reply (`RPC_MISMATCH`, `AUTH_ERROR`, `PROG_UNAVAIL`, `PROG_MISMATCH`,
 //! `PROC_UNAVAIL`, `GARBAGE_ARGS`) or hands back the handler's future.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -20,6 +20,7 @@ use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder, XdrError};
 use crate::auth::Credential;
 use crate::codec::{Marshal, Unmarshal};
 use crate::conn::Connection;
+use crate::drc::{ArgsSum, CallKey, ClientId, Lookup, ReplyCache};
 use crate::error::MessageError;
 use crate::msg::{
     decode_header, AcceptedStatus, AuthFlavor, AuthStat, Header, OpaqueAuth, RejectedReply,
@@ -122,6 +123,7 @@ impl AuthPolicy {
 #[derive(Default)]
 pub struct Version {
     procs: BTreeMap<u32, Arc<Handler>>,
+    non_idempotent: BTreeSet<u32>,
 }
 
 impl fmt::Debug for Version {
@@ -166,6 +168,21 @@ impl Version {
     pub fn null(&mut self) -> &mut Self {
         self.proc(0, |_, ()| async { Ok(()) })
     }
+
+    /// Declares procedures that must not run twice for one call (NFS
+    /// `CREATE`, `REMOVE`, `RENAME`, `WRITE`, …). When the [`Services`]
+    /// have a duplicate request cache ([`Services::set_reply_cache`]),
+    /// their replies are remembered and a retransmission is answered
+    /// from the cache instead of running again ([`crate::drc`]).
+    pub fn non_idempotent(&mut self, procs: impl IntoIterator<Item = u32>) -> &mut Self {
+        self.non_idempotent.extend(procs);
+        self
+    }
+
+    /// Whether `proc_` was declared non-idempotent.
+    pub fn is_non_idempotent(&self, proc_: u32) -> bool {
+        self.non_idempotent.contains(&proc_)
+    }
 }
 
 /// The programs served on a connection.
@@ -184,6 +201,7 @@ impl Version {
 pub struct Services {
     programs: BTreeMap<u32, BTreeMap<u32, Version>>,
     auth: AuthPolicy,
+    reply_cache: Option<Arc<ReplyCache>>,
 }
 
 /// The result of [`Services::dispatch`].
@@ -224,6 +242,21 @@ impl Services {
     pub fn set_auth_policy(&mut self, policy: AuthPolicy) -> &mut Self {
         self.auth = policy;
         self
+    }
+
+    /// Gives these services a duplicate request cache: the replies of
+    /// procedures declared with [`Version::non_idempotent`] are kept in
+    /// it, and a retransmitted call (same client, XID, procedure and
+    /// arguments) is answered from it — or waits for the first call's
+    /// reply if that is still running — instead of running twice.
+    pub fn set_reply_cache(&mut self, cache: Arc<ReplyCache>) -> &mut Self {
+        self.reply_cache = Some(cache);
+        self
+    }
+
+    /// The duplicate request cache, if any.
+    pub fn reply_cache(&self) -> Option<&Arc<ReplyCache>> {
+        self.reply_cache.as_ref()
     }
 
     /// Registers (or extends) a program version; add procedures to the
@@ -319,6 +352,60 @@ impl Services {
         let Some(handler) = version.procs.get(&call.proc_) else {
             return accepted(xid, AcceptedStatus::ProcUnavail);
         };
+        // Non-idempotent procedures go through the duplicate request cache
+        // before anything of the handler runs (its closure may do work
+        // before returning its future).
+        let mut ticket = None;
+        if let Some(cache) = self
+            .reply_cache
+            .as_ref()
+            .filter(|_| version.non_idempotent.contains(&call.proc_))
+        {
+            let key = CallKey {
+                client: match connection.peer_addr() {
+                    Some(a) => ClientId::Addr(a.ip()),
+                    None => ClientId::Connection(connection.peer().to_owned()),
+                },
+                xid,
+                prog: call.prog,
+                vers: call.vers,
+                proc_: call.proc_,
+            };
+            let sum = ArgsSum::of_message(message, dec.position());
+            match cache.lookup(key, sum, std::time::Instant::now()) {
+                Lookup::Replay(reply) => {
+                    tracing::debug!(
+                        xid = format_args!("{xid:#010x}"),
+                        "retransmission answered from the duplicate request cache"
+                    );
+                    return Dispatch::Reply(reply);
+                }
+                Lookup::Wait(mut rx) => {
+                    tracing::debug!(
+                        xid = format_args!("{xid:#010x}"),
+                        "retransmission of a call in progress: waiting for its reply"
+                    );
+                    return Dispatch::Run {
+                        xid,
+                        future: Box::pin(async move {
+                            let first = rx
+                                .wait_for(Option::is_some)
+                                .await
+                                .ok()
+                                .and_then(|r| r.clone());
+                            // `None`: the first call vanished without a
+                            // reply (its task was dropped). Whether it took
+                            // effect is unknown; it is not run again.
+                            first.unwrap_or_else(|| {
+                                encode_reply(&ReplyHeader::accepted(xid, AcceptedStatus::SystemErr))
+                            })
+                        }),
+                    };
+                }
+                Lookup::Run(t) => ticket = Some(TicketGuard(Some((cache.clone(), t)))),
+                Lookup::RunUncached => {}
+            }
+        }
         let info = CallInfo {
             xid,
             prog: call.prog,
@@ -329,7 +416,9 @@ impl Services {
             connection: connection.clone(),
         };
         // A handler that is not an `async fn` may run code here; keep a
-        // panic from taking the connection's reader down.
+        // panic from taking the connection's reader down. (A failure drops
+        // `ticket`, which takes the call out of the cache: framework
+        // errors are never cached.)
         let decoded = std::panic::catch_unwind(AssertUnwindSafe(|| handler(info, &mut dec)));
         let fut = match decoded {
             Ok(Ok(f)) => f,
@@ -354,18 +443,34 @@ impl Services {
         let mut cx = Context::from_waker(noop);
         let first = std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx)));
         match first {
-            Ok(Poll::Ready(r)) => return Dispatch::Reply(encode_result(connection, xid, r)),
+            Ok(Poll::Ready(r)) => {
+                let reply = encode_result(connection, xid, r);
+                if let Some(t) = ticket {
+                    t.complete(reply.clone());
+                }
+                return Dispatch::Reply(reply);
+            }
             Ok(Poll::Pending) => {}
-            Err(_) => return Dispatch::Reply(encode_panic(xid)),
+            Err(_) => {
+                let reply = encode_panic(xid);
+                if let Some(t) = ticket {
+                    t.complete(reply.clone());
+                }
+                return Dispatch::Reply(reply);
+            }
         }
         let connection = connection.clone();
         Dispatch::Run {
             xid,
             future: Box::pin(async move {
-                match CatchUnwind(fut).await {
+                let reply = match CatchUnwind(fut).await {
                     Ok(r) => encode_result(&connection, xid, r),
                     Err(()) => encode_panic(xid),
+                };
+                if let Some(t) = ticket {
+                    t.complete(reply.clone());
                 }
+                reply
             }),
         }
     }
@@ -404,6 +509,26 @@ fn encode_panic(xid: u32) -> Payload {
         "RPC handler panicked; answering SYSTEM_ERR"
     );
     encode_reply(&ReplyHeader::accepted(xid, AcceptedStatus::SystemErr))
+}
+
+/// Completes a cache entry with the reply, or abandons it if the call's
+/// future is dropped before it has one.
+struct TicketGuard(Option<(Arc<ReplyCache>, crate::drc::Ticket)>);
+
+impl TicketGuard {
+    fn complete(mut self, reply: Payload) {
+        if let Some((cache, ticket)) = self.0.take() {
+            cache.complete(ticket, reply, std::time::Instant::now());
+        }
+    }
+}
+
+impl Drop for TicketGuard {
+    fn drop(&mut self) {
+        if let Some((cache, ticket)) = self.0.take() {
+            cache.abandon(ticket);
+        }
+    }
 }
 
 fn reply_now(h: ReplyHeader) -> Dispatch {

@@ -111,6 +111,7 @@ pub struct TcpTransport {
     write: Arc<WriteSide>,
     shared: Arc<Shared>,
     peer: String,
+    peer_addr: Option<SocketAddr>,
     max_record: usize,
 }
 
@@ -127,9 +128,10 @@ impl TcpTransport {
     /// task; must run inside a tokio runtime).
     pub fn new(stream: TcpStream, config: &TcpConfig) -> std::io::Result<Self> {
         stream.set_nodelay(true)?;
-        let peer = match stream.peer_addr() {
-            Ok(a) => format!("tcp {a}"),
-            Err(_) => "tcp ?".to_owned(),
+        let peer_addr = stream.peer_addr().ok();
+        let peer = match peer_addr {
+            Some(a) => format!("tcp {a}"),
+            None => "tcp ?".to_owned(),
         };
         let stream = Arc::new(stream);
         let shared = Arc::new(Shared {
@@ -152,6 +154,7 @@ impl TcpTransport {
             write,
             shared,
             peer,
+            peer_addr,
             max_record: config.max_record,
         })
     }
@@ -360,6 +363,10 @@ impl Transport for TcpTransport {
 
     fn peer(&self) -> String {
         self.peer.clone()
+    }
+
+    fn peer_addr(&self) -> Option<SocketAddr> {
+        self.peer_addr
     }
 }
 

@@ -55,6 +55,7 @@ use crate::msg::MAX_ACCEPTED_REPLY_HEADER;
 pub struct CallHints {
     ddp_results: Vec<u32>,
     max_results: Option<u32>,
+    reduced_results: Option<u32>,
     no_reduce: bool,
 }
 
@@ -64,6 +65,7 @@ impl CallHints {
         Self {
             ddp_results: Vec::new(),
             max_results: None,
+            reduced_results: None,
             no_reduce: false,
         }
     }
@@ -83,6 +85,31 @@ impl CallHints {
     pub fn max_results(mut self, bytes: u32) -> Self {
         self.max_results = Some(bytes);
         self
+    }
+
+    /// Sets the maximum size of the results when every DDP-eligible item
+    /// travels in its Write chunk, over every branch of the results (NFS
+    /// READ: everything but the data). An RDMA requester that provides
+    /// the Write chunks then provides a Reply chunk only if this reduced
+    /// reply can exceed its receive threshold, as the Linux client does for
+    /// READ. Without it the unreduced [`CallHints::max_results`] decides.
+    ///
+    /// ```
+    /// use rpcrdma_oncrpc::CallHints;
+    /// let read = CallHints::new().ddp_result(1 << 20).max_results((1 << 20) + 104).reduced_results(104);
+    /// assert!(read.max_reduced_reply_size().unwrap() < 1024);
+    /// ```
+    #[must_use]
+    pub fn reduced_results(mut self, bytes: u32) -> Self {
+        self.reduced_results = Some(bytes);
+        self
+    }
+
+    /// Upper bound on the whole reply message with DDP-eligible results
+    /// reduced, if stated ([`CallHints::reduced_results`]).
+    pub fn max_reduced_reply_size(&self) -> Option<u32> {
+        self.reduced_results
+            .map(|r| r.saturating_add(MAX_ACCEPTED_REPLY_HEADER as u32))
     }
 
     /// Turns reduction off for this call: nothing is moved out of line in
@@ -278,6 +305,14 @@ pub trait Transport: Send + Sync + 'static {
 
     /// A short description of the peer for logs (e.g. `tcp 127.0.0.1:2049`).
     fn peer(&self) -> String;
+
+    /// The peer's network address, if the transport has one. The
+    /// duplicate request cache ([`crate::drc`]) recognises a client that
+    /// reconnects by its IP address; without one, retransmissions are
+    /// recognised only on the same connection.
+    fn peer_addr(&self) -> Option<std::net::SocketAddr> {
+        None
+    }
 }
 
 /// Makes new connections for a client, so it can reconnect.

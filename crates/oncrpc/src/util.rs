@@ -73,10 +73,29 @@ mod tests {
 
     #[test]
     fn id_maps_spread_sequential_and_strided_keys() {
+        use std::hash::BuildHasher;
         let mut m: IdMap<u32, u32> = IdMap::default();
         for k in 0..1000 {
             m.insert(k * 7919, k);
         }
         assert!((0..1000).all(|k| m.get(&(k * 7919)) == Some(&k)));
+        // The table's bucket comes from the hash's low bits and its control
+        // tag from the top seven: both must vary for sequential XIDs and
+        // strided ones, as an identity hash would not.
+        for stride in [1u32, 4, 7919, 1 << 16] {
+            let hashes: Vec<u64> = (0..1000u32)
+                .map(|k| m.hasher().hash_one(k.wrapping_mul(stride)))
+                .collect();
+            let distinct = |f: &dyn Fn(u64) -> u64| {
+                let mut v: Vec<u64> = hashes.iter().map(|&h| f(h)).collect();
+                v.sort_unstable();
+                v.dedup();
+                v.len()
+            };
+            let buckets = distinct(&|h| h & 1023);
+            let tags = distinct(&|h| h >> 57);
+            assert!(buckets >= 400, "stride {stride}: {buckets} of 1024 buckets");
+            assert!(tags >= 32, "stride {stride}: {tags} of 128 tags");
+        }
     }
 }

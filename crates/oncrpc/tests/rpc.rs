@@ -74,6 +74,9 @@ struct Probe {
     started: AtomicUsize,
     gate: Notify,
     calls: AtomicUsize,
+    /// ADD1 calls running now, and the most that ever ran at once.
+    running: AtomicUsize,
+    most_running: AtomicUsize,
 }
 
 fn services(probe: Arc<Probe>) -> Services {
@@ -83,8 +86,18 @@ fn services(probe: Arc<Probe>) -> Services {
     s.program(PROG, 2)
         .null()
         .proc(p::ADD1, move |_, x: u32| {
-            p4.calls.fetch_add(1, Ordering::SeqCst);
-            async move { Ok::<_, ProcError>(x.wrapping_add(1)) }
+            let probe = p4.clone();
+            probe.calls.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let now = probe.running.fetch_add(1, Ordering::SeqCst) + 1;
+                probe.most_running.fetch_max(now, Ordering::SeqCst);
+                // Give other calls the chance to run alongside.
+                for _ in 0..3 {
+                    tokio::task::yield_now().await;
+                }
+                probe.running.fetch_sub(1, Ordering::SeqCst);
+                Ok::<_, ProcError>(x.wrapping_add(1))
+            }
         })
         .proc(p::BULK_LEN, |_, b: Bulk| async move {
             Ok::<_, ProcError>(b.0.len() as u32)
@@ -793,7 +806,10 @@ async fn per_connection_limit_of_one() {
     sc.max_in_flight_per_connection = 1;
     sc.max_in_flight = 1;
     let rig = Rig::tcp_with(sc).await;
+    let probe = rig.probe.clone();
     storm(rig, 4, 25).await;
+    // Four tasks called at once, yet the server ran one call at a time.
+    assert_eq!(probe.most_running.load(Ordering::SeqCst), 1);
 }
 
 /// Large DDP payloads over TCP go out as vectored pieces and come back intact.

@@ -68,13 +68,7 @@ async fn main() -> Res<()> {
     let (cpd, ccq) = (dev.alloc_pd()?, dev.create_cq(128)?);
     let server = async {
         let req = listener.accept().await?;
-        let p = QpParams {
-            pd: &spd,
-            send_cq: &scq,
-            recv_cq: &scq,
-            caps,
-            options: Options::default(),
-        };
+        let p = QpParams::new(&spd, &scq, Options::default()).with_caps(caps);
         let qp = req.accept(p, Bytes::from_static(b"tour-server")).await?;
         for i in 0..8 {
             qp.post_recv(RecvWr {
@@ -85,13 +79,7 @@ async fn main() -> Res<()> {
         Ok::<_, Box<dyn Error>>(qp)
     };
     let client = async {
-        let p = QpParams {
-            pd: &cpd,
-            send_cq: &ccq,
-            recv_cq: &ccq,
-            caps,
-            options: Options::default(),
-        };
+        let p = QpParams::new(&cpd, &ccq, Options::default()).with_caps(caps);
         dev.connect(addr, p, Bytes::from_static(b"tour-client"))
             .await
     };

@@ -118,13 +118,7 @@ async fn tour(
         let req = l.accept().await?;
         let qp = req
             .accept(
-                QpParams {
-                    pd: &spd,
-                    send_cq: &scq,
-                    recv_cq: &scq,
-                    caps,
-                    options: Options::default(),
-                },
+                QpParams::new(&spd, &scq, Options::default()).with_caps(caps),
                 Bytes::from_static(b"tour-server"),
             )
             .await?;
@@ -132,13 +126,7 @@ async fn tour(
     };
     let client = dev.connect(
         addr,
-        QpParams {
-            pd: &cpd,
-            send_cq: &ccq,
-            recv_cq: &ccq,
-            caps,
-            options: o.clone(),
-        },
+        QpParams::new(&cpd, &ccq, o.clone()).with_caps(caps),
         Bytes::from_static(b"tour-client"),
     );
     let (s, c) = tokio::join!(server, client);
@@ -234,13 +222,7 @@ async fn rejected(
     };
     let client = dev.connect(
         addr,
-        QpParams {
-            pd: &pd,
-            send_cq: &cq,
-            recv_cq: &cq,
-            caps: QpCaps::default(),
-            options: Options::default(),
-        },
+        QpParams::new(&pd, &cq, Options::default()),
         Bytes::new(),
     );
     let (r, c) = tokio::join!(server, client);

@@ -7,8 +7,8 @@ use std::sync::mpsc;
 use bytes::{Bytes, BytesMut};
 use rpcrdma_softiwarp::{Options, SoftIwarp};
 use rpcrdma_verbs::{
-    CompletionQueue, ConnectRequest, Device, Listener, QpCaps, QpParams, QueuePair, RecvWr, SendWr,
-    Sge, WorkCompletion,
+    CompletionQueue, ConnectRequest, Device, Listener, QpParams, QueuePair, RecvWr, SendWr, Sge,
+    WorkCompletion,
 };
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -43,13 +43,7 @@ fn main() -> Res<()> {
                 dev.alloc_pd().expect("protection domain"),
                 dev.create_cq(256).expect("completion queue"),
             );
-            let params = QpParams {
-                pd: &pd,
-                send_cq: &cq,
-                recv_cq: &cq,
-                caps: QpCaps::default(),
-                options: Options::default(),
-            };
+            let params = QpParams::new(&pd, &cq, Options::default());
             let qp = l.accept().await?.accept(params, Bytes::new()).await?;
             for i in 0..8 {
                 qp.post_recv(RecvWr {
@@ -81,13 +75,7 @@ fn main() -> Res<()> {
             dev.alloc_pd().expect("protection domain"),
             dev.create_cq(256).expect("completion queue"),
         );
-        let params = QpParams {
-            pd: &pd,
-            send_cq: &cq,
-            recv_cq: &cq,
-            caps: QpCaps::default(),
-            options: Options::default(),
-        };
+        let params = QpParams::new(&pd, &cq, Options::default());
         let (qp, _) = dev.connect(addr, params, Bytes::new()).await?;
         for i in 0..8 {
             qp.post_recv(RecvWr {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rpcrdma_iwarp::conn::{
-    Config, ConnError, Connection, Event, P2pMode, PeerRequest, DEFAULT_MAX_ULPDU,
+    Config, ConnError, Connection, Event, P2pMode, PeerRequest, ProtocolError, DEFAULT_MAX_ULPDU,
 };
 use rpcrdma_iwarp::mpa::MPA_MAX_PRIVATE_DATA;
 use rpcrdma_iwarp::mr::MrTable;
@@ -202,7 +202,10 @@ pub(crate) async fn connect(
         }
         Event::Closed(e) => Err(setup_error(e)),
         Event::ConnectRequest(_) => Err(ConnectError::Protocol(Box::new(SetupError(
-            ConnError::Transport("initiator received a connection request".into()),
+            ConnError::Protocol(ProtocolError::MpaUnexpectedKey {
+                got: "Request",
+                expected: "Reply",
+            }),
         )))),
     }
 }

@@ -28,7 +28,7 @@
 //! let listener = dev.listen("127.0.0.1:0".parse()?, Options::default()).await?;
 //! let addr = listener.local_addr();
 //! let (pd, cq) = (dev.alloc_pd()?, dev.create_cq(64)?);
-//! let params = || QpParams { pd: &pd, send_cq: &cq, recv_cq: &cq, caps: QpCaps::default(), options: Options::default() };
+//! let params = || QpParams::new(&pd, &cq, Options::default());
 //!
 //! let server = async {
 //!     let req = listener.accept().await?;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rpcrdma_softiwarp::{Options, P2pMode, Rtr, SoftIwarp, DEFAULT_FIRST_FPDU_DELAY};
-use rpcrdma_verbs::{Device, QpCaps, QpParams, QueuePair, SendWr, Sge};
+use rpcrdma_verbs::{Device, QpParams, QueuePair, SendWr, Sge};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -72,17 +72,7 @@ async fn gap_after_reply(options: Options, rtr: Option<Rtr>) -> Duration {
     );
     let initiator = async {
         let (qp, _) = dev
-            .connect(
-                addr,
-                QpParams {
-                    pd: &pd,
-                    send_cq: &cq,
-                    recv_cq: &cq,
-                    caps: QpCaps::default(),
-                    options,
-                },
-                Bytes::new(),
-            )
+            .connect(addr, QpParams::new(&pd, &cq, options), Bytes::new())
             .await
             .unwrap();
         // The first FPDU: posted as soon as connect returns.
@@ -152,13 +142,7 @@ async fn without_a_delay_everything_still_works() {
         let req = rpcrdma_verbs::Listener::accept(&listener).await.unwrap();
         rpcrdma_verbs::ConnectRequest::accept(
             req,
-            QpParams {
-                pd: &pd,
-                send_cq: &cq,
-                recv_cq: &cq,
-                caps: QpCaps::default(),
-                options: Options::default(),
-            },
+            QpParams::new(&pd, &cq, Options::default()),
             Bytes::new(),
         )
         .await
@@ -170,16 +154,14 @@ async fn without_a_delay_everything_still_works() {
     );
     let client = dev.connect(
         addr,
-        QpParams {
-            pd: &cpd,
-            send_cq: &ccq,
-            recv_cq: &ccq,
-            caps: QpCaps::default(),
-            options: Options {
+        QpParams::new(
+            &cpd,
+            &ccq,
+            Options {
                 first_fpdu_delay: Duration::ZERO,
                 ..Options::default()
             },
-        },
+        ),
         Bytes::new(),
     );
     let (sqp, c) = tokio::join!(server, client);

@@ -7,8 +7,8 @@ use bytes::{Bytes, BytesMut};
 use rpcrdma_softiwarp::{Cq, Options, P2pMode, Pd, Qp, SoftIwarp};
 use rpcrdma_verbs::{
     Access, CompletionQueue, ConnectError, ConnectRequest, Device, DisconnectReason, Listener,
-    MemoryRegion, ProtectionDomain, QpCaps, QpParams, QueuePair, RecvWr, SendOp, SendWr, Sge,
-    WcOpcode, WcStatus, WorkCompletion,
+    MemoryRegion, ProtectionDomain, QpParams, QueuePair, RecvWr, SendOp, SendWr, Sge, WcOpcode,
+    WcStatus, WorkCompletion,
 };
 
 struct End {
@@ -36,13 +36,7 @@ async fn pair(opts_client: Options, opts_server: Options) -> (End, End) {
         let req = listener.accept().await.unwrap();
         assert_eq!(&req.private_data()[..], b"client");
         req.accept(
-            QpParams {
-                pd: &spd,
-                send_cq: &scq,
-                recv_cq: &scq,
-                caps: QpCaps::default(),
-                options: Options::default(),
-            },
+            QpParams::new(&spd, &scq, Options::default()),
             Bytes::from_static(b"server"),
         )
         .await
@@ -50,13 +44,7 @@ async fn pair(opts_client: Options, opts_server: Options) -> (End, End) {
     };
     let client = dev.connect(
         addr,
-        QpParams {
-            pd: &cpd,
-            send_cq: &ccq,
-            recv_cq: &ccq,
-            caps: QpCaps::default(),
-            options: opts_client,
-        },
+        QpParams::new(&cpd, &ccq, opts_client),
         Bytes::from_static(b"client"),
     );
     let (sqp, c) = tokio::join!(server, client);
@@ -255,13 +243,7 @@ async fn reject_and_refused_connections() {
     };
     let client = dev.connect(
         addr,
-        QpParams {
-            pd: &pd,
-            send_cq: &cq,
-            recv_cq: &cq,
-            caps: QpCaps::default(),
-            options: Options::default(),
-        },
+        QpParams::new(&pd, &cq, Options::default()),
         Bytes::new(),
     );
     let ((), res) = tokio::join!(server, client);
@@ -275,13 +257,7 @@ async fn reject_and_refused_connections() {
     let res = dev
         .connect(
             addr,
-            QpParams {
-                pd: &pd,
-                send_cq: &cq,
-                recv_cq: &cq,
-                caps: QpCaps::default(),
-                options: Options::default(),
-            },
+            QpParams::new(&pd, &cq, Options::default()),
             Bytes::new(),
         )
         .await;
@@ -290,16 +266,14 @@ async fn reject_and_refused_connections() {
     let res = dev
         .connect(
             addr,
-            QpParams {
-                pd: &pd,
-                send_cq: &cq,
-                recv_cq: &cq,
-                caps: QpCaps::default(),
-                options: Options {
+            QpParams::new(
+                &pd,
+                &cq,
+                Options {
                     max_private_data: 256,
                     ..Options::default()
                 },
-            },
+            ),
             Bytes::from(vec![0u8; 253]),
         )
         .await;
@@ -323,16 +297,14 @@ async fn mpa_timeout_when_the_peer_is_silent() {
     let res = dev
         .connect(
             addr,
-            QpParams {
-                pd: &pd,
-                send_cq: &cq,
-                recv_cq: &cq,
-                caps: QpCaps::default(),
-                options: Options {
+            QpParams::new(
+                &pd,
+                &cq,
+                Options {
                     mpa_timeout: Duration::from_millis(200),
                     ..Options::default()
                 },
-            },
+            ),
             Bytes::new(),
         )
         .await;

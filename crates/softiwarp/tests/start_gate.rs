@@ -9,8 +9,8 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use rpcrdma_softiwarp::{Options, P2pMode, SoftIwarp};
 use rpcrdma_verbs::{
-    CompletionQueue, ConnectRequest, Device, Listener, QpCaps, QpParams, QueuePair, RecvWr, SendWr,
-    Sge, WcOpcode,
+    CompletionQueue, ConnectRequest, Device, Listener, QpParams, QueuePair, RecvWr, SendWr, Sge,
+    WcOpcode,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -36,13 +36,7 @@ async fn send_racing_the_first_post_recv_is_held_not_dropped() {
                 dev.alloc_pd().expect("protection domain"),
                 dev.create_cq(16).expect("completion queue"),
             );
-            let params = QpParams {
-                pd: &pd,
-                send_cq: &cq,
-                recv_cq: &cq,
-                caps: QpCaps::default(),
-                options: Options::default(),
-            };
+            let params = QpParams::new(&pd, &cq, Options::default());
             let qp = req.accept(params, Bytes::new()).await.unwrap();
             // The consumer is slow to post its receive: the client's Send
             // is already in the socket by then.
@@ -64,13 +58,7 @@ async fn send_racing_the_first_post_recv_is_held_not_dropped() {
         dev.alloc_pd().expect("protection domain"),
         dev.create_cq(16).expect("completion queue"),
     );
-    let params = QpParams {
-        pd: &pd,
-        send_cq: &cq,
-        recv_cq: &cq,
-        caps: QpCaps::default(),
-        options,
-    };
+    let params = QpParams::new(&pd, &cq, options);
     let (qp, _) = dev.connect(addr, params, Bytes::new()).await.unwrap();
     qp.post_send(SendWr::send(
         7,

@@ -11,6 +11,7 @@
 //!   our messages into one.
 //! * [`relay`]: a recording, fault-injecting TCP relay (cut a connection at
 //!   an exact byte offset; turn what it forwarded into a pcap file).
+//! * [`rng`]: a reproducible pseudo-random generator for bounded fuzz runs.
 //!
 //! None of this validates hostile input the way a production codec must;
 //! it returns `None`/errors on what it does not understand and is meant for
@@ -21,6 +22,7 @@
 pub mod mpa;
 pub mod pcap;
 pub mod relay;
+pub mod rng;
 pub mod tcp;
 
 /// The project's `shared/` directory (specs, oracles, captures): the value

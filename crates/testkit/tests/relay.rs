@@ -155,6 +155,20 @@ fn hold_stops_one_direction_until_released() {
     let rec = relay.connections().remove(0);
     assert_eq!(rec.len(Direction::ToClient), 700);
     assert!(rec.held && !rec.released);
+    // Only that direction stops: the whole message still reaches the
+    // server while the echo waits.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while relay.connections()[0].len(Direction::ToServer) < 2000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the other direction stopped too"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let rec = relay.connections().remove(0);
+    assert_eq!(rec.stream(Direction::ToServer), msg);
+    assert_eq!(rec.len(Direction::ToClient), 700);
+    assert!(rec.held && !rec.released);
     relay.release(0);
     let mut rest = vec![0u8; 1300];
     c.read_exact(&mut rest).unwrap();

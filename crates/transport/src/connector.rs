@@ -143,13 +143,7 @@ impl<D: Device> RdmaConnector<D> {
             .device
             .create_cq((self.caps.send_depth + self.caps.recv_depth) as usize + 16)?;
         let private = Bytes::copy_from_slice(&cfg.private_data().to_bytes());
-        let params = QpParams {
-            pd: &pd,
-            send_cq: &cq,
-            recv_cq: &cq,
-            caps: self.caps,
-            options: self.options.clone(),
-        };
+        let params = QpParams::new(&pd, &cq, self.options.clone()).with_caps(self.caps);
         let (qp, peer_private) = self
             .device
             .connect(self.addr, params, private)

@@ -153,13 +153,7 @@ async fn accept_one<D: Device>(
     let pd = device.alloc_pd()?;
     let cq = device.create_cq((config.caps.send_depth + config.caps.recv_depth) as usize + 16)?;
     let ours = Bytes::copy_from_slice(&engine_config.private_data().to_bytes());
-    let params = QpParams {
-        pd: &pd,
-        send_cq: &cq,
-        recv_cq: &cq,
-        caps: config.caps,
-        options: config.options.clone(),
-    };
+    let params = QpParams::new(&pd, &cq, config.options.clone()).with_caps(config.caps);
     let qp = req
         .accept(params, ours)
         .await

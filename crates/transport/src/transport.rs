@@ -482,6 +482,7 @@ pub fn reply_hints(h: &CallHints) -> ReplyHints {
         ddp_results: h.ddp_results().to_vec(),
         max_reply: h.max_reply_size(),
         reduce: !h.is_no_reduce(),
+        max_reply_reduced: h.max_reduced_reply_size(),
     }
 }
 
@@ -608,5 +609,9 @@ impl<D: Device> Transport for RdmaTransport<D> {
             .version
             .map_or_else(String::new, |v| format!(" v{v}"));
         format!("rdma{v} {}", self.inner.peer)
+    }
+
+    fn peer_addr(&self) -> Option<SocketAddr> {
+        Some(self.inner.peer)
     }
 }

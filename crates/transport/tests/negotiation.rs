@@ -128,16 +128,7 @@ async fn unanswered_probe_means_version_one_on_the_next_connection() {
             let cq = dev2.create_cq(512).expect("completion queue");
             let ours = Bytes::copy_from_slice(&EngineConfig::server().private_data().to_bytes());
             let qp = req
-                .accept(
-                    QpParams {
-                        pd: &pd,
-                        send_cq: &cq,
-                        recv_cq: &cq,
-                        caps: QpCaps::default(),
-                        options: no_delay(),
-                    },
-                    ours,
-                )
+                .accept(QpParams::new(&pd, &cq, no_delay()), ours)
                 .await
                 .expect("accept");
             if n == 0 {

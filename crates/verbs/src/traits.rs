@@ -165,6 +165,25 @@ pub struct QpParams<'a, D: Device + ?Sized> {
     pub options: D::Options,
 }
 
+impl<'a, D: Device + ?Sized> QpParams<'a, D> {
+    /// Parameters with one completion queue for both queues and the
+    /// default capacities ([`QpCaps::default`]).
+    pub fn new(pd: &'a D::Pd, cq: &'a D::Cq, options: D::Options) -> Self {
+        QpParams {
+            pd,
+            send_cq: cq,
+            recv_cq: cq,
+            caps: QpCaps::default(),
+            options,
+        }
+    }
+
+    /// The same parameters with other queue depths and IRD/ORD.
+    pub fn with_caps(self, caps: QpCaps) -> Self {
+        QpParams { caps, ..self }
+    }
+}
+
 /// An incoming connection request, to accept or reject.
 pub trait ConnectRequest: Send + 'static {
     /// The device type.

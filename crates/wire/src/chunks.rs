@@ -3,7 +3,6 @@
 //! §5.3 of our spec text; draft-cel-01 §4.2 `rpcrdma2_chunk_lists`).
 
 use rpcrdma_xdr::{Decoder, Encode, Encoder};
-use serde::Serialize;
 
 use crate::segment::{ReadSegment, Segment, WriteChunk, READ_SEGMENT_LEN, SEGMENT_LEN};
 use crate::HeaderError;
@@ -78,7 +77,7 @@ impl Default for Limits {
 /// // discriminator + count + segment
 /// assert_eq!(lists.encoded_len(), 4 + 20 + 4 + 4 + 4 + 4 + 16);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct ChunkLists {
     /// The Read list, segment by segment (`rdma_reads`).
     pub reads: Vec<ReadSegment>,

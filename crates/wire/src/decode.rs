@@ -1,7 +1,7 @@
 //! The receive path: one function, [`decode`], turns a received message
 //! into a typed [`Message`] or a [`Rejection`] that says what to do.
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use rpcrdma_xdr::{Decoder, Encode, Encoder};
 
 use crate::error::ConfigError;
@@ -183,24 +183,6 @@ impl Header {
             Self::V2(h) => Some(h.direction()),
         }
     }
-
-    /// The exact number of bytes [`Self::encode_into`] appends.
-    pub fn encoded_len(&self) -> usize {
-        Encode::encoded_len(self)
-    }
-
-    /// Appends the encoded header to `buf`.
-    pub fn encode_into(&self, buf: &mut BytesMut) {
-        self.encode(&mut Encoder::new(buf));
-    }
-
-    /// The encoded header as a fresh buffer.
-    pub fn to_bytes(&self) -> Bytes {
-        match self {
-            Self::V1(h) => h.to_bytes(),
-            Self::V2(h) => h.to_bytes(),
-        }
-    }
 }
 
 impl Encode for Header {
@@ -320,6 +302,7 @@ fn reject(buf: &[u8], cfg: &DecodeConfig, error: HeaderError) -> Rejection {
 /// ```
 /// use bytes::Bytes;
 /// use rpcrdma_wire::{decode, DecodeConfig, Header, Verdict, VersionRange};
+/// use rpcrdma_xdr::Encode;
 ///
 /// // An RDMA_MSG with no chunks, carrying an RPC call with XID 0x2a.
 /// let msg = Bytes::from(hex::decode(concat!(

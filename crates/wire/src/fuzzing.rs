@@ -7,8 +7,9 @@
 //! production code never calls them.
 
 use bytes::Bytes;
+use rpcrdma_xdr::Encode;
 
-use crate::{decode, report, DecodeConfig, Header, PrivateData, Verdict, VersionRange};
+use crate::{decode, DecodeConfig, Header, PrivateData, Verdict, VersionRange};
 
 /// Decodes `data` as a received message under the default configuration
 /// and a Version One-only one, and checks the invariants:
@@ -112,21 +113,4 @@ pub fn private_data_roundtrip(data: &[u8]) {
         &PrivateData::from_peer(Some(data)),
     );
     assert!(t.send >= 1024 && t.recv >= 1024);
-}
-
-/// The `rpcrdma decode` path: decode and render as text and as JSON; the
-/// JSON must parse and agree with the decode result.
-pub fn report_roundtrip(data: &[u8]) {
-    let buf = Bytes::copy_from_slice(data);
-    let result = decode(&buf, &DecodeConfig::default());
-    let _ = report::message_text(&result);
-    let json = report::message_json(&result);
-    let v: serde_json::Value =
-        serde_json::from_str(&json).expect("decode --json output must parse");
-    assert_eq!(v["valid"].as_bool(), Some(result.is_ok()));
-    let (ok, pd_json) = report::private_data_json(data);
-    let pv: serde_json::Value =
-        serde_json::from_str(&pd_json).expect("private data json must parse");
-    assert_eq!(pv["valid"].as_bool(), Some(ok));
-    let _ = report::private_data_text(data);
 }

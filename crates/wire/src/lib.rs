@@ -16,9 +16,11 @@
 //!   the [`Verdict`]: the exact [`ErrorReply`] to send (`ERR_VERS` with the
 //!   configured [`VersionRange`], `ERR_BADHEADER`, `RDMA2_ERR_INVAL_OPTION`)
 //!   or [`Verdict::Discard`].
-//! * **Send**: build a [`V1Header`] / [`V2Header`], ask its
+//! * **Send**: build a [`V1Header`] / [`V2Header`]; its
+//!   [`rpcrdma_xdr::Encode`] implementation gives the
 //!   [`encoded_len`](rpcrdma_xdr::Encode::encoded_len) (for inline-threshold
-//!   decisions), then [`V1Header::encode_into`] a `BytesMut`. The payload is
+//!   decisions) and [`encode_into`](rpcrdma_xdr::Encode::encode_into) a
+//!   `BytesMut` (or [`to_bytes`](rpcrdma_xdr::Encode::to_bytes)). The payload is
 //!   never copied next to it: send it as a second gather element.
 //! * **Connection setup**: [`PrivateData`] encodes and finds the RFC 8797
 //!   message; [`InlineThresholds::derive`] and
@@ -74,16 +76,20 @@
 //! Where the specifications are ambiguous or inconsistent, the reading
 //! this crate implements is recorded in `docs/spec-notes.md` and pinned by
 //! a test (`tests/spec_notes.rs`).
+//!
+//! The `fuzzing` feature adds the module `fuzzing`: the entry points of the
+//! cargo-afl harnesses (`fuzz/`) and of the bounded runs in this crate's
+//! tests. It is test support; the codecs never need it.
 #![forbid(unsafe_code)]
 
 mod chunks;
 mod decode;
 mod error;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod prefix;
 pub mod private_data;
 mod rdma_error;
-pub mod report;
 mod segment;
 pub mod v1;
 pub mod v2;

@@ -21,34 +21,37 @@ pub mod field {
     pub const PROC: Field = 12..16;
 }
 
-/// The message type word, `rdma_proc` (an open enum: unknown values are
-/// kept so they can be reported and re-encoded).
-///
-/// ```
-/// use rpcrdma_wire::Proc;
-/// assert_eq!(Proc::from(4), Proc::ERROR);
-/// assert_eq!(Proc::ERROR.v1_name(), Some("RDMA_ERROR"));
-/// assert_eq!(Proc::OPTIONAL.v1_name(), None);
-/// assert_eq!(Proc(77).to_string(), "rdma_proc 77");
-/// ```
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Proc(pub u32);
+rpcrdma_xdr::open_enum! {
+    /// The message type word, `rdma_proc`. [`Proc::name`] is the name in
+    /// the first version that defines the value; [`Proc::v1_name`] and
+    /// [`Proc::v2_name`] are each version's own.
+    ///
+    /// ```
+    /// use rpcrdma_wire::Proc;
+    /// assert_eq!(Proc::from(4), Proc::ERROR);
+    /// assert_eq!(Proc::ERROR.v1_name(), Some("RDMA_ERROR"));
+    /// assert_eq!(Proc::OPTIONAL.v1_name(), None);
+    /// assert_eq!(format!("{:?}", Proc::OPTIONAL), "RDMA2_OPTIONAL");
+    /// assert_eq!(Proc(77).to_string(), "rdma_proc 77");
+    /// ```
+    pub struct Proc(u32) {
+        /// `RDMA_MSG` / `RDMA2_MSG`: chunk lists, then a Payload stream.
+        MSG = 0 => "RDMA_MSG",
+        /// `RDMA_NOMSG` / `RDMA2_NOMSG`: chunk lists only; the Payload
+        /// stream travels in chunks.
+        NOMSG = 1 => "RDMA_NOMSG",
+        /// `RDMA_MSGP`: Version One, reserved, no longer supported.
+        MSGP = 2 => "RDMA_MSGP",
+        /// `RDMA_DONE`: Version One, reserved, no longer supported.
+        DONE = 3 => "RDMA_DONE",
+        /// `RDMA_ERROR` / `RDMA2_ERROR`.
+        ERROR = 4 => "RDMA_ERROR",
+        /// `RDMA2_OPTIONAL` (Version Two only).
+        OPTIONAL = 5 => "RDMA2_OPTIONAL",
+    }
+}
 
 impl Proc {
-    /// `RDMA_MSG` / `RDMA2_MSG`: chunk lists, then a Payload stream.
-    pub const MSG: Self = Self(0);
-    /// `RDMA_NOMSG` / `RDMA2_NOMSG`: chunk lists only; the Payload stream
-    /// travels in chunks.
-    pub const NOMSG: Self = Self(1);
-    /// `RDMA_MSGP`: Version One, reserved, no longer supported.
-    pub const MSGP: Self = Self(2);
-    /// `RDMA_DONE`: Version One, reserved, no longer supported.
-    pub const DONE: Self = Self(3);
-    /// `RDMA_ERROR` / `RDMA2_ERROR`.
-    pub const ERROR: Self = Self(4);
-    /// `RDMA2_OPTIONAL` (Version Two only).
-    pub const OPTIONAL: Self = Self(5);
-
     /// The Version One name, if the value has one.
     pub fn v1_name(self) -> Option<&'static str> {
         Some(match self {
@@ -73,28 +76,27 @@ impl Proc {
     }
 }
 
-impl From<u32> for Proc {
-    fn from(v: u32) -> Self {
-        Self(v)
-    }
-}
-
-impl fmt::Debug for Proc {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.v1_name().or_else(|| self.v2_name()) {
-            Some(n) => f.write_str(n),
-            None => write!(f, "Proc({})", self.0),
-        }
-    }
-}
-
 impl fmt::Display for Proc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.v1_name().or_else(|| self.v2_name()) {
+        match self.name() {
             Some(n) => f.write_str(n),
             None => write!(f, "rdma_proc {}", self.0),
         }
     }
+}
+
+/// Appends the four prefix words (the same in every version).
+pub(crate) fn put_prefix(
+    enc: &mut rpcrdma_xdr::Encoder<'_>,
+    xid: u32,
+    vers: u32,
+    credits: u32,
+    proc_: Proc,
+) {
+    enc.put_u32(xid);
+    enc.put_u32(vers);
+    enc.put_u32(credits);
+    enc.put_u32(proc_.0);
 }
 
 /// A read-only view of the fixed prefix of a received message, for the

@@ -1,50 +1,27 @@
 //! The body of `RDMA_ERROR` (`rpcrdma1_error`) and `RDMA2_ERROR`
 //! (`rpcrdma2_error`), and the complete error reply a receiver sends.
 
-use std::fmt;
-
-use bytes::{Bytes, BytesMut};
 use rpcrdma_xdr::{Decoder, Encode, Encoder};
 
-use crate::prefix::PREFIX_LEN;
+use crate::prefix::{put_prefix, PREFIX_LEN};
 use crate::{ErrorMessageDefect, Proc};
 
-/// The `rdma_err` word (an open enum).
-///
-/// ```
-/// use rpcrdma_wire::ErrCode;
-/// assert_eq!(ErrCode::BADHEADER.name(), Some("ERR_BADHEADER"));
-/// assert_eq!(ErrCode(9).name(), None);
-/// ```
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ErrCode(pub u32);
-
-impl ErrCode {
-    /// `RDMA_ERR_VERS` / `RDMA2_ERR_VERS`.
-    pub const VERS: Self = Self(1);
-    /// `RDMA_ERR_BADHEADER` / `RDMA2_ERR_BAD_HEADER`.
-    pub const BADHEADER: Self = Self(2);
-    /// `RDMA2_ERR_INVAL_OPTION` (Version Two only).
-    pub const INVAL_OPTION: Self = Self(3);
-
-    /// The name `rpcrdma decode --json` uses: `ERR_VERS`, `ERR_BADHEADER`
-    /// or `ERR_INVAL_OPTION`.
-    pub fn name(self) -> Option<&'static str> {
-        Some(match self {
-            Self::VERS => "ERR_VERS",
-            Self::BADHEADER => "ERR_BADHEADER",
-            Self::INVAL_OPTION => "ERR_INVAL_OPTION",
-            _ => return None,
-        })
-    }
-}
-
-impl fmt::Debug for ErrCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.name() {
-            Some(n) => f.write_str(n),
-            None => write!(f, "ErrCode({})", self.0),
-        }
+rpcrdma_xdr::open_enum! {
+    /// The `rdma_err` word. Its names are the ones `rpcrdma decode --json`
+    /// uses: `ERR_VERS`, `ERR_BADHEADER` or `ERR_INVAL_OPTION`.
+    ///
+    /// ```
+    /// use rpcrdma_wire::ErrCode;
+    /// assert_eq!(ErrCode::BADHEADER.name(), Some("ERR_BADHEADER"));
+    /// assert_eq!(ErrCode(9).name(), None);
+    /// ```
+    pub struct ErrCode(u32) {
+        /// `RDMA_ERR_VERS` / `RDMA2_ERR_VERS`.
+        VERS = 1 => "ERR_VERS",
+        /// `RDMA_ERR_BADHEADER` / `RDMA2_ERR_BAD_HEADER`.
+        BADHEADER = 2 => "ERR_BADHEADER",
+        /// `RDMA2_ERR_INVAL_OPTION` (Version Two only).
+        INVAL_OPTION = 3 => "ERR_INVAL_OPTION",
     }
 }
 
@@ -122,6 +99,7 @@ impl Encode for ErrorBody {
 ///
 /// ```
 /// use rpcrdma_wire::{ErrorBody, ErrorReply};
+/// use rpcrdma_xdr::Encode;
 /// let r = ErrorReply { xid: 0x11223344, vers: 7, credits: 1, body: ErrorBody::Vers { low: 1, high: 2 } };
 /// assert_eq!(hex::encode(r.to_bytes()), "112233440000000700000001000000040000000100000001\
 ///                                        00000002");
@@ -138,26 +116,9 @@ pub struct ErrorReply {
     pub body: ErrorBody,
 }
 
-impl ErrorReply {
-    /// Appends the message to `buf`.
-    pub fn encode_into(&self, buf: &mut BytesMut) {
-        self.encode(&mut Encoder::new(buf));
-    }
-
-    /// The message as a fresh buffer.
-    pub fn to_bytes(&self) -> Bytes {
-        let mut buf = BytesMut::with_capacity(self.encoded_len());
-        self.encode_into(&mut buf);
-        buf.freeze()
-    }
-}
-
 impl Encode for ErrorReply {
     fn encode(&self, enc: &mut Encoder<'_>) {
-        enc.put_u32(self.xid);
-        enc.put_u32(self.vers);
-        enc.put_u32(self.credits);
-        enc.put_u32(Proc::ERROR.0);
+        put_prefix(enc, self.xid, self.vers, self.credits, Proc::ERROR);
         self.body.encode(enc);
     }
     fn encoded_len(&self) -> usize {

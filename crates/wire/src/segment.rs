@@ -2,7 +2,6 @@
 //! draft §4.2 `rpcrdma2_segment`). Version One and Version Two share them.
 
 use rpcrdma_xdr::{Decode, Decoder, Encode, Encoder, XdrError};
-use serde::Serialize;
 
 /// Encoded size of a [`Segment`]: handle, length and a 64-bit offset.
 pub const SEGMENT_LEN: usize = 16;
@@ -24,7 +23,7 @@ pub const READ_SEGMENT_LEN: usize = 4 + SEGMENT_LEN;
 /// assert_eq!(buf.len(), seg.encoded_len());
 /// assert_eq!(&buf[..8], &[0, 0, 0x12, 0x34, 0, 0, 0x10, 0]);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Segment {
     /// Steering tag (STag, R_key) of the registered memory (`rdma_handle`).
     pub handle: u32,
@@ -57,13 +56,12 @@ impl Decode<'_> for Segment {
 
 /// A Read segment (`rpcrdma1_read_segment`): a [`Segment`] plus the
 /// Position in the Payload stream where its chunk belongs (RFC 8166 §3.4.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct ReadSegment {
     /// Byte offset in the Payload stream where the chunk is re-inserted
     /// (`rdma_position`). Must be a multiple of four.
     pub position: u32,
     /// The memory holding (a piece of) the chunk (`rdma_target`).
-    #[serde(flatten)]
     pub target: Segment,
 }
 
@@ -92,8 +90,7 @@ impl Decode<'_> for ReadSegment {
 /// In a reply, the responder rewrites each segment's length to the number of
 /// bytes it actually wrote (RFC 8166 §3.4.6); [`WriteChunk::data_len`] sums
 /// them.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize)]
-#[serde(transparent)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct WriteChunk {
     /// The chunk's segments, in array order.
     pub segments: Vec<Segment>,

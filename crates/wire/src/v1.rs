@@ -1,10 +1,9 @@
 //! RPC-over-RDMA Version One headers (RFC 8166; our spec text
 //! `rpcrdma-v1-rfc5666bis-04` §5.1–§5.6).
 
-use bytes::{Bytes, BytesMut};
 use rpcrdma_xdr::{Decoder, Encode, Encoder};
 
-use crate::prefix::PREFIX_LEN;
+use crate::prefix::{put_prefix, PREFIX_LEN};
 use crate::{ChunkLists, ErrorBody, HeaderError, Limits, Proc};
 
 /// The version number of RPC-over-RDMA Version One.
@@ -17,13 +16,14 @@ pub const DEFAULT_INLINE_THRESHOLD: u32 = 1024;
 /// A Version One transport header.
 ///
 /// `rdma_vers` is implicitly [`VERSION`]. Build one, learn its size with
-/// [`V1Header::encoded_len`] (for inline-threshold decisions), and append it
-/// to a send buffer with [`V1Header::encode_into`]; the Payload stream can
+/// [`Encode::encoded_len`] (for inline-threshold decisions), and append it
+/// to a send buffer with [`Encode::encode_into`]; the Payload stream can
 /// then go in a second gather element, it need not follow in the same buffer.
 ///
 /// ```
 /// use bytes::BytesMut;
 /// use rpcrdma_wire::{ChunkLists, V1Body, V1Header};
+/// use rpcrdma_xdr::Encode;
 ///
 /// let hdr = V1Header { xid: 0xd7499bfa, credits: 128, body: V1Body::Msg(ChunkLists::default()) };
 /// assert_eq!(hdr.encoded_len(), 28);
@@ -77,24 +77,6 @@ impl V1Header {
         }
     }
 
-    /// The exact number of bytes [`Self::encode_into`] appends, known
-    /// before encoding (for inline-threshold decisions).
-    pub fn encoded_len(&self) -> usize {
-        Encode::encoded_len(self)
-    }
-
-    /// Appends the encoded header to `buf` (the payload is not touched).
-    pub fn encode_into(&self, buf: &mut BytesMut) {
-        self.encode(&mut Encoder::new(buf));
-    }
-
-    /// The encoded header as a fresh buffer.
-    pub fn to_bytes(&self) -> Bytes {
-        let mut buf = BytesMut::with_capacity(self.encoded_len());
-        self.encode_into(&mut buf);
-        buf.freeze()
-    }
-
     /// Decodes the body that follows a Version One prefix. Payload rules
     /// are checked by the caller, which knows what follows.
     pub(crate) fn decode_body(
@@ -119,10 +101,7 @@ impl V1Header {
 
 impl Encode for V1Header {
     fn encode(&self, enc: &mut Encoder<'_>) {
-        enc.put_u32(self.xid);
-        enc.put_u32(VERSION);
-        enc.put_u32(self.credits);
-        enc.put_u32(self.proc_().0);
+        put_prefix(enc, self.xid, VERSION, self.credits, self.proc_());
         match &self.body {
             V1Body::Msg(c) | V1Body::NoMsg(c) => c.encode(enc),
             V1Body::Error(e) => e.encode(enc),

@@ -3,12 +3,11 @@
 //! `docs/spec-notes.md` where the draft contradicts itself).
 
 use std::collections::BTreeSet;
-use std::fmt;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use rpcrdma_xdr::{Decoder, Encode, Encoder, XdrError};
 
-use crate::prefix::PREFIX_LEN;
+use crate::prefix::{put_prefix, PREFIX_LEN};
 use crate::{ChunkLists, ErrorBody, HeaderError, Limits, Proc};
 
 /// The version number of RPC-over-RDMA Version Two.
@@ -62,15 +61,11 @@ impl Direction {
     }
 }
 
-/// `rdma_opttype` of an `RDMA2_OPTIONAL` message (an open number space:
-/// values are defined by other Standards Track documents, draft §3.1).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct OptionType(pub u32);
-
-impl fmt::Debug for OptionType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "OptionType({})", self.0)
-    }
+rpcrdma_xdr::open_enum! {
+    /// `rdma_opttype` of an `RDMA2_OPTIONAL` message: an open number space
+    /// whose values other Standards Track documents define (draft §3.1);
+    /// none is named yet.
+    pub struct OptionType(u32) {}
 }
 
 /// The optional features (`rdma_opttype` values) a receiver supports.
@@ -119,6 +114,7 @@ pub struct Optional {
 ///
 /// ```
 /// use rpcrdma_wire::{ChunkLists, Direction, V2Body, V2Header};
+/// use rpcrdma_xdr::Encode;
 /// let hdr = V2Header {
 ///     xid: 5,
 ///     credits: 32,
@@ -190,24 +186,6 @@ impl V2Header {
         }
     }
 
-    /// The exact number of bytes [`Self::encode_into`] appends, known
-    /// before encoding (for inline-threshold decisions).
-    pub fn encoded_len(&self) -> usize {
-        Encode::encoded_len(self)
-    }
-
-    /// Appends the encoded header to `buf` (the payload is not touched).
-    pub fn encode_into(&self, buf: &mut BytesMut) {
-        self.encode(&mut Encoder::new(buf));
-    }
-
-    /// The encoded header as a fresh buffer.
-    pub fn to_bytes(&self) -> Bytes {
-        let mut buf = BytesMut::with_capacity(self.encoded_len());
-        self.encode_into(&mut buf);
-        buf.freeze()
-    }
-
     /// Decodes the body that follows a Version Two prefix (XDR only; the
     /// option registry and payload rules are applied by the caller).
     pub(crate) fn decode_body(
@@ -257,10 +235,7 @@ impl V2Header {
 
 impl Encode for V2Header {
     fn encode(&self, enc: &mut Encoder<'_>) {
-        enc.put_u32(self.xid);
-        enc.put_u32(VERSION);
-        enc.put_u32(self.credits);
-        enc.put_u32(self.proc_().0);
+        put_prefix(enc, self.xid, VERSION, self.credits, self.proc_());
         match &self.body {
             V2Body::Msg { direction, chunks } | V2Body::NoMsg { direction, chunks } => {
                 enc.put_u32(direction.value());

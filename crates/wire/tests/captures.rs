@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use bytes::Bytes;
 use rpcrdma_testkit::{mpa, pcap, tcp};
-use rpcrdma_wire::{decode, report, DecodeConfig, Header, PrivateData, V1Body};
+use rpcrdma_wire::{decode, DecodeConfig, Header, PrivateData, V1Body};
+use rpcrdma_xdr::Encode;
 
 /// One MPA connection found in a capture.
 struct Conn {
@@ -94,12 +95,6 @@ fn every_kernel_message_decodes_and_reencodes_identically() {
                 if m.header.chunks().is_some_and(|c| c.reply.is_some()) {
                     with_reply_chunk += 1;
                 }
-                // The report renders them as RPC calls/replies.
-                assert!(
-                    report::message_text(&Ok(m.clone())).contains("RPC "),
-                    "{}",
-                    path.display()
-                );
                 total += 1;
             }
         }

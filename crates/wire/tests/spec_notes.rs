@@ -6,6 +6,7 @@ use rpcrdma_wire::{
     decode, ChunkLists, DecodeConfig, Direction, ErrorBody, ErrorCredits, HeaderError, InlineSize,
     InlineThresholds, PrivateData, V2Body, V2Header, Verdict, VersionRange,
 };
+use rpcrdma_xdr::Encode;
 
 fn h(s: &str) -> Bytes {
     let clean: String = s.split_whitespace().collect();

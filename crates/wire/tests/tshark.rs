@@ -20,6 +20,7 @@ use rpcrdma_wire::{
     decode, ChunkLists, DecodeConfig, ErrorBody, ErrorReply, PrivateData, ReadSegment, Segment,
     V1Body, V1Header, WriteChunk,
 };
+use rpcrdma_xdr::Encode;
 
 const PORT: u16 = 20049;
 const NFS: u32 = 100_003;

@@ -7,6 +7,7 @@ use rpcrdma_wire::{
     decode, Action, ChunkLists, DecodeConfig, Direction, ErrorBody, Header, HeaderError,
     OptionType, Optional, Segment, V2Body, V2Header, Verdict, WriteChunk,
 };
+use rpcrdma_xdr::Encode;
 
 fn h(s: &str) -> Bytes {
     let clean: String = s.split_whitespace().collect();

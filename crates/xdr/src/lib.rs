@@ -18,6 +18,9 @@
 //!   transport may move each item by RDMA Read or Write instead. A
 //!   [`Decoder`] built with [`Decoder::with_ddp`] re-inserts received items
 //!   where the Upper Layer asks for them with [`Decoder::get_opaque_ddp`].
+//! * [`open_enum!`] defines an *open enumeration*, the type of every enum
+//!   field a peer sends (XDR enums, `rdma_proc`, `accept_stat`, RDMAP
+//!   opcodes): named constants, unknown values kept and reported.
 //!
 //! # Determinism contract
 //!
@@ -49,6 +52,7 @@
 mod decode;
 mod encode;
 mod error;
+mod open_enum;
 mod payload;
 
 pub use decode::Decoder;
@@ -84,12 +88,36 @@ pub const fn round_up(len: usize) -> usize {
 }
 
 /// A type with an XDR encoding.
+///
+/// Implementors write [`Encode::encode`] and [`Encode::encoded_len`]; the
+/// buffer-level methods come with the trait.
+///
+/// ```
+/// use rpcrdma_xdr::Encode;
+/// let v: u64 = 0x0102_0304_0506_0708;
+/// assert_eq!(v.encoded_len(), 8);
+/// assert_eq!(&v.to_bytes()[..], &[1, 2, 3, 4, 5, 6, 7, 8]);
+/// ```
 pub trait Encode {
     /// Appends the XDR encoding of `self`.
     fn encode(&self, enc: &mut Encoder<'_>);
 
-    /// The exact number of bytes [`Encode::encode`] appends.
+    /// The exact number of bytes [`Encode::encode`] appends, known before
+    /// encoding (for size decisions such as inline thresholds).
     fn encoded_len(&self) -> usize;
+
+    /// Appends the encoding to `buf` (existing content is kept).
+    fn encode_into(&self, buf: &mut bytes::BytesMut) {
+        self.encode(&mut Encoder::new(buf));
+    }
+
+    /// The encoding as a fresh buffer of exactly
+    /// [`Encode::encoded_len`] bytes.
+    fn to_bytes(&self) -> bytes::Bytes {
+        let mut buf = bytes::BytesMut::with_capacity(self.encoded_len());
+        self.encode_into(&mut buf);
+        buf.freeze()
+    }
 }
 
 /// A type that can be decoded from XDR, possibly borrowing from the input.

@@ -26,3 +26,8 @@ pub mod mount3 {
 pub mod all {
     include!(concat!(env!("OUT_DIR"), "/all.rs"));
 }
+
+/// Nested definitions (which rpcgen does not accept).
+pub mod nested {
+    include!(concat!(env!("OUT_DIR"), "/nested.rs"));
+}

@@ -8,24 +8,12 @@
 //! With `XDRGEN_C_VECTORS=FILE` the vectors come from FILE instead (the
 //! differential script passes the output of a fresh rpcgen build).
 
-use std::collections::BTreeMap;
+mod common;
 
 use bytes::Bytes;
 use rpcrdma_xdrgen_tests::all::*;
 
-fn golden() -> BTreeMap<String, Vec<u8>> {
-    let text = match std::env::var("XDRGEN_C_VECTORS") {
-        Ok(path) => std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")),
-        Err(_) => include_str!("golden/all.txt").to_string(),
-    };
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let (name, hex) = l.split_once(' ').expect("NAME HEX");
-            (name.to_string(), hex::decode(hex.trim()).expect("hex"))
-        })
-        .collect()
-}
+use common::{golden, vector};
 
 fn prims_a() -> Prims {
     Prims {
@@ -61,27 +49,6 @@ fn prims_zero() -> Prims {
     }
 }
 
-/// Checks one value: encodes to the golden bytes, decodes back to itself.
-macro_rules! vector {
-    ($seen:ident, $g:ident, $name:literal, $ty:ty, $value:expr) => {{
-        let value: $ty = $value;
-        let want = $g
-            .get($name)
-            .unwrap_or_else(|| panic!("no golden vector {}", $name));
-        assert_eq!(
-            hex::encode(value.to_xdr()),
-            hex::encode(want),
-            "{} encodes as rpcgen's C does",
-            $name
-        );
-        let back = <$ty>::from_xdr(&Bytes::from(want.clone()))
-            .unwrap_or_else(|e| panic!("{}: {e}", $name));
-        assert_eq!(back, value, "{} decodes from rpcgen's bytes", $name);
-        assert_eq!(value.xdr_check(), Ok(()));
-        $seen.push($name);
-    }};
-}
-
 /// The same for a typedef (codec functions instead of methods).
 macro_rules! alias_vector {
     ($seen:ident, $g:ident, $name:literal, $to:ident, $from:ident, $value:expr) => {{
@@ -103,7 +70,7 @@ macro_rules! alias_vector {
 
 #[test]
 fn every_construct_matches_rpcgen_byte_for_byte() {
-    let g = golden();
+    let g = golden("XDRGEN_C_VECTORS", include_str!("golden/all.txt"));
     let mut seen: Vec<&str> = Vec::new();
     vector!(seen, g, "prims_a", Prims, prims_a());
     vector!(seen, g, "prims_zero", Prims, prims_zero());

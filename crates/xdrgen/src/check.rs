@@ -56,6 +56,7 @@ pub(crate) fn check(spec: &Spec, rep: &mut Reporter<'_>) -> Model {
                 c.lower_program(p);
             }
         }
+        c.check_program_names(spec);
     }
     c.model
 }
@@ -625,18 +626,7 @@ impl Checker<'_, '_> {
     fn check_ddp_marks(&mut self) {
         let mut errs = Vec::new();
         for t in &self.model.types {
-            let fields: Vec<&Field> = match &t.kind {
-                Kind::Struct(fs) => fs.iter().collect(),
-                Kind::Alias(f) => vec![f],
-                Kind::Union(u) => u
-                    .arms
-                    .iter()
-                    .filter_map(|a| a.field.as_ref())
-                    .chain(u.default.iter().flatten())
-                    .collect(),
-                Kind::Enum(_) => Vec::new(),
-            };
-            for f in fields {
+            for f in t.kind.fields() {
                 if f.ddp.is_none() {
                     continue;
                 }
@@ -747,28 +737,17 @@ impl Checker<'_, '_> {
                 self.model.types[id].recursive = true;
             }
         }
+        let mut memo = HashMap::new();
         for id in 0..n {
-            let mut visiting = Vec::new();
-            let m = self.min_size(&Ty::Named(id), &mut visiting);
+            let m = self.min_size(&Ty::Named(id), &mut memo);
             self.model.types[id].min_size = m;
         }
         // Arrays of zero-size elements could make a decoder spin.
         let mut errs = Vec::new();
         for t in &self.model.types {
-            let fields: Vec<&Field> = match &t.kind {
-                Kind::Struct(fs) => fs.iter().collect(),
-                Kind::Alias(f) => vec![f],
-                Kind::Union(u) => u
-                    .arms
-                    .iter()
-                    .filter_map(|a| a.field.as_ref())
-                    .chain(u.default.iter().flatten())
-                    .collect(),
-                Kind::Enum(_) => Vec::new(),
-            };
-            for f in fields {
+            for f in t.kind.fields() {
                 if let Ty::VarArray(e, _) | Ty::Array(e, _) = &f.ty {
-                    if self.min_size(e, &mut Vec::new()) == 0 {
+                    if self.min_size(e, &mut memo) == 0 {
                         errs.push((f.pos, format!("`{}` is an array of zero-size elements (e.g. `opaque[0]`), which XDR cannot delimit", f.xdr)));
                     }
                 }
@@ -803,38 +782,43 @@ impl Checker<'_, '_> {
         false
     }
 
-    fn min_size(&self, ty: &Ty, visiting: &mut Vec<TypeId>) -> u64 {
+    /// Smallest encoding of a type (memoised: typedef chains may be long).
+    fn min_size(&self, ty: &Ty, memo: &mut HashMap<TypeId, u64>) -> u64 {
         match ty {
             Ty::I32 | Ty::U32 | Ty::F32 | Ty::Bool => 4,
             Ty::I64 | Ty::U64 | Ty::F64 => 8,
             Ty::OpaqueFixed(n) => u64::from(*n).div_ceil(4) * 4,
             Ty::OpaqueVar(_) | Ty::Str(_) | Ty::VarArray(..) | Ty::Optional(_) => 4,
-            Ty::Array(t, n) => self.min_size(t, visiting).saturating_mul(u64::from(*n)),
+            Ty::Array(t, n) => self.min_size(t, memo).saturating_mul(u64::from(*n)),
             Ty::Named(id) => {
-                if visiting.contains(id) {
-                    return 0;
+                if let Some(m) = memo.get(id) {
+                    return *m;
                 }
-                visiting.push(*id);
+                // Cycles only pass through pointers and variable arrays,
+                // which stop the walk; 0 guards against anything else.
+                memo.insert(*id, 0);
                 let r = match &self.model.types[*id].kind {
                     Kind::Enum(_) => 4,
-                    Kind::Alias(f) => self.min_size(&f.ty, visiting),
+                    Kind::Alias(f) => self.min_size(&f.ty, memo),
                     Kind::Struct(fs) => fs
                         .iter()
-                        .map(|f| self.min_size(&f.ty, visiting))
+                        .map(|f| self.min_size(&f.ty, memo))
                         .fold(0u64, u64::saturating_add),
                     Kind::Union(u) => {
-                        let arms = u
+                        let arms: Vec<Option<&Field>> = u
                             .arms
                             .iter()
                             .map(|a| a.field.as_ref())
-                            .chain(u.default.as_ref().map(|d| d.as_ref()));
+                            .chain(u.default.as_ref().map(|d| d.as_ref()))
+                            .collect();
                         4 + arms
-                            .map(|f| f.map_or(0, |f| self.min_size(&f.ty, visiting)))
+                            .into_iter()
+                            .map(|f| f.map_or(0, |f| self.min_size(&f.ty, memo)))
                             .min()
                             .unwrap_or(0)
                     }
                 };
-                visiting.pop();
+                memo.insert(*id, r);
                 r
             }
         }
@@ -872,6 +856,48 @@ impl Checker<'_, '_> {
         for c in &self.model.consts {
             if let Some(prev) = cs.insert(c.rust.clone(), c.xdr.clone()) {
                 errs.push((Pos::default(), format!("constants `{prev}` and `{}` both become the Rust constant `{}`: rename one", c.xdr, c.rust)));
+            }
+        }
+        for (p, m) in errs {
+            self.err(p, m);
+        }
+    }
+
+    /// Program and version constants share the namespace of `const`s;
+    /// version modules must differ.
+    fn check_program_names(&mut self, spec: &Spec) {
+        let mut consts: HashMap<String, String> = self
+            .model
+            .consts
+            .iter()
+            .map(|c| (c.rust.clone(), c.xdr.clone()))
+            .collect();
+        let mut modules: HashMap<String, String> = HashMap::new();
+        let mut errs = Vec::new();
+        for def in &spec.defs {
+            let Def::Program(p) = def else { continue };
+            let mut names = vec![(screaming(&p.name.name), p.name.clone())];
+            names.extend(
+                p.versions
+                    .iter()
+                    .map(|v| (screaming(&v.name.name), v.name.clone())),
+            );
+            for (rust, id) in names {
+                if let Some(prev) = consts.insert(rust.clone(), id.name.clone()) {
+                    errs.push((
+                        id.pos,
+                        format!(
+                            "`{}` and `{prev}` both become the Rust constant `{rust}`: rename one",
+                            id.name
+                        ),
+                    ));
+                }
+            }
+            for v in &p.versions {
+                let m = snake(&v.name.name);
+                if let Some(prev) = modules.insert(m.clone(), v.name.name.clone()) {
+                    errs.push((v.name.pos, format!("versions `{prev}` and `{}` both become the Rust module `{m}`: rename one", v.name.name)));
+                }
             }
         }
         for (p, m) in errs {

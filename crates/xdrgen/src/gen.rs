@@ -42,9 +42,15 @@ impl W {
         self.ind = self.ind.saturating_sub(1);
         self.line(s);
     }
-    fn doc(&mut self, lines: &[String]) {
-        for l in lines {
-            self.line(&format!("/// {l}"));
+    /// The `.x` comments of a definition as rustdoc, escaped, and the
+    /// empty `///` line that separates them from the generated text that
+    /// follows (nothing at all when there are none).
+    fn doc_comments(&mut self, comments: &[String]) {
+        for c in comments {
+            self.line(&format!("/// {}", doc_text(c)));
+        }
+        if !comments.is_empty() {
+            self.line("///");
         }
     }
 }
@@ -204,11 +210,7 @@ impl Gen<'_> {
     }
 
     fn field_doc(&mut self, f: &Field) {
-        let docs: Vec<String> = f.doc.iter().map(|d| doc_text(d)).collect();
-        self.w.doc(&docs);
-        if !docs.is_empty() {
-            self.w.line("///");
-        }
+        self.w.doc_comments(&f.doc);
         let ddp = match &f.ddp {
             None => String::new(),
             Some(DdpBound::Declared) => " — DDP-eligible".into(),
@@ -223,11 +225,7 @@ impl Gen<'_> {
     }
 
     fn item_doc(&mut self, doc: &[String], what: &str, line: u32) {
-        let docs: Vec<String> = doc.iter().map(|d| doc_text(d)).collect();
-        self.w.doc(&docs);
-        if !docs.is_empty() {
-            self.w.line("///");
-        }
+        self.w.doc_comments(doc);
         let f = self.file.clone();
         self.w.line(&format!("/// XDR: `{what}` ({f}:{line})."));
     }
@@ -245,11 +243,7 @@ impl Gen<'_> {
         } else {
             "i64"
         };
-        let docs: Vec<String> = c.doc.iter().map(|d| doc_text(d)).collect();
-        self.w.doc(&docs);
-        if !docs.is_empty() {
-            self.w.line("///");
-        }
+        self.w.doc_comments(&c.doc);
         self.w
             .line(&format!("/// XDR: `const {} = {}`.", c.xdr, c.value));
         self.w
@@ -293,11 +287,7 @@ impl Gen<'_> {
         self.w.line("#[repr(i32)]");
         self.w.open(&format!("pub enum {name} {{"));
         for it in items {
-            let docs: Vec<String> = it.doc.iter().map(|d| doc_text(d)).collect();
-            self.w.doc(&docs);
-            if !docs.is_empty() {
-                self.w.line("///");
-            }
+            self.w.doc_comments(&it.doc);
             self.w
                 .line(&format!("/// XDR: `{} = {}`.", it.xdr, it.value));
             self.w.line(&format!("{} = {},", it.rust, it.value));
@@ -335,10 +325,7 @@ impl Gen<'_> {
         self.w.close("}");
         self.w.line("");
         self.marshal_impl(&name, &["enc.put_i32(*self as i32);".to_string()]);
-        self.w.open(&format!("impl {M}::Unmarshal for {name} {{"));
-        self.w.open(&format!(
-            "fn unmarshal(dec: &mut {X}::Decoder<'_>) -> {RESULT}<Self, {X}::XdrError> {{"
-        ));
+        self.open_unmarshal_impl(&name, false);
         self.w.line("let offset = dec.position();");
         self.w.line("let value = dec.get_i32()?;");
         self.w.line(&format!(
@@ -388,6 +375,18 @@ impl Gen<'_> {
         self.w.close("}");
         self.w.close("}");
         self.w.line("");
+    }
+
+    /// Opens `impl Unmarshal for NAME` and its `fn unmarshal` (the caller
+    /// writes the body and closes both).
+    fn open_unmarshal_impl(&mut self, name: &str, allow_unreachable_patterns: bool) {
+        self.w.open(&format!("impl {M}::Unmarshal for {name} {{"));
+        if allow_unreachable_patterns {
+            self.w.line("#[allow(unreachable_patterns)]");
+        }
+        self.w.open(&format!(
+            "fn unmarshal(dec: &mut {X}::Decoder<'_>) -> {RESULT}<Self, {X}::XdrError> {{"
+        ));
     }
 
     fn struct_item(&mut self, id: TypeId, t: &TypeItem, fields: &[Field]) {
@@ -497,10 +496,7 @@ impl Gen<'_> {
         }
         self.marshal_impl(&name, &body);
         // Unmarshal
-        self.w.open(&format!("impl {M}::Unmarshal for {name} {{"));
-        self.w.open(&format!(
-            "fn unmarshal(dec: &mut {X}::Decoder<'_>) -> {RESULT}<Self, {X}::XdrError> {{"
-        ));
+        self.open_unmarshal_impl(&name, false);
         if t.recursive {
             self.w.line("Self::xdr_decode_depth(dec, 0)");
         } else if t.list_node {
@@ -580,19 +576,19 @@ impl Gen<'_> {
         self.w
             .line("let mut nodes: ::std::vec::Vec<Self> = ::std::vec::Vec::new();");
         self.w.open("loop {");
+        // A struct literal (fields decode in order) rather than locals, so
+        // no member name can shadow `dec`.
+        let mut inits: Vec<String> = Vec::new();
         for f in &fields[..fields.len() - 1] {
             let e = self.dec_expr(&f.ty, f.ddp.is_some(), false);
-            self.w.line(&format!("let {} = {e};", f.rust));
+            inits.push(format!("{}: {e}", f.rust));
         }
-        self.w.line("let offset = dec.position();");
-        self.w.line("let more = dec.get_bool()?;");
-        let mut inits: Vec<String> = fields[..fields.len() - 1]
-            .iter()
-            .map(|f| f.rust.clone())
-            .collect();
         inits.push(format!("{link}: ::core::option::Option::None"));
         self.w
-            .line(&format!("nodes.push(Self {{ {} }});", inits.join(", ")));
+            .line(&format!("let node = Self {{ {} }};", inits.join(", ")));
+        self.w.line("let offset = dec.position();");
+        self.w.line("let more = dec.get_bool()?;");
+        self.w.line("nodes.push(node);");
         self.w.open("if !more {");
         self.w.line("break;");
         self.w.close("}");
@@ -904,11 +900,7 @@ impl Gen<'_> {
             .collect();
         self.marshal_impl(&name, &body);
         // Unmarshal
-        self.w.open(&format!("impl {M}::Unmarshal for {name} {{"));
-        self.w.line("#[allow(unreachable_patterns)]");
-        self.w.open(&format!(
-            "fn unmarshal(dec: &mut {X}::Decoder<'_>) -> {RESULT}<Self, {X}::XdrError> {{"
-        ));
+        self.open_unmarshal_impl(&name, true);
         if t.recursive {
             self.w.line("Self::xdr_decode_depth(dec, 0)");
         } else {
@@ -1134,9 +1126,10 @@ impl Gen<'_> {
                 }
             }
             Ty::Named(id) => {
-                if let Kind::Alias(f) = &self.m.types[*id].kind {
-                    let f = f.clone();
-                    self.enc_stmts(&f.ty, ddp || f.ddp.is_some(), x);
+                if let Kind::Alias(_) = &self.m.types[*id].kind {
+                    let (r, d) = self.m.resolve(ty);
+                    let (r, d) = (r.clone(), d.is_some());
+                    self.enc_stmts(&r, ddp || d, x);
                 } else {
                     self.w.line(&format!("{M}::Marshal::marshal({r}, enc);"));
                 }
@@ -1215,9 +1208,10 @@ impl Gen<'_> {
             Ty::Named(id) => {
                 let item = &self.m.types[*id];
                 match &item.kind {
-                    Kind::Alias(f) => {
-                        let f = f.clone();
-                        self.dec_expr(&f.ty, ddp || f.ddp.is_some(), depth)
+                    Kind::Alias(_) => {
+                        let (r, d) = self.m.resolve(ty);
+                        let (r, d) = (r.clone(), d.is_some());
+                        self.dec_expr(&r, ddp || d, depth)
                     }
                     _ if item.recursive => {
                         let d = if depth { "depth + 1" } else { "0" };
@@ -1289,6 +1283,7 @@ impl Gen<'_> {
 
     /// Statements checking the item `x`, returning `EncodeError` on failure.
     fn check_stmts(&mut self, ty: &Ty, x: &It, path: &str) {
+        let ty = &self.m.resolve(ty).0.clone();
         if !self.needs_check(ty, &mut Vec::new()) {
             return;
         }
@@ -1414,11 +1409,7 @@ impl Gen<'_> {
 
     fn program(&mut self, p: &ProgramIr) {
         let f = self.file.clone();
-        let docs: Vec<String> = p.doc.iter().map(|d| doc_text(d)).collect();
-        self.w.doc(&docs);
-        if !docs.is_empty() {
-            self.w.line("///");
-        }
+        self.w.doc_comments(&p.doc);
         self.w.line(&format!(
             "/// XDR: `program {}` ({f}), number {:#x}.",
             p.xdr, p.number
@@ -1440,11 +1431,7 @@ impl Gen<'_> {
 
     fn version(&mut self, p: &ProgramIr, v: &VersionIr) {
         self.in_module = true;
-        let docs: Vec<String> = v.doc.iter().map(|d| doc_text(d)).collect();
-        self.w.doc(&docs);
-        if !docs.is_empty() {
-            self.w.line("///");
-        }
+        self.w.doc_comments(&v.doc);
         self.w.line(&format!(
             "/// Version {} (`{}`) of program {:#x} (`{}`): [`Client`] stubs, the",
             v.number, v.xdr, p.number, p.xdr
@@ -1540,10 +1527,7 @@ impl Gen<'_> {
                 .map(str::to_string)
                 .collect();
             self.marshal_impl(&name, &body);
-            self.w.open(&format!("impl {M}::Unmarshal for {name} {{"));
-            self.w.open(&format!(
-                "fn unmarshal(dec: &mut {X}::Decoder<'_>) -> {RESULT}<Self, {X}::XdrError> {{"
-            ));
+            self.open_unmarshal_impl(&name, false);
             if tys.is_empty() {
                 self.w.line("let _ = dec;");
                 self.w.line(&format!("::core::result::Result::Ok({name})"));
@@ -1722,11 +1706,7 @@ impl Gen<'_> {
             let m = bare(&pr.method).to_string();
             let c = crate::names::screaming(&pr.xdr);
             self.w.line("");
-            let docs: Vec<String> = pr.doc.iter().map(|d| doc_text(d)).collect();
-            self.w.doc(&docs);
-            if !docs.is_empty() {
-                self.w.line("///");
-            }
+            self.w.doc_comments(&pr.doc);
             self.w.line(&format!(
                 "/// Calls `{}` (procedure {}) with the hints of [`Ulb::{m}`].",
                 pr.xdr, pr.number
@@ -1799,11 +1779,7 @@ impl Gen<'_> {
         for pr in &v.procs {
             let a = self.arg_shape(pr, true);
             let r = self.result_ty(pr);
-            let docs: Vec<String> = pr.doc.iter().map(|d| doc_text(d)).collect();
-            self.w.doc(&docs);
-            if !docs.is_empty() {
-                self.w.line("///");
-            }
+            self.w.doc_comments(&pr.doc);
             self.w
                 .line(&format!("/// `{}` (procedure {}).", pr.xdr, pr.number));
             let params = a

@@ -57,6 +57,8 @@ impl Comment {
 pub(crate) struct Token {
     pub(crate) tok: Tok,
     pub(crate) pos: Pos,
+    /// Just after the token's last character.
+    pub(crate) end: Pos,
     pub(crate) comments: Vec<Comment>,
 }
 
@@ -88,6 +90,7 @@ pub(crate) fn lex<'a>(source: &str, rep: &'a Reporter<'a>) -> Result<Vec<Token>,
             out.push(Token {
                 tok: Tok::Eof,
                 pos,
+                end: pos,
                 comments,
             });
             return Ok(out);
@@ -149,6 +152,7 @@ pub(crate) fn lex<'a>(source: &str, rep: &'a Reporter<'a>) -> Result<Vec<Token>,
         out.push(Token {
             tok,
             pos,
+            end: lx.pos(),
             comments: std::mem::take(&mut comments),
         });
     }

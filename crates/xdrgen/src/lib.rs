@@ -107,6 +107,10 @@
 //!     .unwrap_err();
 //! assert!(e.to_string().starts_with("bad.x:1:18: error: expected `;` after the struct member, found `}`"));
 //! ```
+//!
+//! The `fuzzing` feature adds the module `fuzzing`: the entry point of the
+//! cargo-afl harness (`fuzz/fuzz_targets/xdrgen.rs`) and of
+//! `tests/fuzz_bounded.rs`. It is test support; generation never needs it.
 #![forbid(unsafe_code)]
 
 mod ast;
@@ -155,7 +159,7 @@ impl Default for Options {
 /// # Ok::<(), rpcrdma_xdrgen::Error>(())
 /// ```
 pub fn check(source: &str, file: &str) -> Result<(), Error> {
-    model(source, file).map(|_| ())
+    generate(source, file, &Options::default()).map(|_| ())
 }
 
 fn model(source: &str, file: &str) -> Result<model::Model, Error> {
@@ -171,9 +175,26 @@ fn model(source: &str, file: &str) -> Result<model::Model, Error> {
 
 /// Generates the Rust code for a `.x` source; `file` names it in messages
 /// and in the generated comments.
+///
+/// The work runs on a thread of its own with a large stack (type graphs
+/// are walked recursively, and a `.x` file may chain thousands of
+/// typedefs).
 pub fn generate(source: &str, file: &str, options: &Options) -> Result<String, Error> {
-    let m = model(source, file)?;
-    Ok(gen::generate(&m, options, file))
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("xdrgen".into())
+            .stack_size(256 << 20)
+            .spawn_scoped(s, || {
+                let m = model(source, file)?;
+                Ok(gen::generate(&m, options, file))
+            })
+            .map_err(|source| Error::Io {
+                path: file.to_string(),
+                source,
+            })?
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
 }
 
 /// Generates code from a `.x` file, for `build.rs` or other tools.
@@ -255,5 +276,43 @@ impl Builder {
         let dest = Path::new(&out).join(name);
         self.generate_to_file(&dest)?;
         Ok(dest)
+    }
+}
+
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing {
+    //! The parser's fuzz harness (`fuzz/fuzz_targets/xdrgen.rs`, and a
+    //! bounded run in `cargo test`): any bytes, read as a `.x` file, give
+    //! either code or diagnostics that point into the file — never a panic
+    //! or a hang — and generation is deterministic.
+
+    /// Runs the generator on `data`; panics only when an invariant breaks.
+    pub fn generate_any(data: &[u8]) {
+        let source = String::from_utf8_lossy(data);
+        let lines = source.lines().count().max(1) as u32;
+        match crate::generate(&source, "fuzz.x", &crate::Options::default()) {
+            Ok(code) => {
+                assert!(!code.is_empty(), "generated nothing");
+                let again = crate::generate(&source, "fuzz.x", &crate::Options::default());
+                assert_eq!(
+                    again.ok().as_deref(),
+                    Some(code.as_str()),
+                    "not deterministic"
+                );
+            }
+            Err(e) => {
+                let d = e.diagnostics();
+                assert!(!d.is_empty(), "an error without a diagnostic: {e}");
+                for d in d {
+                    assert!(
+                        d.pos.line >= 1 && d.pos.line <= lines + 1,
+                        "line {} outside the {lines}-line input: {d}",
+                        d.pos.line
+                    );
+                    assert!(d.pos.col >= 1, "column 0: {d}");
+                    assert!(!d.message.is_empty());
+                }
+            }
+        }
     }
 }

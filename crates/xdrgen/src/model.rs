@@ -97,6 +97,25 @@ pub(crate) enum Kind {
     Alias(Field),
 }
 
+impl Kind {
+    /// Every declaration the type holds: a struct's members, an alias's
+    /// one, a union's arms and default (void ones have none); an enum has
+    /// none.
+    pub(crate) fn fields(&self) -> Vec<&Field> {
+        match self {
+            Kind::Struct(fs) => fs.iter().collect(),
+            Kind::Alias(f) => vec![f],
+            Kind::Union(u) => u
+                .arms
+                .iter()
+                .filter_map(|a| a.field.as_ref())
+                .chain(u.default.iter().flatten())
+                .collect(),
+            Kind::Enum(_) => Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct TypeItem {
     /// The XDR name (nested definitions: `outer.member`).
@@ -206,17 +225,11 @@ impl Model {
                     return false;
                 }
                 seen.push(*id);
-                match &self.types[*id].kind {
-                    Kind::Struct(fs) => fs.iter().any(|f| self.has_float(&f.ty, seen)),
-                    Kind::Alias(f) => self.has_float(&f.ty, seen),
-                    Kind::Enum(_) => false,
-                    Kind::Union(u) => u
-                        .arms
-                        .iter()
-                        .filter_map(|a| a.field.as_ref())
-                        .chain(u.default.iter().flatten())
-                        .any(|f| self.has_float(&f.ty, seen)),
-                }
+                self.types[*id]
+                    .kind
+                    .fields()
+                    .into_iter()
+                    .any(|f| self.has_float(&f.ty, seen))
             }
             _ => false,
         }

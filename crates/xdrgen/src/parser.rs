@@ -41,6 +41,7 @@ pub(crate) fn parse(source: &str, rep: &Reporter<'_>) -> Result<Spec, Diagnostic
     let mut p = Parser {
         tokens,
         i: 0,
+        depth: 0,
         used,
         rep,
     };
@@ -65,9 +66,14 @@ pub(crate) fn parse(source: &str, rep: &Reporter<'_>) -> Result<Spec, Diagnostic
     Ok(spec)
 }
 
+/// Deepest nesting of definitions inside declarations.
+pub(crate) const MAX_NESTING: usize = 32;
+
 struct Parser<'r, 'a> {
     tokens: Vec<Token>,
     i: usize,
+    /// Current nesting of struct/union/enum bodies.
+    depth: usize,
     /// Which comments were consumed as pragmas.
     used: Vec<Vec<bool>>,
     rep: &'r Reporter<'a>,
@@ -98,8 +104,14 @@ impl Parser<'_, '_> {
     }
 
     fn err<T>(&self, expected: &str) -> PResult<T> {
+        // What is missing belongs after the previous token when the next
+        // one is on a later line.
+        let pos = match self.i.checked_sub(1).map(|j| &self.tokens[j]) {
+            Some(prev) if prev.end.line < self.pos().line => prev.end,
+            _ => self.pos(),
+        };
         Err(self.rep.diag(
-            self.pos(),
+            pos,
             format!("expected {expected}, found {}", self.peek().describe()),
         ))
     }
@@ -298,6 +310,19 @@ impl Parser<'_, '_> {
     }
 
     fn enum_body(&mut self) -> PResult<EnumBody> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return Err(self.rep.diag(
+                self.pos(),
+                format!("definitions nested more than {MAX_NESTING} deep: define the inner types separately and refer to them by name"),
+            ));
+        }
+        let r = self.enum_body_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn enum_body_inner(&mut self) -> PResult<EnumBody> {
         let pos = self.expect_punct('{', "to open the enum's items")?;
         let mut items = Vec::new();
         loop {
@@ -332,6 +357,19 @@ impl Parser<'_, '_> {
     }
 
     fn struct_body(&mut self) -> PResult<StructBody> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return Err(self.rep.diag(
+                self.pos(),
+                format!("definitions nested more than {MAX_NESTING} deep: define the inner types separately and refer to them by name"),
+            ));
+        }
+        let r = self.struct_body_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn struct_body_inner(&mut self) -> PResult<StructBody> {
         let pos = self.expect_punct('{', "to open the struct's members")?;
         let mut fields = Vec::new();
         loop {
@@ -371,6 +409,19 @@ impl Parser<'_, '_> {
     }
 
     fn union_body(&mut self) -> PResult<UnionBody> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return Err(self.rep.diag(
+                self.pos(),
+                format!("definitions nested more than {MAX_NESTING} deep: define the inner types separately and refer to them by name"),
+            ));
+        }
+        let r = self.union_body_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn union_body_inner(&mut self) -> PResult<UnionBody> {
         let pos = self.expect_word(
             "switch",
             "to start the union body (`switch (type name) { ... }`)",

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use bytes::Bytes;
-use rpcrdma_wire::{report, DecodeConfig, ErrorCredits, OptionType, VersionRange};
+use rpcrdma_cli::report;
+use rpcrdma_wire::{DecodeConfig, ErrorCredits, OptionType, VersionRange};
 
 /// Decode one RPC-over-RDMA message: the transport header plus any payload,
 /// exactly as it sits in a receive buffer.

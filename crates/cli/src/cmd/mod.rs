@@ -5,6 +5,7 @@ pub(crate) mod call;
 pub(crate) mod connect;
 pub(crate) mod decode;
 pub(crate) mod demo;
+pub(crate) mod nfs;
 pub(crate) mod probe;
 pub(crate) mod provider;
 pub(crate) mod rdma_opts;
@@ -26,6 +27,42 @@ pub(crate) fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Call(args) => call::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Nfs(args) => nfs::run(args),
         Command::Xdrgen(args) => xdrgen::run(args),
+    }
+}
+
+/// Resolves after `duration` seconds if given, or at Ctrl-C or SIGTERM.
+pub(crate) async fn stop_signal(duration: Option<u64>) {
+    let deadline = async {
+        match duration {
+            Some(s) => tokio::time::sleep(std::time::Duration::from_secs(s)).await,
+            None => std::future::pending().await,
+        }
+    };
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).ok();
+        let term = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = deadline => {}
+            _ = tokio::signal::ctrl_c() => {}
+            () = term => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::select! {
+            () = deadline => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
     }
 }

@@ -49,6 +49,11 @@ pub(crate) struct RdmaOpts {
     /// MPA revision to request (1 or 2; software iWARP).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
     pub(crate) mpa_revision: u8,
+    /// Largest ULPDU per MPA FPDU we send (MULPDU), 64..=65535. The
+    /// default (65532) suits loopback; 1448 keeps each FPDU within one
+    /// 1500-byte Ethernet segment, as Linux siw sends.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(64..=65535))]
+    pub(crate) mulpdu: Option<u32>,
     #[command(flatten)]
     pub(crate) provider: ProviderOpts,
 }
@@ -102,11 +107,15 @@ impl RdmaOpts {
 
     /// Software iWARP options.
     pub(crate) fn options(&self) -> Options {
-        Options {
+        let mut o = Options {
             revision: self.mpa_revision,
             crc: self.crc,
             ..Options::default()
+        };
+        if let Some(m) = self.mulpdu {
+            o.max_ulpdu = m as usize;
         }
+        o
     }
 
     /// Settings of both providers: software iWARP options, and receive
@@ -121,8 +130,10 @@ impl RdmaOpts {
 
     /// Refuses software iWARP options with another provider.
     pub(crate) fn check(&self) -> anyhow::Result<()> {
-        if !self.provider.is_softiwarp() && (self.crc || self.mpa_revision != 2) {
-            anyhow::bail!("--crc and --mpa-revision are software iWARP options; an rdma-core device negotiates MPA itself (iWARP) or has none (InfiniBand/RoCE)");
+        if !self.provider.is_softiwarp()
+            && (self.crc || self.mpa_revision != 2 || self.mulpdu.is_some())
+        {
+            anyhow::bail!("--crc, --mpa-revision and --mulpdu are software iWARP options; an rdma-core device negotiates MPA itself (iWARP) or has none (InfiniBand/RoCE)");
         }
         Ok(())
     }

@@ -153,40 +153,7 @@ async fn serve<D: Device + Clone>(
         }
     }
 
-    let stop = async {
-        let deadline = async {
-            match a.duration {
-                Some(s) => tokio::time::sleep(std::time::Duration::from_secs(s)).await,
-                None => std::future::pending().await,
-            }
-        };
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            let mut term = signal(SignalKind::terminate()).ok();
-            let term = async {
-                match term.as_mut() {
-                    Some(t) => {
-                        t.recv().await;
-                    }
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                () = deadline => {}
-                _ = tokio::signal::ctrl_c() => {}
-                () = term => {}
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            tokio::select! {
-                () = deadline => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-    };
-    stop.await;
+    super::stop_signal(a.duration).await;
     eprintln!("shutting down: finishing calls in progress");
     if !registered.is_empty() {
         if let Ok(rpcb) = Rpcbind::connect_local().await {

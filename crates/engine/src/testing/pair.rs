@@ -8,7 +8,7 @@ use bytes::Bytes;
 use rpcrdma_verbs::{QpCaps, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
 
 use super::fabric::{Fabric, TestPd};
-use crate::{Engine, EngineConfig, EngineError, Event};
+use crate::{Engine, EngineConfig, EngineError, Event, ReplyHints};
 
 /// One end of a [`Pair`].
 #[derive(Debug)]
@@ -250,6 +250,18 @@ impl Pair {
             e.engine.handle_timeout(self.now);
         }
         self.collect();
+    }
+
+    /// The client sends the call `payload` with `hints`, now.
+    ///
+    /// # Panics
+    /// If the engine refuses it (tests that expect a refusal call
+    /// `Engine::send_call` themselves).
+    pub fn send_call(&mut self, xid: u32, payload: rpcrdma_xdr::Payload, hints: ReplyHints) {
+        self.client
+            .engine
+            .send_call(self.now, xid, payload, hints)
+            .unwrap_or_else(|e| panic!("send_call({xid:#x}) refused: {e}"));
     }
 
     /// Answers every call the server's upper layer receives with

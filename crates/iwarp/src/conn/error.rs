@@ -259,7 +259,57 @@ pub enum ConnError {
     LocalAbort,
     /// The transport failed (reported by the driver).
     #[error("transport failure: {0}")]
-    Transport(String),
+    Transport(TransportError),
+}
+
+/// How the byte stream under a connection failed, as its driver reports it
+/// ([`Connection::handle_transport_failure`](super::Connection::handle_transport_failure)).
+///
+/// ```
+/// use rpcrdma_iwarp::conn::{ConnError, TransportError};
+///
+/// let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+/// let err = ConnError::Transport(TransportError::from(&reset));
+/// assert!(matches!(
+///     err,
+///     ConnError::Transport(TransportError::Io { kind: std::io::ErrorKind::ConnectionReset, .. })
+/// ));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The socket reported an I/O error (reset, broken pipe, a write that
+    /// moved no octets, ...).
+    #[error("{message}")]
+    Io {
+        /// The kind of the error, for matching.
+        kind: std::io::ErrorKind,
+        /// The error as the operating system described it.
+        message: String,
+    },
+    /// A completion queue attached to the connection overflowed (it was
+    /// sized for fewer work requests than its queue pairs can complete).
+    #[error("completion queue overrun: size the CQ for the queues attached to it")]
+    CompletionQueueOverrun,
+    /// A failure the driver describes only in words
+    /// ([`Connection::handle_transport_error`](super::Connection::handle_transport_error)).
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<&std::io::Error> for TransportError {
+    fn from(e: &std::io::Error) -> Self {
+        TransportError::Io {
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<std::io::Error> for TransportError {
+    fn from(e: std::io::Error) -> Self {
+        TransportError::from(&e)
+    }
 }
 
 impl ConnError {
@@ -333,5 +383,53 @@ pub enum ApiError {
     },
     /// The configuration is invalid.
     #[error("invalid configuration: {0}")]
-    Config(&'static str),
+    Config(#[from] ConfigError),
+}
+
+/// Which rule a [`Config`](super::Config) or [`QpCaps`](rpcrdma_verbs::QpCaps)
+/// breaks ([`ApiError::Config`]).
+///
+/// ```
+/// use std::time::Instant;
+/// use rpcrdma_iwarp::conn::{ApiError, Config, ConfigError, Connection};
+///
+/// let cfg = Config { revision: 3, ..Config::default() };
+/// let err = Connection::responder(cfg, Instant::now()).unwrap_err();
+/// assert_eq!(err, ApiError::Config(ConfigError::MpaRevision(3)));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The MPA revision is neither 1 nor 2.
+    #[error("MPA revision {0} is not supported (1 or 2)")]
+    MpaRevision(u8),
+    /// `max_ulpdu` is outside [`MIN_MAX_ULPDU`](super::MIN_MAX_ULPDU)..=
+    /// [`MPA_MAX_ULPDU`](crate::fpdu::MPA_MAX_ULPDU).
+    #[error("max_ulpdu {0} is outside {min}..={max}", min = super::MIN_MAX_ULPDU, max = crate::fpdu::MPA_MAX_ULPDU)]
+    MaxUlpdu(usize),
+    /// `max_private_data` exceeds what MPA can carry
+    /// ([`MPA_MAX_PRIVATE_DATA`](crate::mpa::MPA_MAX_PRIVATE_DATA)).
+    #[error("max_private_data {0} exceeds the MPA limit of {max}", max = crate::mpa::MPA_MAX_PRIVATE_DATA)]
+    MaxPrivateData(usize),
+    /// A send or receive queue depth of zero.
+    #[error("queue depths must be at least 1 (send {send}, receive {recv})")]
+    ZeroQueueDepth {
+        /// The send-queue depth asked for.
+        send: u32,
+        /// The receive-queue depth asked for.
+        recv: u32,
+    },
+}
+
+impl ConfigError {
+    /// Checks the queue depths of `caps`.
+    pub(super) fn check_caps(caps: &rpcrdma_verbs::QpCaps) -> Result<(), ConfigError> {
+        if caps.send_depth == 0 || caps.recv_depth == 0 {
+            return Err(ConfigError::ZeroQueueDepth {
+                send: caps.send_depth,
+                recv: caps.recv_depth,
+            });
+        }
+        Ok(())
+    }
 }

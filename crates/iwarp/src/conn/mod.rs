@@ -63,7 +63,7 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use rpcrdma_verbs::{PostError, QpCaps, RecvWr, SendWr, WcOpcode, WcStatus, WorkCompletion};
 
-pub use error::{ApiError, ConnError, ProtocolError};
+pub use error::{ApiError, ConfigError, ConnError, ProtocolError, TransportError};
 
 use crate::ddp::{DdpHeader, UNTAGGED_HEADER_LEN};
 use crate::fpdu::MPA_MAX_ULPDU;
@@ -146,17 +146,15 @@ impl Default for Config {
 impl Config {
     fn validate(&self) -> Result<(), ApiError> {
         if !(1..=2).contains(&self.revision) {
-            return Err(ApiError::Config("MPA revision must be 1 or 2"));
+            return Err(ConfigError::MpaRevision(self.revision).into());
         }
         if !(MIN_MAX_ULPDU..=MPA_MAX_ULPDU).contains(&self.max_ulpdu) {
-            return Err(ApiError::Config("max_ulpdu must be between 64 and 65535"));
+            return Err(ConfigError::MaxUlpdu(self.max_ulpdu).into());
         }
         if self.max_private_data > MPA_MAX_PRIVATE_DATA {
-            return Err(ApiError::Config("max_private_data must be at most 512"));
+            return Err(ConfigError::MaxPrivateData(self.max_private_data).into());
         }
-        if self.caps.send_depth == 0 || self.caps.recv_depth == 0 {
-            return Err(ApiError::Config("queue depths must be at least 1"));
-        }
+        ConfigError::check_caps(&self.caps)?;
         Ok(())
     }
 }
@@ -482,10 +480,18 @@ impl Connection {
         self.fail(err, None);
     }
 
-    /// The transport failed (reset, I/O error).
-    pub fn handle_transport_error(&mut self, reason: String) {
+    /// The transport failed (reset, I/O error, completion queue overrun):
+    /// the connection ends with [`ConnError::Transport`].
+    pub fn handle_transport_failure(&mut self, err: TransportError) {
         self.tx.clear();
-        self.fail(ConnError::Transport(reason), None);
+        self.fail(ConnError::Transport(err), None);
+    }
+
+    /// The transport failed, described only in words
+    /// ([`TransportError::Other`]); prefer
+    /// [`Connection::handle_transport_failure`].
+    pub fn handle_transport_error(&mut self, reason: String) {
+        self.handle_transport_failure(TransportError::Other(reason));
     }
 
     // ---------------------------------------------------------------- commands

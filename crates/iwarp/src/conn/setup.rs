@@ -10,8 +10,8 @@ use rpcrdma_verbs::QpCaps;
 
 use super::tx::push_message;
 use super::{
-    ApiError, Config, ConnError, Connection, Event, Negotiated, P2pMode, Phase, ProtocolError,
-    Role, Rtr, MAX_IRD,
+    ApiError, Config, ConfigError, ConnError, Connection, Event, Negotiated, P2pMode, Phase,
+    ProtocolError, Role, Rtr, MAX_IRD,
 };
 use crate::ddp::{DdpHeader, TAGGED_HEADER_LEN};
 use crate::mpa::{FrameKind, IrdOrd, MpaFlags, MpaFrame, IRD_ORD_LEN};
@@ -90,9 +90,7 @@ impl Connection {
                 state: self.phase.name(),
             });
         }
-        if caps.send_depth == 0 || caps.recv_depth == 0 {
-            return Err(ApiError::Config("queue depths must be at least 1"));
-        }
+        ConfigError::check_caps(&caps)?;
         self.cfg.caps = caps;
         self.ird = caps.ird;
         self.ord = caps.ord;

@@ -95,6 +95,7 @@ pub(crate) enum Side {
 pub(crate) trait ConnOps: Send + Sync + 'static {
     fn id(&self) -> u64;
     fn peer(&self) -> &str;
+    fn peer_addr(&self) -> Option<std::net::SocketAddr>;
     fn side(&self) -> Side;
     /// Client side: we take reverse-direction calls. Server side: the
     /// Upper Layer declared that the client does.
@@ -142,6 +143,7 @@ pub(crate) trait ConnOps: Send + Sync + 'static {
 struct Conn<T: Transport> {
     id: u64,
     peer: String,
+    peer_addr: Option<std::net::SocketAddr>,
     transport: T,
     pending: Pending,
     stop: watch::Sender<u8>,
@@ -176,6 +178,9 @@ impl<T: Transport> ConnOps for Conn<T> {
     }
     fn peer(&self) -> &str {
         &self.peer
+    }
+    fn peer_addr(&self) -> Option<std::net::SocketAddr> {
+        self.peer_addr
     }
     fn side(&self) -> Side {
         self.side
@@ -323,11 +328,13 @@ impl Connection {
     ) -> Self {
         let id = NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed);
         let peer = transport.peer();
+        let peer_addr = transport.peer_addr();
         let (stop, stop_rx) = watch::channel(STOP_NONE);
         let (done, _) = watch::channel(false);
         let conn = Arc::new(Conn {
             id,
             peer: peer.clone(),
+            peer_addr,
             transport,
             pending: Pending::new(),
             stop,
@@ -441,6 +448,11 @@ impl Connection {
     /// A description of the peer.
     pub fn peer(&self) -> &str {
         self.ops.peer()
+    }
+
+    /// The peer's network address, if the transport knows it.
+    pub fn peer_addr(&self) -> Option<std::net::SocketAddr> {
+        self.ops.peer_addr()
     }
 
     /// A process-unique id for logs.

@@ -1,7 +1,6 @@
 //! XID allocation (RFC 5531 §9): unique among the outstanding calls of
 //! every client sending on the same connections.
 
-use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex};
 
 use crate::util::IdSet;
@@ -19,16 +18,7 @@ pub(crate) type SharedXids = Arc<Mutex<XidAlloc>>;
 
 impl XidAlloc {
     pub(crate) fn new(first: Option<u32>) -> Self {
-        let next = first.unwrap_or_else(|| {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u64(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos() as u64)
-                    .unwrap_or(0),
-            );
-            h.finish() as u32
-        });
+        let next = first.unwrap_or_else(rand::random::<u32>);
         Self {
             next,
             used: IdSet::default(),

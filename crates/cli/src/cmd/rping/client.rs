@@ -49,13 +49,7 @@ pub(crate) async fn connect<D: Device>(
         attempts += 1;
         let pd = dev.alloc_pd()?;
         let cq = dev.create_cq(CQ_DEPTH)?;
-        let params = QpParams {
-            pd: &pd,
-            send_cq: &cq,
-            recv_cq: &cq,
-            caps: caps(),
-            options: setup.options.clone(),
-        };
+        let params = QpParams::new(&pd, &cq, setup.options.clone()).with_caps(caps());
         let res = tokio::time::timeout(s.timeout, dev.connect(addr, params, Bytes::new())).await;
         match res {
             Ok(Ok((qp, _private))) => {

@@ -500,13 +500,7 @@ mod tests {
                 dev.alloc_pd().expect("protection domain"),
                 dev.create_cq(CQ_DEPTH).expect("completion queue"),
             );
-            let params = QpParams {
-                pd: &pd,
-                send_cq: &cq,
-                recv_cq: &cq,
-                caps: caps(),
-                options: Options::default(),
-            };
+            let params = QpParams::new(&pd, &cq, Options::default()).with_caps(caps());
             let qp = req.accept(params, Bytes::new()).await.unwrap();
             let mut conn: Conn<SoftIwarp> = Conn::new(qp, pd, cq, s.timeout);
             conn.post_recv().unwrap();

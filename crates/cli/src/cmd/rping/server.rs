@@ -43,13 +43,7 @@ pub(crate) async fn run_server<D: Device>(
     let peer = req.peer_addr();
     let request = (setup.describe_request)(&req);
     let (pd, cq) = (dev.alloc_pd()?, dev.create_cq(CQ_DEPTH)?);
-    let params = QpParams {
-        pd: &pd,
-        send_cq: &cq,
-        recv_cq: &cq,
-        caps: caps(),
-        options: setup.options.clone(),
-    };
+    let params = QpParams::new(&pd, &cq, setup.options.clone()).with_caps(caps());
     let qp = tokio::time::timeout(s.timeout, req.accept(params, Bytes::new()))
         .await
         .map_err(|_| anyhow!("accepting the connection from {peer} timed out"))?

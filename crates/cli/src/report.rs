@@ -1,6 +1,6 @@
-//! Renderings of decode results for people and programs: the output of
-//! `rpcrdma decode`, kept here so the fuzz harness exercises exactly the
-//! code the command runs.
+//! Renderings of `rpcrdma_wire` decode results for people and programs:
+//! the output of `rpcrdma decode`, in the library so that the fuzz harness
+//! (`decode_cli`) exercises exactly the code the command runs.
 //!
 //! The JSON shape is a contract (issue 2, item 6):
 //!
@@ -16,15 +16,58 @@
 
 use std::fmt::Write as _;
 
+use rpcrdma_wire::private_data::FORMAT_VERSION;
+use rpcrdma_wire::{
+    ChunkLists, ErrorBody, Header, Message, PrivateData, ReadSegment, Rejection, Segment, V2Body,
+    V2Header, Verdict, WriteChunk,
+};
+use rpcrdma_xdr::Encode;
 use serde::Serialize;
 
-use crate::{
-    ChunkLists, ErrorBody, Header, Message, PrivateData, ReadSegment, Rejection, Segment, V2Body,
-    Verdict,
-};
+/// A segment as `--json` shows it.
+#[derive(Serialize)]
+struct SegmentJson {
+    handle: u32,
+    length: u32,
+    offset: u64,
+}
+
+impl From<&Segment> for SegmentJson {
+    fn from(s: &Segment) -> Self {
+        SegmentJson {
+            handle: s.handle,
+            length: s.length,
+            offset: s.offset,
+        }
+    }
+}
+
+/// A Read segment as `--json` shows it: the position, then the segment.
+#[derive(Serialize)]
+struct ReadSegmentJson {
+    position: u32,
+    handle: u32,
+    length: u32,
+    offset: u64,
+}
+
+impl From<&ReadSegment> for ReadSegmentJson {
+    fn from(r: &ReadSegment) -> Self {
+        ReadSegmentJson {
+            position: r.position,
+            handle: r.target.handle,
+            length: r.target.length,
+            offset: r.target.offset,
+        }
+    }
+}
+
+fn chunk_json(c: &WriteChunk) -> Vec<SegmentJson> {
+    c.segments.iter().map(SegmentJson::from).collect()
+}
 
 #[derive(Serialize)]
-struct ValidJson<'a> {
+struct ValidJson {
     valid: bool,
     xid: u32,
     vers: u32,
@@ -33,9 +76,9 @@ struct ValidJson<'a> {
     proc_: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     direction: Option<&'static str>,
-    reads: &'a [ReadSegment],
-    writes: &'a [crate::WriteChunk],
-    reply: Option<&'a [Segment]>,
+    reads: Vec<ReadSegmentJson>,
+    writes: Vec<Vec<SegmentJson>>,
+    reply: Option<Vec<SegmentJson>>,
     header_len: usize,
     payload_len: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -69,7 +112,8 @@ static NO_CHUNKS: ChunkLists = ChunkLists {
 ///
 /// ```
 /// use bytes::Bytes;
-/// use rpcrdma_wire::{decode, report, DecodeConfig};
+/// use rpcrdma_cli::report;
+/// use rpcrdma_wire::{decode, DecodeConfig};
 /// let msg = Bytes::from_static(&[0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
 /// let json = report::message_json(&decode(&msg, &DecodeConfig::default()));
 /// assert!(json.starts_with(r#"{"valid":false,"action":"reply","err":"ERR_BADHEADER""#));
@@ -94,7 +138,7 @@ pub fn message_json(result: &Result<Message, Rejection>) -> String {
                 None => (None, None, None),
             };
             let (opttype, optinfo) = match h {
-                Header::V2(crate::V2Header {
+                Header::V2(V2Header {
                     body: V2Body::Optional(o),
                     ..
                 }) => (Some(o.opttype.0), Some(hex::encode(&o.optinfo))),
@@ -107,9 +151,9 @@ pub fn message_json(result: &Result<Message, Rejection>) -> String {
                 credits: h.credits(),
                 proc_: h.proc_name(),
                 direction: h.direction().map(|d| d.name()),
-                reads: &chunks.reads,
-                writes: &chunks.writes,
-                reply: chunks.reply.as_ref().map(|c| &c.segments[..]),
+                reads: chunks.reads.iter().map(ReadSegmentJson::from).collect(),
+                writes: chunks.writes.iter().map(chunk_json).collect(),
+                reply: chunks.reply.as_ref().map(chunk_json),
                 header_len: m.header_len,
                 payload_len: m.payload.len(),
                 err,
@@ -241,7 +285,8 @@ fn chunks_text(out: &mut String, c: &ChunkLists) {
 ///
 /// ```
 /// use bytes::Bytes;
-/// use rpcrdma_wire::{decode, report, DecodeConfig};
+/// use rpcrdma_cli::report;
+/// use rpcrdma_wire::{decode, DecodeConfig};
 /// // RDMA_NOMSG with a Reply chunk of one 4 KiB segment.
 /// let msg = Bytes::from(hex::decode(concat!(
 ///     "0000002a", "00000001", "00000020", "00000001",
@@ -281,7 +326,7 @@ pub fn message_text(result: &Result<Message, Rejection>) -> String {
                     }
                 }
             }
-            if let Header::V2(crate::V2Header {
+            if let Header::V2(V2Header {
                 body: V2Body::Optional(o),
                 ..
             }) = h
@@ -352,7 +397,7 @@ struct PdInvalid {
 /// whether a usable RFC 8797 message was found.
 ///
 /// ```
-/// let (ok, json) = rpcrdma_wire::report::private_data_json(&hex::decode("00800000f6ab0e1801010303").unwrap());
+/// let (ok, json) = rpcrdma_cli::report::private_data_json(&hex::decode("00800000f6ab0e1801010303").unwrap());
 /// assert!(ok);
 /// assert_eq!(json, r#"{"valid":true,"offset":4,"version":1,"flags":1,"remote_invalidation":true,"send_size":4096,"recv_size":4096}"#);
 /// ```
@@ -363,7 +408,7 @@ pub fn private_data_json(buf: &[u8]) -> (bool, String) {
             serde_json::to_string(&PdValid {
                 valid: true,
                 offset,
-                version: crate::private_data::FORMAT_VERSION,
+                version: FORMAT_VERSION,
                 flags: pd.flags,
                 remote_invalidation: pd.remote_invalidation(),
                 send_size: pd.send_size.bytes(),

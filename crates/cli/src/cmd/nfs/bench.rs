@@ -1,0 +1,174 @@
+//! `rpcrdma nfs bench HOST:/DIR`: 1 MiB READ and WRITE throughput and the
+//! GETATTR round trip over RPC-over-RDMA against the same server over TCP,
+//! in one run, with ratios.
+//!
+//! Method: paired rounds. Each round measures both transports back to
+//! back (the order flips every round) on a file of `--size` MiB created
+//! in DIR: WRITE (UNSTABLE, 4 requests in flight, then COMMIT), READ (4 in
+//! flight) and `--getattrs` sequential GETATTRs (median). Ratios are taken
+//! within each round; the report gives the median of the per-round ratios
+//! beside the median of each figure.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use bytes::Bytes;
+use clap::Args;
+use rpcrdma_nfs3::client::NfsClient;
+
+use super::client::{open, parse_target, Remote};
+use crate::cmd::bench::{median, num};
+use crate::cmd::connect::TransportKind;
+
+/// Arguments of `rpcrdma nfs bench`.
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    /// HOST:/DIR where a scratch file is written, read and removed.
+    target: String,
+    /// NFS over TCP port of the same server.
+    #[arg(long, default_value_t = 2049)]
+    tcp_port: u16,
+    /// MiB per READ/WRITE measure.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    size: u64,
+    /// Paired rounds.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    rounds: u32,
+    /// GETATTR calls per round trip measure.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    getattrs: u32,
+    /// Print JSON (figures of every round too).
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    remote: Remote,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Figures {
+    write_mib_s: f64,
+    read_mib_s: f64,
+    getattr_us: f64,
+}
+
+async fn measure(
+    c: &NfsClient,
+    dir_rest: &[u8],
+    size: usize,
+    getattrs: u32,
+) -> anyhow::Result<Figures> {
+    let (dir, _) = c.lookup_path(dir_rest).await?;
+    let name = format!(".rpcrdma-nfs-bench-{}", std::process::id());
+    let fh = c.create(&dir, name.as_bytes(), 0o600).await?;
+    let data = Bytes::from(
+        (0..size)
+            .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0])
+            .collect::<Vec<u8>>(),
+    );
+    let t = Instant::now();
+    c.write_file(&fh, &data).await?;
+    let w = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let mut same = true;
+    let mut at = 0usize;
+    let n = c
+        .read_file(&fh, size as u64, |chunk| {
+            same &= data.get(at..at + chunk.len()) == Some(chunk);
+            at += chunk.len();
+            Ok(())
+        })
+        .await?;
+    let r = t.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        same && n as usize == size,
+        "the data read back differs from what was written"
+    );
+    let mut rtt = Vec::with_capacity(getattrs as usize);
+    for _ in 0..getattrs {
+        let t = Instant::now();
+        c.getattr(&fh).await?;
+        rtt.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    c.remove(&dir, name.as_bytes()).await?;
+    let mib = size as f64 / 1048576.0;
+    Ok(Figures {
+        write_mib_s: mib / w.max(1e-9),
+        read_mib_s: mib / r.max(1e-9),
+        getattr_us: median(rtt),
+    })
+}
+
+pub(crate) fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async {
+        let (host, path) = parse_target(&a.target)?;
+        let size = (a.size as usize) << 20;
+        let rdma_port = a.remote.port;
+        let (rdma, rest) = open(&a.remote, TransportKind::Rdma, rdma_port, &host, &path).await?;
+        let (tcp, _) = open(&a.remote, TransportKind::Tcp, Some(a.tcp_port), &host, &path).await?;
+        let mut rounds = Vec::new();
+        for round in 0..a.rounds {
+            let (r, t) = if round % 2 == 0 {
+                let r = measure(&rdma, &rest, size, a.getattrs).await.context("over RPC-over-RDMA")?;
+                let t = measure(&tcp, &rest, size, a.getattrs).await.context("over TCP")?;
+                (r, t)
+            } else {
+                let t = measure(&tcp, &rest, size, a.getattrs).await.context("over TCP")?;
+                let r = measure(&rdma, &rest, size, a.getattrs).await.context("over RPC-over-RDMA")?;
+                (r, t)
+            };
+            if !a.json {
+                eprintln!(
+                    "round {}: RDMA write {:.1} read {:.1} MiB/s getattr {:.1} us | TCP write {:.1} read {:.1} MiB/s getattr {:.1} us",
+                    round + 1, r.write_mib_s, r.read_mib_s, r.getattr_us, t.write_mib_s, t.read_mib_s, t.getattr_us
+                );
+            }
+            rounds.push((r, t));
+        }
+        let med = |f: &dyn Fn(&(Figures, Figures)) -> f64| median(rounds.iter().map(f).collect());
+        let rw = med(&|x| x.0.write_mib_s);
+        let rr = med(&|x| x.0.read_mib_s);
+        let rg = med(&|x| x.0.getattr_us);
+        let tw = med(&|x| x.1.write_mib_s);
+        let tr = med(&|x| x.1.read_mib_s);
+        let tg = med(&|x| x.1.getattr_us);
+        let write_ratio = med(&|x| x.0.write_mib_s / x.1.write_mib_s);
+        let read_ratio = med(&|x| x.0.read_mib_s / x.1.read_mib_s);
+        let getattr_ratio = med(&|x| x.0.getattr_us / x.1.getattr_us);
+        if a.json {
+            let fig = |f: &Figures| {
+                serde_json::json!({
+                    "write_mib_s": num(f.write_mib_s),
+                    "read_mib_s": num(f.read_mib_s),
+                    "getattr_rtt_us": num(f.getattr_us),
+                })
+            };
+            let v = serde_json::json!({
+                "target": a.target,
+                "size_mib": a.size,
+                "rounds": a.rounds,
+                "getattrs": a.getattrs,
+                "rpc_over_rdma": { "write_mib_s": num(rw), "read_mib_s": num(rr), "getattr_rtt_us": num(rg) },
+                "tcp": { "write_mib_s": num(tw), "read_mib_s": num(tr), "getattr_rtt_us": num(tg) },
+                "ratios_rdma_over_tcp": {
+                    "write_throughput": num(write_ratio),
+                    "read_throughput": num(read_ratio),
+                    "getattr_rtt": num(getattr_ratio),
+                },
+                "per_round": rounds.iter().map(|(r, t)| serde_json::json!({"rpc_over_rdma": fig(r), "tcp": fig(t)})).collect::<Vec<_>>(),
+            });
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        } else {
+            println!("NFSv3 bench on {} ({} MiB, {} rounds, median):", a.target, a.size, a.rounds);
+            println!("                     RPC-over-RDMA         TCP   ratio (RDMA/TCP)");
+            println!("  WRITE 1 MiB       {rw:>10.1} MiB/s {tw:>8.1} MiB/s   {write_ratio:.2}");
+            println!("  READ 1 MiB        {rr:>10.1} MiB/s {tr:>8.1} MiB/s   {read_ratio:.2}");
+            println!("  GETATTR round trip {rg:>9.1} us    {tg:>8.1} us      {getattr_ratio:.2}");
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}

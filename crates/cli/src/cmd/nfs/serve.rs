@@ -1,0 +1,227 @@
+//! `rpcrdma nfs serve DIR`: export a directory over NFSv3 (and MOUNT v3)
+//! on RPC-over-RDMA and TCP.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Args;
+use rpcrdma_nfs3::fs::{Export, ExportConfig, IdentityMode, Squash};
+use rpcrdma_nfs3::proto::{mount3, nfs3};
+use rpcrdma_oncrpc::rpcbind::Rpcbind;
+use rpcrdma_oncrpc::{Server, ServerConfig, Services};
+use rpcrdma_transport::{serve_rdma, ListenConfig};
+use rpcrdma_verbs::Device;
+
+use crate::cmd::connect::resolve;
+use crate::cmd::provider::{Setup, WithDevice};
+use crate::cmd::rdma_opts::RdmaOpts;
+use crate::cmd::serve::parse_size;
+
+/// Arguments of `rpcrdma nfs serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The directory to export.
+    dir: PathBuf,
+    /// RPC-over-RDMA listening address for NFS (with `--provider
+    /// rdma-core`, an address of the device's interface, or 0.0.0.0).
+    #[arg(long, default_value = "127.0.0.1:20049")]
+    listen: String,
+    /// TCP port of MOUNT v3, on the --listen address (0: any free port).
+    #[arg(long, default_value_t = 20048)]
+    mount_port: u16,
+    /// Also serve NFS (and MOUNT) over TCP on this address (e.g.
+    /// 0.0.0.0:2049).
+    #[arg(long)]
+    tcp: Option<String>,
+    /// Register with the system's rpcbind: NFS under netid rdma/rdma6 (and
+    /// tcp/tcp6 with --tcp), MOUNT under tcp/tcp6; unregistered on exit.
+    #[arg(long)]
+    rpcbind: bool,
+    /// Refuse every change (NFS3ERR_ROFS).
+    #[arg(long)]
+    read_only: bool,
+    /// Where the file handle key is kept (made on first start; keep it to
+    /// keep file handles valid across restarts). Default:
+    /// /var/lib/rpcrdma-nfs as root, else ~/.local/state/rpcrdma-nfs.
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// Let uid 0 act as root (default: root is squashed to --anon-uid).
+    #[arg(long, conflicts_with = "all_squash")]
+    no_root_squash: bool,
+    /// Every caller acts as the anonymous user.
+    #[arg(long)]
+    all_squash: bool,
+    /// The anonymous user.
+    #[arg(long, default_value_t = 65534)]
+    anon_uid: u32,
+    /// The anonymous group.
+    #[arg(long, default_value_t = 65534)]
+    anon_gid: u32,
+    /// Exit after this many seconds (default: run until Ctrl-C / SIGTERM).
+    #[arg(long)]
+    duration: Option<u64>,
+    /// Most memory all RPC-over-RDMA connections together may hold for
+    /// clients' calls (as `rpcrdma serve`; K, M, G, T suffixes).
+    #[arg(long, value_name = "SIZE", default_value = "512M", value_parser = parse_size)]
+    max_memory: u64,
+    /// Most memory one connection may hold (at most --max-memory; a 1 MiB
+    /// WRITE in flight needs 1 MiB of it).
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
+    max_connection_memory: u64,
+    #[command(flatten)]
+    rdma: RdmaOpts,
+}
+
+fn default_state_dir() -> PathBuf {
+    if IdentityMode::detect() == IdentityMode::Switch {
+        PathBuf::from("/var/lib/rpcrdma-nfs")
+    } else if let Some(home) = std::env::var_os("HOME") {
+        PathBuf::from(home).join(".local/state/rpcrdma-nfs")
+    } else {
+        PathBuf::from(".rpcrdma-nfs-state")
+    }
+}
+
+/// Runs `rpcrdma nfs serve`.
+pub(crate) fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    let listen = resolve(&a.listen)?;
+    let tcp = a.tcp.as_deref().map(resolve).transpose()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    a.rdma.check()?;
+    let params = a.rdma.params();
+    let provider = a.rdma.provider.clone();
+    rt.block_on(provider.run(params, NfsServe { a, listen, tcp }))
+}
+
+struct NfsServe {
+    a: ServeArgs,
+    listen: SocketAddr,
+    tcp: Option<SocketAddr>,
+}
+
+impl WithDevice for NfsServe {
+    type Output = ExitCode;
+
+    async fn run<D: Device + Clone + std::fmt::Debug>(
+        self,
+        dev: D,
+        setup: Setup<D>,
+    ) -> anyhow::Result<ExitCode> {
+        serve(self.a, self.listen, self.tcp, dev, setup).await
+    }
+}
+
+async fn serve<D: Device + Clone>(
+    a: ServeArgs,
+    listen: SocketAddr,
+    tcp: Option<SocketAddr>,
+    dev: D,
+    setup: Setup<D>,
+) -> anyhow::Result<ExitCode> {
+    let state = a.state_dir.clone().unwrap_or_else(default_state_dir);
+    let mut cfg = ExportConfig::new(&a.dir, &state);
+    cfg.read_only = a.read_only;
+    cfg.squash = if a.all_squash {
+        Squash::All
+    } else if a.no_root_squash {
+        Squash::None
+    } else {
+        Squash::Root
+    };
+    cfg.anon = (a.anon_uid, a.anon_gid);
+    let export =
+        Arc::new(Export::open(cfg).with_context(|| format!("cannot export {}", a.dir.display()))?);
+    let mut services = Services::new();
+    rpcrdma_nfs3::server::register(&mut services, export.clone());
+    let server = Server::new(services, ServerConfig::default());
+
+    let mut engine = a.rdma.server();
+    engine.max_shared_memory = a.max_memory;
+    engine.max_memory = a.max_connection_memory.min(a.max_memory);
+    let lcfg = ListenConfig {
+        engine,
+        options: setup.options.clone(),
+        caps: a.rdma.caps(),
+    };
+    let svc = serve_rdma(&server, dev, listen, lcfg)
+        .await
+        .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?;
+    let rdma_addr = svc.local_addr();
+    let mount_addr = server
+        .serve_tcp(SocketAddr::new(listen.ip(), a.mount_port))
+        .await
+        .with_context(|| {
+            format!(
+                "cannot listen for MOUNT on {}:{} (choose another --mount-port)",
+                listen.ip(),
+                a.mount_port
+            )
+        })?;
+    let tcp_addr = match tcp {
+        Some(t) => Some(
+            server
+                .serve_tcp(t)
+                .await
+                .with_context(|| format!("cannot listen for NFS over TCP on {t}"))?,
+        ),
+        None => None,
+    };
+    println!(
+        "serving {} over NFSv3: RPC-over-RDMA ({}) on {rdma_addr}, MOUNT v3 on tcp {mount_addr}{}{}",
+        export.root_path().display(),
+        setup.label,
+        tcp_addr.map_or_else(String::new, |t| format!(", NFS over TCP on {t}")),
+        if a.read_only { " (read-only)" } else { "" },
+    );
+    println!(
+        "mount with: mount -t nfs -o vers=3,proto=rdma,port={},nolock,mountport={},mountproto=tcp HOST:/ MOUNTPOINT",
+        rdma_addr.port(),
+        mount_addr.port()
+    );
+
+    let nfs = [(nfs3::nfs_v3::PROGRAM, nfs3::nfs_v3::VERSION)];
+    let mnt = [(mount3::mount_v3::PROGRAM, mount3::mount_v3::VERSION)];
+    let mut registered: Vec<(&[(u32, u32)], String)> = Vec::new();
+    if a.rpcbind {
+        let rpcb = Rpcbind::connect_local().await.context(
+            "cannot reach rpcbind on 127.0.0.1:111 (install and start `rpcbind`, or drop --rpcbind)",
+        )?;
+        let netid = rpcb
+            .register_all(&nfs, "rdma", &rdma_addr)
+            .await
+            .context("rpcbind registration of NFS (rdma) failed")?;
+        registered.push((&nfs, netid));
+        let netid = rpcb
+            .register_all(&mnt, "tcp", &mount_addr)
+            .await
+            .context("rpcbind registration of MOUNT (tcp) failed")?;
+        registered.push((&mnt, netid));
+        if let Some(t) = tcp_addr {
+            let netid = rpcb
+                .register_all(&nfs, "tcp", &t)
+                .await
+                .context("rpcbind registration of NFS (tcp) failed")?;
+            registered.push((&nfs, netid));
+        }
+        println!("registered with rpcbind");
+    }
+
+    crate::cmd::stop_signal(a.duration).await;
+    eprintln!("shutting down: finishing calls in progress");
+    if !registered.is_empty() {
+        if let Ok(rpcb) = Rpcbind::connect_local().await {
+            for (progs, netid) in &registered {
+                let _ = rpcb.unregister_all(progs, netid).await;
+            }
+        }
+    }
+    svc.stop().await;
+    server.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}

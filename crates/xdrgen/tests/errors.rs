@@ -1,0 +1,280 @@
+//! Every syntax and type error names file:line:column and what was
+//! expected; the generator never panics on bad input.
+
+use rpcrdma_xdrgen::{check, generate, Options};
+
+/// Checks that `src` fails with a first diagnostic at `at` ("line:col")
+/// whose message contains `needle`.
+#[track_caller]
+fn fails(src: &str, at: &str, needle: &str) {
+    let e = check(src, "t.x").expect_err("must fail");
+    let d = &e.diagnostics()[0];
+    let text = e.to_string();
+    assert_eq!(format!("{}:{}", d.pos.line, d.pos.col), at, "{text}");
+    assert!(d.message.contains(needle), "`{needle}` not in: {text}");
+    assert!(text.starts_with(&format!("t.x:{at}: error: ")), "{text}");
+}
+
+#[test]
+fn syntax_errors_say_what_was_expected() {
+    fails(
+        "struct s { int x }",
+        "1:18",
+        "expected `;` after the struct member, found `}`",
+    );
+    fails(
+        "struct s { int x; ",
+        "1:19",
+        "expected a type, found end of file",
+    );
+    fails(
+        "const X 5;",
+        "1:9",
+        "expected `=` after the constant's name",
+    );
+    fails(
+        "typedef int;",
+        "1:12",
+        "expected the declared name, found `;`",
+    );
+    fails("enum e { A };", "1:12", "every item needs a value");
+    fails(
+        "enum e { A = 1 B = 2 };",
+        "1:16",
+        "expected `,` or `}` after the enum item",
+    );
+    fails("union u { case 1: int x; };", "1:9", "expected `switch`");
+    fails("union u switch (int d) { };", "1:26", "at least one `case`");
+    fails(
+        "union u switch (int d) { case 1: int a; default: void; default: void; };",
+        "1:56",
+        "at most one `default:`",
+    );
+    fails(
+        "struct s { int x[4; };",
+        "1:19",
+        "`]` to close the fixed-length array",
+    );
+    fails("struct s { opaque x<8; };", "1:22", "`>` to close");
+    fails(
+        "struct s { void; };",
+        "1:12",
+        "`void` cannot be a struct member",
+    );
+    fails(
+        "struct s {\n  int type@;\n};",
+        "2:11",
+        "unexpected character `@`",
+    );
+    fails("/* never closed", "1:1", "never closed");
+    fails("const X = 0x;", "1:11", "not a valid hexadecimal constant");
+    fails("const X = 09;", "1:11", "not a valid octal constant");
+    fails("const X = 99999999999999999999;", "1:11", "fit in 64 bits");
+    fails("struct int { int x; };", "1:8", "reserved word `int`");
+    fails("#define X 5\n", "1:1", "`#define` is not supported");
+    fails("#include <x.h>\n", "1:1", "`#include` is not supported");
+    fails(
+        "program P { version V { void F(void) = 0; } = 1; }",
+        "1:51",
+        "the program number",
+    );
+    fails(
+        "program P { version V { void F(void, int) = 0; } = 1; } = 1;",
+        "1:32",
+        "`void` must be the only argument",
+    );
+    fails(
+        "program P { version V { opaque F(void) = 0; } = 1; } = 1;",
+        "1:25",
+        "declare `typedef opaque NAME<MAX>;`",
+    );
+    fails("program P { } = 1;", "1:9", "at least one version");
+    fails(
+        "struct s { int x; } junk",
+        "1:21",
+        "expected `;` after the definition",
+    );
+    fails("typedef char c;", "1:9", "`char` is not an XDR type");
+}
+
+#[test]
+fn type_errors_name_the_place() {
+    fails(
+        "struct s { quadruple q; };",
+        "1:12",
+        "`quadruple` (128-bit float, RFC 4506 §4.8) is not supported",
+    );
+    fails("struct s { foo x; };", "1:12", "unknown type `foo`");
+    fails("typedef opaque b<MAX>;", "1:18", "unknown constant `MAX`");
+    fails(
+        "const A = B;\nconst B = A;",
+        "1:11",
+        "defined in terms of itself",
+    );
+    fails(
+        "const A = 1;\nconst A = 2;",
+        "2:7",
+        "`A` is already defined at line 1:7",
+    );
+    fails(
+        "struct s { int a; };\nstruct s { int b; };",
+        "2:8",
+        "type `s` is already defined at line 1:8",
+    );
+    fails(
+        "struct s { int a; int a; };",
+        "1:23",
+        "member `a` is already declared",
+    );
+    fails("struct s { opaque x; };", "1:12", "`opaque x` needs a size");
+    fails(
+        "struct s { string x[4]; };",
+        "1:12",
+        "a string is variable-length only",
+    );
+    fails(
+        "struct s { string x; };",
+        "1:12",
+        "a string is variable-length only",
+    );
+    fails("typedef opaque b<-1>;", "1:18", "between 0 and 4294967295");
+    fails("enum e { A = 1, B = 1 };", "1:17", "have the same value 1");
+    fails(
+        "enum e { A = 3000000000 };",
+        "1:14",
+        "does not fit in a 32-bit signed int",
+    );
+    fails(
+        "union u switch (hyper d) { case 1: void; };",
+        "1:17",
+        "the discriminant must be int, unsigned int, bool or an enum",
+    );
+    fails(
+        "union u switch (int d) { case 1: void; case 1: int x; };",
+        "1:45",
+        "already used by `case 1`",
+    );
+    fails(
+        "enum e { A = 1 };\nunion u switch (e d) { case 2: void; };",
+        "2:29",
+        "not an item of enum `e`",
+    );
+    fails(
+        "union u switch (bool b) { case 2: void; };",
+        "1:32",
+        "does not fit the discriminant's type",
+    );
+    fails(
+        "union u switch (unsigned d) { case -1: void; };",
+        "1:36",
+        "does not fit",
+    );
+    fails("struct s { s inner; };", "1:8", "contains itself directly");
+    fails(
+        "struct s { int x; /* @ddp */ };",
+        "1:12",
+        "not a variable-length opaque or string",
+    );
+    fails(
+        "struct s { opaque x<>; /* @dpp */ };",
+        "1:24",
+        "unknown pragma `@dpp`",
+    );
+    fails("/* @ddp */\nconst X = 1;", "1:1", "belongs to nothing");
+    fails(
+        "struct s { opaque x<>; /* @max_results(4) */ };",
+        "1:24",
+        "belongs next to a procedure",
+    );
+    fails(
+        "struct s { opaque x<>; /* @ddp(args.count */ };",
+        "1:24",
+        "is not closed",
+    );
+    fails("struct r { opaque d<>; /* @ddp */ };\nprogram P { version V { r F(void) = 1; } = 1; } = 1;", "2:27", "has no maximum size");
+    fails("struct a { unsigned int n; };\nstruct r { opaque d<>; /* @ddp(args.count) */ };\nprogram P { version V { r F(a) = 1; } = 1; } = 1;", "2:24", "`count` in the argument path of procedure `F` is not a member");
+    fails("struct a { int n; };\nstruct r { opaque d<>; /* @ddp(args.n) */ };\nprogram P { version V { r F(a) = 1; } = 1; } = 1;", "2:24", "must be an `unsigned int` or `unsigned hyper`");
+    fails(
+        "program P { version V { void F(void) = 1; void G(void) = 1; } = 1; } = 1;",
+        "1:58",
+        "procedure number 1 is already used by `F`",
+    );
+    fails("program P { version V { void F(void) = 1; } = 1; version W { void F(void) = 1; } = 1; } = 1;", "1:84", "version number 1 is used twice");
+    fails(
+        "struct s { int x; };\nstruct S { int y; };",
+        "2:8",
+        "both become the Rust type `S`",
+    );
+    fails(
+        "struct s { int ab_c; int abC; };",
+        "1:26",
+        "both become the Rust field `ab_c`",
+    );
+    fails(
+        "struct s { opaque z[0]; };\nstruct t { s v<>; };",
+        "2:12",
+        "zero-size elements",
+    );
+}
+
+#[test]
+fn every_error_is_reported_not_just_the_first_type_error() {
+    let e = check("struct s { foo a; bar b; };", "t.x").unwrap_err();
+    assert_eq!(e.diagnostics().len(), 2, "{e}");
+}
+
+#[test]
+fn diagnostics_show_the_line_and_a_caret() {
+    let e = check("struct s {\n    int x\n};", "t.x").unwrap_err();
+    let text = e.to_string();
+    assert_eq!(
+        text,
+        "t.x:2:10: error: expected `;` after the struct member, found `}`\n 2 |     int x\n   |          ^"
+    );
+}
+
+#[test]
+fn accepted_spellings() {
+    let ok = "%#include <stdio.h>\n#ifdef RPC_HDR\n#endif\n// c++ comment\n\
+        const A = -5; const B = 0x10; const C = 010; const D = A;\n\
+        typedef unsigned u; typedef long l; typedef unsigned long ul; typedef unsigned hyper uh;\n\
+        enum e { X = A, Y = B, Z = C };\n\
+        struct s { struct s *next; e f; };\n\
+        union v switch (e d) { case X: case Y: int a; case Z: void; default: void; };\n\
+        program P { version V1 { void N(void) = 0; s G(u, l) = 1; } = 1; version V2 { v H(e) = 1; } = 2; } = 0x20000001;";
+    let code = generate(ok, "ok.x", &Options::default()).unwrap();
+    for want in [
+        "pub const A: i32 = -5;",
+        "pub const B: u32 = 16;",
+        "pub const C: u32 = 8;",
+        "pub const D: i32 = -5;",
+        "pub type U = u32;",
+        "pub type L = i32;",
+        "pub mod v1 {",
+        "pub mod v2 {",
+        "pub async fn g(&self, arg0: super::U, arg1: super::L)",
+        "X = -5,",
+        "Y(i32),",
+        "Default(E)",
+    ] {
+        assert!(code.contains(want), "missing `{want}`");
+    }
+}
+
+#[test]
+fn pragmas_attach_before_or_after_on_the_same_line() {
+    let before = "struct r {\n  /* @ddp(4096) */\n  opaque d<>;\n};\nprogram P { version V { r F(void) = 1; } = 1; } = 1;";
+    let after = "struct r {\n  opaque d<>; /* @ddp(4096) */\n};\nprogram P { version V { r F(void) = 1; } = 1; } = 1;";
+    for src in [before, after] {
+        let code = generate(src, "p.x", &Options::default()).unwrap();
+        assert!(
+            code.contains(".ddp_result(4096).max_results(4100)"),
+            "{src}"
+        );
+        assert!(code.contains("put_opaque_ddp"));
+    }
+    // On the next line, a pragma belongs to the next declaration.
+    let next = "struct r {\n  opaque a<>;\n  /* @ddp(8) */\n  opaque b<>;\n};";
+    let code = generate(next, "p.x", &Options::default()).unwrap();
+    assert_eq!(code.matches("put_opaque_ddp").count(), 1);
+}

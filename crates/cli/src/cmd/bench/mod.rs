@@ -5,6 +5,7 @@
 pub(crate) mod call_loop;
 pub(crate) mod rpc;
 pub(crate) mod verbs;
+pub(crate) mod wake;
 
 use std::process::ExitCode;
 
@@ -25,6 +26,11 @@ report gives the median of the per-round ratios beside the median of each raw fi
 epoll like the raw TCP baseline."
 )]
 pub(crate) struct BenchArgs {
+    /// Run on one CPU only (the first this process may use), every thread
+    /// of the bench sharing it, as with `taskset -c 0`: the single-CPU
+    /// variant, where thread wake-ups are fast and CPU cost dominates.
+    #[arg(long, global = true)]
+    pin: bool,
     #[command(subcommand)]
     target: Option<BenchTarget>,
     #[command(flatten)]
@@ -47,6 +53,10 @@ enum BenchTarget {
 
 /// Runs `rpcrdma bench ...`.
 pub(crate) fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    if args.pin {
+        let cpu = wake::pin_to_one_cpu()?;
+        eprintln!("bench: pinned to CPU {cpu} (--pin): every thread shares it");
+    }
     match args.target {
         Some(BenchTarget::Verbs(a)) => verbs::run(a),
         Some(BenchTarget::Loop(a)) => call_loop::run(a),

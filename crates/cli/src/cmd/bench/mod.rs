@@ -3,7 +3,9 @@
 //! the software iWARP provider against raw TCP (`verbs.rs`).
 
 pub(crate) mod call_loop;
+pub(crate) mod plot;
 pub(crate) mod rpc;
+pub(crate) mod sweep;
 pub(crate) mod verbs;
 pub(crate) mod wake;
 
@@ -35,6 +37,8 @@ pub(crate) struct BenchArgs {
     target: Option<BenchTarget>,
     #[command(flatten)]
     rpc: rpc::RpcBenchArgs,
+    #[command(flatten)]
+    sweep: sweep::SweepArgs,
 }
 
 /// What to measure (default: the RPC-level comparison).
@@ -60,6 +64,7 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.target {
         Some(BenchTarget::Verbs(a)) => verbs::run(a),
         Some(BenchTarget::Loop(a)) => call_loop::run(a),
+        None if args.sweep.sweep => sweep::run(args.rpc, args.sweep),
         None => rpc::run(args.rpc),
     }
 }

@@ -5,6 +5,7 @@
 pub(crate) mod call_loop;
 pub(crate) mod plot;
 pub(crate) mod rpc;
+pub(crate) mod scale;
 pub(crate) mod sweep;
 pub(crate) mod verbs;
 pub(crate) mod wake;
@@ -39,6 +40,8 @@ pub(crate) struct BenchArgs {
     rpc: rpc::RpcBenchArgs,
     #[command(flatten)]
     sweep: sweep::SweepArgs,
+    #[command(flatten)]
+    scale: scale::ScaleArgs,
 }
 
 /// What to measure (default: the RPC-level comparison).
@@ -65,6 +68,7 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         Some(BenchTarget::Verbs(a)) => verbs::run(a),
         Some(BenchTarget::Loop(a)) => call_loop::run(a),
         None if args.sweep.sweep => sweep::run(args.rpc, args.sweep),
+        None if !args.scale.clients.is_empty() => scale::run(args.rpc, args.scale),
         None => rpc::run(args.rpc),
     }
 }

@@ -279,7 +279,12 @@ async fn rpc_throughput(
 }
 
 /// One demo READ or WRITE of `size` octets, checking the amount moved.
-async fn one_call(c: &Client, size: usize, write: bool, data: &Bytes) -> anyhow::Result<()> {
+pub(crate) async fn one_call(
+    c: &Client,
+    size: usize,
+    write: bool,
+    data: &Bytes,
+) -> anyhow::Result<()> {
     if write {
         let r: WriteRes = c
             .call(

@@ -1,6 +1,10 @@
 //! `rpcrdma bench`: measurements. Without a target it measures RPC-over-RDMA
-//! against ONC RPC over TCP and raw TCP (`rpc.rs`); `bench verbs` measures
-//! the software iWARP provider against raw TCP (`verbs.rs`).
+//! against ONC RPC over TCP and raw TCP (`rpc.rs`), over message sizes with
+//! `--sweep` (`sweep.rs`, drawn by `plot.rs`), or with N connections
+//! against a multi-threaded server with `--clients` (`scale.rs`); `bench
+//! verbs` measures the software iWARP provider against raw TCP
+//! (`verbs.rs`). Every bench reports the wake-up state its raw TCP round
+//! trips saw, and `--pin` runs it on one CPU (`wake.rs`).
 
 pub(crate) mod call_loop;
 pub(crate) mod plot;
@@ -26,7 +30,15 @@ round trips of raw TCP, RPC-over-RDMA and ONC RPC/TCP are measured in interleave
 the middle, the order flipped every round); each ratio is computed within a round, and the \
 report gives the median of the per-round ratios beside the median of each raw figure \
 (--json: also every round's figures). No side spins or busy-polls: every measure waits in \
-epoll like the raw TCP baseline."
+epoll like the raw TCP baseline.
+
+Every bench reports the wake-up state it saw, from its raw TCP round trips: fast (< 15 us: \
+threads share a CPU or the machine is busy; CPU cost dominates), slow (> 40 us: an idle CPU \
+is woken per round trip) or mixed. --pin runs everything on one CPU (as taskset -c 0).
+
+--sweep measures READ/WRITE throughput from 1 KiB to 16 MiB and NULL round-trip percentiles \
+instead (--plot FILE.svg draws them); --clients 1,2,4 measures the aggregate of N connections \
+against a multi-threaded server instead. See docs/performance.md."
 )]
 pub(crate) struct BenchArgs {
     /// Run on one CPU only (the first this process may use), every thread

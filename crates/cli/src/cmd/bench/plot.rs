@@ -79,6 +79,7 @@ pub(crate) fn svg(s: &Sweep) -> anyhow::Result<String> {
             .x_label_formatter(&|x| at_index(*x, &sizes).map(size_name).unwrap_or_default())
             .x_desc("message size (logarithmic)")
             .y_desc("MiB/s")
+            .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()
             .map_err(|e| err(&e))?;
         for (i, t) in s.throughput.iter().enumerate() {
@@ -120,7 +121,13 @@ pub(crate) fn svg(s: &Sweep) -> anyhow::Result<String> {
         );
         let last = (PERCENTILES.len() - 1) as f64;
         let mut chart = ChartBuilder::on(&right)
-            .caption("NULL round trip percentiles", ("sans-serif", 18))
+            .caption(
+                format!(
+                    "NULL round trip percentiles (wake-ups: {})",
+                    s.seen().state.map_or("unknown", |w| w.name())
+                ),
+                ("sans-serif", 18),
+            )
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(64)
@@ -136,6 +143,7 @@ pub(crate) fn svg(s: &Sweep) -> anyhow::Result<String> {
             })
             .x_desc("percentile")
             .y_desc("microseconds")
+            .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()
             .map_err(|e| err(&e))?;
         for (i, d) in s.round_trips.iter().enumerate() {

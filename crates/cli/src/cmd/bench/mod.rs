@@ -43,7 +43,8 @@ against a multi-threaded server instead. See docs/performance.md."
 pub(crate) struct BenchArgs {
     /// Run on one CPU only (the first this process may use), every thread
     /// of the bench sharing it, as with `taskset -c 0`: the single-CPU
-    /// variant, where thread wake-ups are fast and CPU cost dominates.
+    /// variant (on an otherwise quiet machine wake-ups are fast there and
+    /// CPU cost dominates; the report says which state it saw).
     #[arg(long, global = true)]
     pin: bool,
     #[command(subcommand)]

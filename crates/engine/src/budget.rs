@@ -31,6 +31,7 @@
 //! no thread, no I/O. A driver whose engine waits for memory released by
 //! another connection parks on [`MemoryBudget::poll_released`].
 
+use rpcrdma_sync::lock;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
@@ -98,7 +99,7 @@ impl MemoryBudget {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner.state)
     }
 
     /// The limit in octets.

@@ -172,9 +172,22 @@ pub struct Engine<P: ProtectionDomain> {
     pub(crate) stall_since: Option<Instant>,
 
     next_wr: u64,
+    /// Receives and signaled send-queue work requests outstanding.
     wrs: IdMap<u64, Wr>,
+    /// Send-queue work requests posted and not known complete: the
+    /// unsignaled ones count until a later signaled one completes (a
+    /// send queue completes in order).
     sq_busy: u32,
     sq_limit: u32,
+    /// Send-queue work requests posted so far.
+    sq_posted: u64,
+    /// Every send-queue work request up to this count is complete.
+    sq_done: u64,
+    /// Signaled send-queue work requests outstanding (id, count once
+    /// posted), in posting order.
+    sq_signaled: VecDeque<(u64, u64)>,
+    /// Unsignaled work requests posted since the last signaled one.
+    unsignaled_run: u32,
     sq_backlog: VecDeque<SendWr>,
     out_send: VecDeque<SendWr>,
     out_recv: VecDeque<RecvWr>,
@@ -342,6 +355,10 @@ impl<P: ProtectionDomain> Engine<P> {
             wrs: IdMap::default(),
             sq_busy: 0,
             sq_limit: caps.send_depth.max(1),
+            sq_posted: 0,
+            sq_done: 0,
+            sq_signaled: VecDeque::new(),
+            unsignaled_run: 0,
             sq_backlog: VecDeque::new(),
             out_send: VecDeque::new(),
             out_recv: VecDeque::new(),
@@ -548,14 +565,16 @@ impl<P: ProtectionDomain> Engine<P> {
     /// data) or RDMA Reads are out. Our own calls' Sends are the RPC
     /// layer's to time out.
     fn stall_watched(&self) -> bool {
-        self.failed.is_none() && self.sq_busy > 0 && (self.reads_busy > 0 || self.mem_used > 0)
+        self.failed.is_none()
+            && !self.sq_signaled.is_empty()
+            && (self.reads_busy > 0 || self.mem_used > 0)
     }
 
     /// Records the time of an input; starts the stall watch if work is on
     /// the send queue and no time has been recorded for it yet.
     pub(crate) fn note_time(&mut self, now: Instant) {
         self.last_now = Some(now);
-        if self.sq_busy == 0 {
+        if self.sq_signaled.is_empty() {
             self.stall_since = None;
         } else if self.stall_since.is_none() {
             self.stall_since = Some(now);
@@ -609,7 +628,18 @@ impl<P: ProtectionDomain> Engine<P> {
     /// Feeds one work completion of this connection's queue pair.
     pub fn handle_completion(&mut self, now: Instant, wc: WorkCompletion) {
         let Some(kind) = self.wrs.remove(&wc.wr_id) else {
-            tracing::debug!(wr_id = wc.wr_id, "completion for an unknown work request");
+            // An unsignaled Send reports only its failure (verbs).
+            if !wc.status.is_ok() && self.failed.is_none() {
+                if wc.status != WcStatus::WrFlush {
+                    tracing::warn!(opcode = ?wc.opcode, status = ?wc.status, "work request failed");
+                }
+                self.fail(EngineError::WorkRequest {
+                    opcode: wc.opcode,
+                    status: wc.status,
+                });
+            } else {
+                tracing::debug!(wr_id = wc.wr_id, "completion for an unknown work request");
+            }
             return;
         };
         if kind == Wr::Recv {
@@ -620,7 +650,7 @@ impl<P: ProtectionDomain> Engine<P> {
             if let Some(held) = self.replying.remove(&wc.wr_id) {
                 self.release_held(held);
             }
-            self.sq_busy = self.sq_busy.saturating_sub(1);
+            self.sq_completed(wc.wr_id);
             if let Wr::Read { .. } = kind {
                 self.reads_busy = self.reads_busy.saturating_sub(1);
             }
@@ -675,6 +705,8 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     /// Queues a send-queue work request, keeping within the queue depth.
+    /// A work request that is not signaled (a Send whose completion
+    /// nobody waits for; see [`Self::push_send`]) has no entry in `wrs`.
     pub(crate) fn push_sq(&mut self, wr: SendWr) {
         match &wr.op {
             SendOp::Write { .. } => self.stats.rdma_writes += 1,
@@ -685,24 +717,69 @@ impl<P: ProtectionDomain> Engine<P> {
         self.pump_sq();
     }
 
+    /// Posts backlogged work requests while the send queue has room.
+    ///
+    /// Sends nobody waits for go unsignaled (verbs: no completion unless
+    /// they fail), except one in every `sq_limit / 2`, whose completion
+    /// tells that every work request before it completed too (a send queue
+    /// completes in order), so a full queue always holds a signaled one.
     fn pump_sq(&mut self) {
+        let signal_every = (self.sq_limit / 2).max(1);
         while self.sq_busy < self.sq_limit {
-            let Some(wr) = self.sq_backlog.pop_front() else {
+            let Some(mut wr) = self.sq_backlog.pop_front() else {
                 break;
             };
+            if !wr.signaled && self.unsignaled_run + 1 >= signal_every {
+                wr.signaled = true;
+                self.wrs.insert(wr.wr_id, Wr::Send);
+            }
             self.sq_busy += 1;
+            self.sq_posted += 1;
+            if wr.signaled {
+                self.unsignaled_run = 0;
+                self.sq_signaled.push_back((wr.wr_id, self.sq_posted));
+            } else {
+                self.unsignaled_run += 1;
+                self.stats.sends_unsignaled += 1;
+            }
             self.out_send.push_back(wr);
+        }
+    }
+
+    /// A signaled send-queue work request completed: so did every one
+    /// posted before it.
+    fn sq_completed(&mut self, wr_id: u64) {
+        while let Some(&(id, count)) = self.sq_signaled.front() {
+            self.sq_signaled.pop_front();
+            if count > self.sq_done {
+                self.sq_busy = self
+                    .sq_busy
+                    .saturating_sub(u32::try_from(count - self.sq_done).unwrap_or(u32::MAX));
+                self.sq_done = count;
+            }
+            if id == wr_id {
+                break;
+            }
         }
     }
 
     /// Queues a Send of `header` followed by `sges[1..]`: the gather list
     /// comes with index 0 left for the header (or empty, for a header
-    /// alone).
-    pub(crate) fn push_send(
+    /// alone). Nobody waits for its completion, so it may go unsignaled
+    /// ([`Self::pump_sq`]).
+    pub(crate) fn push_send(&mut self, header: &Header, sges: Vec<Sge>, invalidate: Option<u32>) {
+        let wr_id = self.next_wr;
+        self.next_wr += 1;
+        self.push_send_as(header, sges, invalidate, wr_id, false);
+    }
+
+    fn push_send_as(
         &mut self,
         header: &Header,
         mut sges: Vec<Sge>,
         invalidate: Option<u32>,
+        wr_id: u64,
+        signaled: bool,
     ) {
         // Headers are encoded into an arena: each is a view of it, and
         // its memory is reused once the provider dropped the views.
@@ -716,7 +793,6 @@ impl<P: ProtectionDomain> Engine<P> {
             Some(slot) => *slot = hb,
             None => sges.push(hb),
         }
-        let wr_id = self.wr_id(Wr::Send);
         self.push_sq(SendWr {
             wr_id,
             op: SendOp::Send {
@@ -724,12 +800,12 @@ impl<P: ProtectionDomain> Engine<P> {
                 solicited: false,
                 invalidate,
             },
-            signaled: true,
+            signaled,
         });
     }
 
     /// Like [`Self::push_send`], for a reply whose call still holds memory
-    /// (`held`) until this Send completes.
+    /// (`held`) until this Send completes (signaled then).
     pub(crate) fn push_send_holding(
         &mut self,
         header: &Header,
@@ -737,10 +813,12 @@ impl<P: ProtectionDomain> Engine<P> {
         invalidate: Option<u32>,
         held: Held,
     ) {
-        let id = self.next_wr;
-        self.push_send(header, sges, invalidate);
         if held.charge > 0 || !held.sinks.is_empty() {
+            let id = self.wr_id(Wr::Send);
             self.replying.insert(id, held);
+            self.push_send_as(header, sges, invalidate, id, true);
+        } else {
+            self.push_send(header, sges, invalidate);
         }
     }
 
@@ -787,7 +865,10 @@ impl<P: ProtectionDomain> Engine<P> {
             self.recvs_posted += 1;
             let buf = self.reusable_buffer().unwrap_or_else(|| {
                 self.stats.recv_buffers_allocated += 1;
-                BytesMut::zeroed(self.recv_size)
+                // Made shared now (once per buffer): the message views
+                // handed up and the buffer's reuse then cost a reference
+                // count each, not an allocation.
+                BytesMut::zeroed(self.recv_size).split_to(self.recv_size)
             });
             self.out_recv.push_back(RecvWr { wr_id, buf });
         }

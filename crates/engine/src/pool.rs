@@ -94,22 +94,31 @@ impl BufPool {
     /// the module documentation).
     pub(crate) fn take(&mut self, len: usize) -> Option<BytesMut> {
         let most = len.saturating_mul(2).saturating_add(64 * 1024);
-        for _ in 0..self.spare.len() {
-            let b = self.spare.pop_front()?;
+        // The smallest that fits, and of those the most recently kept: its
+        // octets are the likeliest to be in the CPU's caches still (the
+        // buffers in use stay few).
+        let mut best: Option<(usize, usize)> = None;
+        for (i, b) in self.spare.iter().enumerate().rev() {
             let blen = b.len();
-            if blen < len || blen > most {
-                self.spare.push_back(b);
+            if blen < len || blen > most || !b.is_unique() {
                 continue;
             }
-            match b.try_into_mut() {
-                Ok(m) => {
-                    self.bytes -= blen;
-                    return Some(m);
-                }
-                Err(still_used) => self.spare.push_back(still_used),
+            if best.is_none_or(|(_, l)| blen < l) {
+                best = Some((i, blen));
             }
         }
-        None
+        let (i, blen) = best?;
+        let b = self.spare.remove(i)?;
+        match b.try_into_mut() {
+            Ok(m) => {
+                self.bytes -= blen;
+                Some(m)
+            }
+            Err(still_used) => {
+                self.spare.insert(i, still_used);
+                None
+            }
+        }
     }
 
     /// Number of buffers remembered.

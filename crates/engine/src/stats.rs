@@ -36,6 +36,10 @@ pub struct Stats {
     /// Answers not sent because our send queue was backed up (`RDMA_ERROR`
     /// for bad messages, `SYSTEM_ERR` for calls beyond the grant).
     pub answers_dropped: u64,
+    /// Sends posted unsignaled: nobody waits for their completion, so the
+    /// provider reports one only if they fail (a send queue completes in
+    /// order: a later signaled work request's completion covers them).
+    pub sends_unsignaled: u64,
     /// Calls the peer sent beyond our grant.
     pub credit_overruns: u64,
     /// Memory registrations made.

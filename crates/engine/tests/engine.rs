@@ -62,6 +62,71 @@ fn short_call_and_reply() {
 }
 
 #[test]
+fn sends_nobody_waits_for_go_unsignaled_and_a_small_send_queue_still_drains() {
+    for depth in [1u32, 2, 3, 4, 16, 128] {
+        let mut o = PairOptions::default();
+        o.caps.send_depth = depth;
+        let mut pair = Pair::with(o);
+        for xid in 1..=40u32 {
+            pair.client
+                .engine
+                .send_call(
+                    pair.now,
+                    xid,
+                    call(xid, 0, &[], None),
+                    ReplyHints::default(),
+                )
+                .unwrap();
+            echo_server(&mut pair);
+            take_reply(&mut pair, xid);
+        }
+        // One Send in every depth / 2 asks for a completion, which tells
+        // that the ones before it completed too.
+        let every = u64::from((depth / 2).max(1));
+        for (name, end) in [("client", &pair.client), ("server", &pair.server)] {
+            let unsignaled = end.engine.stats().sends_unsignaled;
+            let sends = end.sent.len() as u64;
+            assert!(sends >= 40, "{name}: {sends} Sends");
+            let signaled = sends - unsignaled;
+            assert!(
+                signaled >= sends / every && signaled <= sends / every + 2,
+                "{name}, depth {depth}: {signaled} of {sends} Sends signaled"
+            );
+        }
+        pair.assert_no_leaks();
+    }
+}
+
+#[test]
+fn a_failed_unsignaled_send_ends_the_connection() {
+    let mut pair = Pair::new();
+    pair.client
+        .engine
+        .send_call(pair.now, 1, call(1, 0, &[], None), ReplyHints::default())
+        .unwrap();
+    echo_server(&mut pair);
+    take_reply(&mut pair, 1);
+    assert!(pair.client.engine.stats().sends_unsignaled > 0);
+    // Verbs reports an unsignaled work request only when it fails: its id
+    // is in no table of ours.
+    let failed = rpcrdma_verbs::WorkCompletion {
+        wr_id: u64::MAX,
+        opcode: rpcrdma_verbs::WcOpcode::Send,
+        status: rpcrdma_verbs::WcStatus::RemoteAccess,
+        byte_len: 0,
+        invalidated_rkey: None,
+        solicited: false,
+        buf: None,
+    };
+    pair.client.engine.handle_completion(pair.now, failed);
+    assert!(matches!(
+        pair.client.engine.error(),
+        Some(EngineError::WorkRequest { .. })
+    ));
+    pair.assert_no_leaks();
+}
+
+#[test]
 fn write_1mib_travels_in_a_read_chunk() {
     let mut pair = Pair::new();
     let data = pattern(1 << 20, 3);

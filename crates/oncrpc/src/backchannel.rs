@@ -32,9 +32,10 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::client::{Client, ClientConfig, ConnSource, SourceError};
-use crate::conn::{lock, ConnOps, Connection, SharedXids, XidAlloc};
+use crate::conn::{ConnOps, Connection, SharedXids, XidAlloc};
 use crate::error::TransportError;
 use crate::service::BoxFuture;
+use rpcrdma_sync::lock;
 
 /// The Upper Layer's name for one client, stable across its connections
 /// (for NFSv4.1, its client ID or session ID). Opaque bytes; the Upper

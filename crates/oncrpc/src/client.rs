@@ -13,9 +13,9 @@ use tracing::Instrument;
 use crate::auth::Credential;
 use crate::backchannel::ClientKey;
 use crate::codec::{Marshal, Unmarshal};
-use crate::conn::{
-    lock, ConnOps, Connection, OpenAs, Outcome, ServeLimits, SharedXids, Side, XidAlloc,
-};
+use rpcrdma_sync::lock;
+
+use crate::conn::{ConnOps, Connection, OpenAs, Outcome, ServeLimits, SharedXids, Side, XidAlloc};
 use crate::error::{MessageError, RpcError, TransportError};
 use crate::msg::{
     decode_header, AcceptedStatus, CallHeader, Header, OpaqueAuth, RejectedReply, ReplyBody,
@@ -217,6 +217,9 @@ struct ClientInner {
     xids: SharedXids,
     in_flight: Semaphore,
     config: ClientConfig,
+    /// Where calls are encoded (no allocation per call; see
+    /// [`PayloadEncoder::in_arena`]).
+    arena: Mutex<bytes::BytesMut>,
 }
 
 impl Drop for ClientInner {
@@ -255,28 +258,59 @@ impl fmt::Debug for Client {
 struct CallGuard {
     conn: Option<Arc<dyn ConnOps>>,
     xid: u32,
+    /// Whether the wait is still registered (the poll that returned the
+    /// outcome removed it).
+    waiting: bool,
 }
 
 impl CallGuard {
-    /// Stops waiting on the connection and awaits the transport's release.
+    /// Stops waiting on the connection and awaits the transport's release
+    /// (at once when it needs no waiting).
     async fn finish(&mut self) {
-        if let Some(c) = self.conn.as_ref() {
-            c.unregister(self.xid);
-            c.release(self.xid).await;
+        if let Some(c) = self.conn.take() {
+            if self.waiting {
+                c.unregister(self.xid);
+            }
+            if !c.try_release(self.xid) {
+                c.release(self.xid).await;
+            }
         }
-        self.conn = None;
+    }
+
+    /// Waits for the call's outcome (`None`: the connection was lost).
+    async fn outcome(&mut self) -> Option<Outcome> {
+        let c = self.conn.as_ref()?;
+        let xid = self.xid;
+        let r = std::future::poll_fn(|cx| c.poll_outcome(xid, cx)).await;
+        self.waiting = false;
+        r
     }
 }
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
         if let Some(c) = self.conn.take() {
-            c.unregister(self.xid);
+            if self.waiting {
+                c.unregister(self.xid);
+            }
             let xid = self.xid;
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(async move { c.release(xid).await });
+            if !c.try_release(xid) {
+                if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                    rt.spawn(async move { c.release(xid).await });
+                }
             }
         }
+    }
+}
+
+/// Runs `fut` until `deadline`: polled once right away, and put under a
+/// timer only if it has to wait (most sends complete at once).
+async fn until<F: Future>(deadline: Instant, fut: F) -> Result<F::Output, ()> {
+    let mut fut = std::pin::pin!(fut);
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
+    match first {
+        std::task::Poll::Ready(v) => Ok(v),
+        std::task::Poll::Pending => timeout_at(deadline, fut).await.map_err(|_| ()),
     }
 }
 
@@ -347,6 +381,7 @@ impl Client {
                 xids,
                 in_flight: Semaphore::new(config.max_in_flight.max(1)),
                 config,
+                arena: Mutex::new(bytes::BytesMut::new()),
             }),
             cred,
             timeout,
@@ -409,11 +444,14 @@ impl Client {
             cred: self.cred.clone(),
             verf: OpaqueAuth::none(),
         };
-        let mut pe = PayloadEncoder::with_capacity(header.encoded_len() + 64);
-        let mut enc = pe.encoder();
-        header.encode(&mut enc);
-        args.marshal(&mut enc);
-        let message = pe.finish();
+        let message = {
+            let mut arena = lock(&self.inner.arena);
+            let mut pe = PayloadEncoder::in_arena(&mut arena, header.encoded_len() + 64);
+            let mut enc = pe.encoder();
+            header.encode(&mut enc);
+            args.marshal(&mut enc);
+            pe.finish_into(&mut arena)
+        };
         let span = tracing::debug_span!(
             "rpc_call",
             xid = format_args!("{xid:#010x}"),
@@ -449,10 +487,17 @@ impl Client {
             xid,
             after: self.timeout,
         };
-        let _permit = timeout_at(deadline, inner.in_flight.acquire())
-            .await
-            .map_err(|_| timed_out())?
-            .map_err(|_| RpcError::Shutdown)?;
+        // A free slot is taken without a future (or a timer).
+        let _permit = match inner.in_flight.try_acquire() {
+            Ok(p) => p,
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(RpcError::Shutdown),
+            Err(tokio::sync::TryAcquireError::NoPermits) => {
+                timeout_at(deadline, inner.in_flight.acquire())
+                    .await
+                    .map_err(|_| timed_out())?
+                    .map_err(|_| RpcError::Shutdown)?
+            }
+        };
         let mut sends = 0u32;
         let mut tries = 0u32;
         let reconnects = inner.source.can_reconnect();
@@ -498,19 +543,24 @@ impl Client {
                 }
                 Ok(c) => c,
             };
-            let Some(rx) = conn.register(xid, deadline) else {
+            if !conn.register(xid, deadline) {
                 continue;
-            };
+            }
             let mut guard = CallGuard {
                 conn: Some(conn.clone()),
                 xid,
+                waiting: true,
             };
             sends += 1;
             if sends > 1 {
                 tracing::debug!(conn = conn.id(), "retransmitting on a new connection");
             }
-            match timeout_at(deadline, conn.send_call(xid, message.clone(), hints)).await {
-                Err(_) => {
+            let sent = match conn.try_send_call(xid, message.clone(), hints) {
+                Ok(r) => Ok(r),
+                Err(message) => until(deadline, conn.send_call(xid, message, hints)).await,
+            };
+            match sent {
+                Err(()) => {
                     guard.finish().await;
                     return Err(timed_out());
                 }
@@ -530,13 +580,13 @@ impl Client {
             }
             // No timer of our own: the connection's reader ends the wait
             // at the deadline (Outcome::TimedOut).
-            let outcome = rx.await;
+            let outcome = guard.outcome().await;
             guard.finish().await;
             match outcome {
-                Ok(Outcome::TimedOut) => return Err(timed_out()),
-                Ok(Outcome::Reply(reply)) => return Ok(reply),
-                Ok(Outcome::Failed(source)) => return Err(RpcError::Transport { xid, source }),
-                Err(_lost) => {
+                Some(Outcome::TimedOut) => return Err(timed_out()),
+                Some(Outcome::Reply(reply)) => return Ok(reply),
+                Some(Outcome::Failed(source)) => return Err(RpcError::Transport { xid, source }),
+                None => {
                     tracing::debug!(conn = conn.id(), "connection lost before the reply");
                 }
             }

@@ -35,10 +35,10 @@ use bytes::{Bytes, BytesMut};
 use rpcrdma_xdr::{pad_len, Payload};
 use tokio::sync::{mpsc, Notify};
 
-use crate::conn::lock;
 use crate::error::TransportError;
 use crate::msg::{peek_kind, MsgType};
 use crate::transport::{CallHints, Connector, Received, Transport};
+use rpcrdma_sync::lock;
 
 /// Settings of an in-memory pair.
 #[derive(Debug, Clone)]

@@ -9,10 +9,11 @@ use tokio::sync::{watch, Semaphore};
 use tracing::Instrument;
 
 use crate::backchannel::Backchannels;
-use crate::conn::{lock, Connection, OpenAs, ServeLimits, Side};
+use crate::conn::{Connection, OpenAs, ServeLimits, Side};
 use crate::service::Services;
 use crate::tcp::{TcpConfig, TcpTransport};
 use crate::transport::Transport;
+use rpcrdma_sync::lock;
 
 /// Default of [`ServerConfig::callback_reconnect_wait`]: 30 s.
 pub const DEFAULT_CALLBACK_WAIT: Duration = Duration::from_secs(30);

@@ -209,7 +209,9 @@ pub enum Dispatch {
     /// Nothing can be answered (the header is undecodable, or it is not a
     /// call); the reason is for logs.
     Drop(MessageError),
-    /// The framework's answer, to send as is.
+    /// The answer, to send as is: the framework's (an error status), or
+    /// the handler's when it finished at once (the dispatch polls it once,
+    /// so a handler that never waits costs no task and no boxed wrapper).
     Reply(Payload),
     /// Run the handler; the future yields the encoded reply.
     Run {
@@ -432,29 +434,38 @@ impl Services {
                 return accepted(xid, AcceptedStatus::GarbageArgs);
             }
         };
+        // Poll the handler once right here: most finish at once (no I/O to
+        // wait for), and then no task and no wrapper is needed. One that
+        // waits is polled again by its task, with a real waker (futures
+        // register the waker of their latest poll).
+        let mut fut = fut;
+        let noop = std::task::Waker::noop();
+        let mut cx = Context::from_waker(noop);
+        let first = std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx)));
+        match first {
+            Ok(Poll::Ready(r)) => {
+                let reply = encode_result(connection, xid, r);
+                if let Some(t) = ticket {
+                    t.complete(reply.clone());
+                }
+                return Dispatch::Reply(reply);
+            }
+            Ok(Poll::Pending) => {}
+            Err(_) => {
+                let reply = encode_panic(xid);
+                if let Some(t) = ticket {
+                    t.complete(reply.clone());
+                }
+                return Dispatch::Reply(reply);
+            }
+        }
+        let connection = connection.clone();
         Dispatch::Run {
             xid,
             future: Box::pin(async move {
                 let reply = match CatchUnwind(fut).await {
-                    Ok(Ok(results)) => encode_success(xid, &*results),
-                    Ok(Err(ProcError::Auth(stat))) => {
-                        encode_reply(&ReplyHeader::denied(xid, RejectedReply::AuthError(stat)))
-                    }
-                    Ok(Err(e)) => encode_reply(&ReplyHeader::accepted(
-                        xid,
-                        match e {
-                            ProcError::GarbageArgs => AcceptedStatus::GarbageArgs,
-                            ProcError::ProcUnavail => AcceptedStatus::ProcUnavail,
-                            _ => AcceptedStatus::SystemErr,
-                        },
-                    )),
-                    Err(()) => {
-                        tracing::error!(
-                            xid = format_args!("{xid:#010x}"),
-                            "RPC handler panicked; answering SYSTEM_ERR"
-                        );
-                        encode_reply(&ReplyHeader::accepted(xid, AcceptedStatus::SystemErr))
-                    }
+                    Ok(r) => encode_result(&connection, xid, r),
+                    Err(()) => encode_panic(xid),
                 };
                 if let Some(t) = ticket {
                     t.complete(reply.clone());
@@ -463,6 +474,41 @@ impl Services {
             }),
         }
     }
+}
+
+/// Encodes a handler's outcome (results in the connection's arena).
+fn encode_result(connection: &Connection, xid: u32, r: Reply) -> Payload {
+    match r {
+        Ok(results) => {
+            let h = ReplyHeader::success(xid);
+            let mut arena = rpcrdma_sync::lock(connection.ops.arena());
+            let mut pe = PayloadEncoder::in_arena(&mut arena, h.encoded_len() + 64);
+            let mut enc = pe.encoder();
+            h.encode(&mut enc);
+            results.marshal(&mut enc);
+            pe.finish_into(&mut arena)
+        }
+        Err(ProcError::Auth(stat)) => {
+            encode_reply(&ReplyHeader::denied(xid, RejectedReply::AuthError(stat)))
+        }
+        Err(e) => encode_reply(&ReplyHeader::accepted(
+            xid,
+            match e {
+                ProcError::GarbageArgs => AcceptedStatus::GarbageArgs,
+                ProcError::ProcUnavail => AcceptedStatus::ProcUnavail,
+                _ => AcceptedStatus::SystemErr,
+            },
+        )),
+    }
+}
+
+/// The answer to a call whose handler panicked.
+fn encode_panic(xid: u32) -> Payload {
+    tracing::error!(
+        xid = format_args!("{xid:#010x}"),
+        "RPC handler panicked; answering SYSTEM_ERR"
+    );
+    encode_reply(&ReplyHeader::accepted(xid, AcceptedStatus::SystemErr))
 }
 
 /// Completes a cache entry with the reply, or abandons it if the call's

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::BytesMut;
+use rpcrdma_sync::lock;
 use rpcrdma_xdr::Payload;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
@@ -122,10 +123,6 @@ impl std::fmt::Debug for TcpTransport {
     }
 }
 
-fn lock_w(m: &Mutex<WriteState>) -> std::sync::MutexGuard<'_, WriteState> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl TcpTransport {
     /// Wraps a connected stream (sets `TCP_NODELAY`, starts the writer
     /// task; must run inside a tokio runtime).
@@ -188,7 +185,7 @@ impl TcpTransport {
             tokio::pin!(space);
             space.as_mut().enable();
             {
-                let mut st = lock_w(&self.write.state);
+                let mut st = lock(&self.write.state);
                 if st.failed || st.closing || self.shared.closed.load(Ordering::Acquire) {
                     return Err(TransportError::Closed);
                 }
@@ -267,7 +264,7 @@ fn iovecs<'a>(slices: &[&'a [u8]], mut skip: usize) -> Vec<IoSlice<'a>> {
 impl Drop for TcpTransport {
     fn drop(&mut self) {
         // Let the writer task flush and stop even if close() never ran.
-        lock_w(&self.write.state).closing = true;
+        lock(&self.write.state).closing = true;
         self.write.work.notify_one();
     }
 }
@@ -358,7 +355,7 @@ impl Transport for TcpTransport {
 
     async fn close(&self) {
         self.shared.close();
-        lock_w(&self.write.state).closing = true;
+        lock(&self.write.state).closing = true;
         // The writer flushes what is queued, then shuts the socket down.
         self.write.work.notify_one();
         self.write.space.notify_waiters();
@@ -381,7 +378,7 @@ async fn writer(stream: Arc<TcpStream>, write: Arc<WriteSide>, shared: Arc<Share
         tokio::pin!(work);
         work.as_mut().enable();
         let batch: Vec<(Payload, usize)> = {
-            let mut st = lock_w(&write.state);
+            let mut st = lock(&write.state);
             if st.failed {
                 break;
             }
@@ -401,7 +398,7 @@ async fn writer(stream: Arc<TcpStream>, write: Arc<WriteSide>, shared: Arc<Share
             continue;
         }
         let result = write_batch(&stream, &batch, write.max_fragment).await;
-        let mut st = lock_w(&write.state);
+        let mut st = lock(&write.state);
         match result {
             Ok(()) => {
                 for _ in 0..batch.len() {
@@ -419,7 +416,7 @@ async fn writer(stream: Arc<TcpStream>, write: Arc<WriteSide>, shared: Arc<Share
         }
     }
     {
-        let mut st = lock_w(&write.state);
+        let mut st = lock(&write.state);
         st.failed = true;
         st.queue.clear();
     }

@@ -200,6 +200,23 @@ pub trait Transport: Send + Sync + 'static {
         hints: &CallHints,
     ) -> impl Future<Output = Result<(), TransportError>> + Send;
 
+    /// The per-call fast path of [`Transport::send_call`]: sends the call
+    /// at once if that needs no waiting (no flow control to wait for),
+    /// returning `Ok` with the outcome; otherwise gives the message back
+    /// (`Err`) and the caller awaits [`Transport::send_call`]. Saves the RPC
+    /// layer a boxed future per call.
+    ///
+    /// The default always gives the message back.
+    fn try_send_call(
+        &self,
+        xid: u32,
+        message: Payload,
+        hints: &CallHints,
+    ) -> Result<Result<(), TransportError>, Payload> {
+        let _ = (xid, hints);
+        Err(message)
+    }
+
     /// Sends the reply to a call received with `context`.
     fn send_reply(
         &self,
@@ -207,16 +224,47 @@ pub trait Transport: Send + Sync + 'static {
         message: Payload,
     ) -> impl Future<Output = Result<(), TransportError>> + Send;
 
+    /// The fast path of [`Transport::send_reply`]: sends the reply at once
+    /// if that needs no waiting (`Ok` with the outcome); otherwise gives
+    /// the context and message back (`Err`) and the caller awaits
+    /// [`Transport::send_reply`]. Saves the RPC layer a task (or a boxed
+    /// future) per reply.
+    ///
+    /// The default always gives them back.
+    #[allow(clippy::type_complexity)]
+    fn try_send_reply(
+        &self,
+        context: Self::CallContext,
+        message: Payload,
+    ) -> Result<Result<(), TransportError>, (Self::CallContext, Payload)> {
+        Err((context, message))
+    }
+
     /// Waits for the next message.
     fn recv(
         &self,
     ) -> impl Future<Output = Result<Received<Self::CallContext>, TransportError>> + Send;
+
+    /// The RPC layer stops calling [`Transport::recv`] for a while (it
+    /// waits for calls in progress to finish before reading more, or it
+    /// stops reading for good). A transport that does its I/O on the task
+    /// that calls `recv` hands it to a task of its own meanwhile. Does
+    /// nothing by default.
+    fn recv_paused(&self) {}
 
     /// Tells the transport the client is finished with call `xid` (reply
     /// handed over, timed out, cancelled, or about to be retransmitted
     /// elsewhere). The client awaits this before the caller sees the
     /// outcome. Must be harmless for an unknown xid.
     fn release(&self, xid: u32) -> impl Future<Output = ()> + Send;
+
+    /// The fast path of [`Transport::release`]: releases `xid` at once if
+    /// that needs no waiting and returns true; false means the caller
+    /// awaits [`Transport::release`] (the default).
+    fn try_release(&self, xid: u32) -> bool {
+        let _ = xid;
+        false
+    }
 
     /// The RPC layer will not answer a call received with `context` (its
     /// header could not be decoded, or it is not a call: RFC 5531 has no

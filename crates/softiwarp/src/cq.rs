@@ -5,8 +5,9 @@ use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 
+use rpcrdma_sync::lock;
 use rpcrdma_verbs::{CompletionQueue, WorkCompletion};
 
 use crate::qp::QpInner;
@@ -25,6 +26,10 @@ struct CqInner {
     capacity: usize,
     /// Queue pairs whose completions come here.
     owners: Mutex<Vec<Weak<QpInner>>>,
+    /// The queue pair whose socket the task polling
+    /// [`CompletionQueue::poll_wait`] reads, while it does (until
+    /// [`CompletionQueue::pause`]).
+    poller: Mutex<Option<Weak<QpInner>>>,
 }
 
 /// A completion queue (a cheap handle; clones share the queue).
@@ -53,16 +58,22 @@ impl Cq {
                 }),
                 capacity: capacity.max(1),
                 owners: Mutex::new(Vec::new()),
+                poller: Mutex::new(None),
             }),
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, CqState> {
-        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner.state)
     }
 
-    /// Adds completions; wakes the waiters.
-    pub(crate) fn push_all(&self, wcs: &mut Vec<WorkCompletion>) -> Result<(), Overrun> {
+    /// Adds completions; wakes the waiters (except `me`, the task that is
+    /// reading them in itself and looks at the queue right after).
+    pub(crate) fn push_all(
+        &self,
+        wcs: &mut Vec<WorkCompletion>,
+        me: Option<&Waker>,
+    ) -> Result<(), Overrun> {
         if wcs.is_empty() {
             return Ok(());
         }
@@ -79,13 +90,15 @@ impl Cq {
         // Woken under the lock (a waker only schedules its task) so the
         // vector keeps its capacity: no allocation per completion.
         for w in st.waiters.drain(..) {
-            w.wake();
+            if !me.is_some_and(|m| m.will_wake(&w)) {
+                w.wake();
+            }
         }
         res
     }
 
     pub(crate) fn attach(&self, qp: &Arc<QpInner>) {
-        let mut o = self.inner.owners.lock().unwrap_or_else(|p| p.into_inner());
+        let mut o = lock(&self.inner.owners);
         o.retain(|w| w.strong_count() > 0);
         if !o.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(qp))) {
             o.push(Arc::downgrade(qp));
@@ -94,7 +107,7 @@ impl Cq {
 
     /// The one live queue pair feeding this queue, if there is exactly one.
     fn sole_owner(&self) -> Option<Arc<QpInner>> {
-        let mut o = self.inner.owners.lock().unwrap_or_else(|p| p.into_inner());
+        let mut o = lock(&self.inner.owners);
         if o.len() > 1 {
             o.retain(|w| w.strong_count() > 0);
         }
@@ -171,9 +184,64 @@ impl CompletionQueue for Cq {
             if !socket_ready {
                 return;
             }
-            qp.read_ready();
+            qp.read_ready(None);
             if !self.lock().q.is_empty() {
                 return;
+            }
+        }
+    }
+
+    /// Like `wait`, for the task that keeps polling: it reads the sole
+    /// queue pair's socket itself (the I/O task stands aside) from its
+    /// first poll until [`CompletionQueue::pause`], so no task is entered
+    /// or left per completion.
+    fn poll_wait(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.lock().q.is_empty() {
+            return Poll::Ready(());
+        }
+        let qp = {
+            let mut p = lock(&self.inner.poller);
+            match p.as_ref().and_then(Weak::upgrade) {
+                Some(qp) => Some(qp),
+                None => {
+                    let qp = self.sole_owner();
+                    if let Some(qp) = &qp {
+                        qp.start_io();
+                        qp.consumers.fetch_add(1, Ordering::AcqRel);
+                        *p = Some(Arc::downgrade(qp));
+                    }
+                    qp
+                }
+            }
+        };
+        if let Some(qp) = qp {
+            while qp.wants_read() {
+                match qp.poll_read_ready(cx) {
+                    Poll::Ready(()) => {
+                        qp.read_ready(Some(cx.waker()));
+                        if !self.lock().q.is_empty() {
+                            return Poll::Ready(());
+                        }
+                    }
+                    Poll::Pending => break,
+                }
+            }
+        }
+        let mut st = self.lock();
+        if st.q.is_empty() {
+            register(&mut st.waiters, cx.waker());
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    }
+
+    /// Hands the socket back to the I/O task.
+    fn pause(&self) {
+        let qp = lock(&self.inner.poller).take().and_then(|w| w.upgrade());
+        if let Some(qp) = qp {
+            if qp.consumers.fetch_sub(1, Ordering::AcqRel) == 1 {
+                qp.hand_back_read();
             }
         }
     }

@@ -6,6 +6,7 @@ use bytes::{Bytes, BytesMut};
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use rpcrdma_iwarp::mr::{KeySource, MrInfo, MrTable, DEFAULT_MAX_REGIONS};
+use rpcrdma_sync::lock;
 use rpcrdma_verbs::{
     Access, DeregisterError, MemoryRegion, MrBuffer, ProtectionDomain, RegisterError,
 };
@@ -40,7 +41,7 @@ impl PdInner {
     /// was held) still yields the table: its state is consistent after
     /// every call.
     pub(crate) fn table(&self) -> MutexGuard<'_, MrTable> {
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.table)
     }
 }
 
@@ -61,7 +62,7 @@ impl Pd {
     }
 
     fn register(&self, buf: MrBuffer, access: Access) -> Result<Mr, RegisterError> {
-        let mut keys = KeyGuard(self.inner.keys.0.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut keys = KeyGuard(lock(&self.inner.keys.0));
         let info = self.inner.table().register(buf, access, &mut keys)?;
         Ok(Mr {
             pd: Some(self.inner.clone()),

@@ -15,7 +15,8 @@ use std::io::{self, IoSlice, IoSliceMut};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rpcrdma_iwarp::conn::{ConnError, Connection, Event};
+use rpcrdma_iwarp::conn::{ConnError, Connection, Event, MAX_RECV_SLICES};
+use rpcrdma_sync::{lock, Signal};
 use rpcrdma_verbs::{
     DisconnectReason, PostError, QpCaps, QueuePair, RecvWr, SendWr, WcOpcode, WorkCompletion,
 };
@@ -48,6 +49,7 @@ pub(crate) struct QpInner {
     stream: TcpStream,
     send_cq: Cq,
     recv_cq: Cq,
+    /// Wakes the I/O task.
     wake: Signal,
     closed: Closed,
     caps: QpCaps,
@@ -65,47 +67,6 @@ pub(crate) struct QpInner {
 /// (a purely passive consumer that only exposes memory).
 const START_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// Wakes the I/O task: a flag and one waker (cheaper than a general
-/// notifier on the per-message path).
-#[derive(Debug, Default)]
-struct Signal {
-    set: std::sync::atomic::AtomicBool,
-    waker: Mutex<Option<Waker>>,
-}
-
-impl Signal {
-    fn lock(&self) -> MutexGuard<'_, Option<Waker>> {
-        self.waker.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn notify_one(&self) {
-        self.set.store(true, Ordering::Release);
-        let w = self.lock().take();
-        if let Some(w) = w {
-            w.wake();
-        }
-    }
-
-    /// Remembers the I/O task's waker (before it looks at the state).
-    fn register(&self, w: &Waker) {
-        let mut g = self.lock();
-        match g.as_ref() {
-            Some(old) if old.will_wake(w) => {}
-            _ => *g = Some(w.clone()),
-        }
-    }
-
-    /// Consumes a pending notification.
-    fn take(&self) -> bool {
-        self.set.swap(false, Ordering::AcqRel)
-    }
-
-    /// The I/O task's waker, if it is waiting.
-    fn waker(&self) -> Option<Waker> {
-        self.lock().clone()
-    }
-}
-
 /// Why the connection ended, once it has, and the tasks waiting to learn
 /// it (cheaper than a watch channel for the per-message `closed()` polls
 /// of a reader's `select!`).
@@ -119,7 +80,7 @@ const MAX_CLOSE_WAITERS: usize = 16;
 
 impl Closed {
     fn lock(&self) -> MutexGuard<'_, (Option<DisconnectReason>, Vec<Waker>)> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.0)
     }
 
     fn is_set(&self) -> bool {
@@ -168,7 +129,7 @@ pub struct Qp {
 
 impl QpInner {
     fn lock(&self) -> MutexGuard<'_, QpState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
     }
 
     /// Starts processing incoming traffic, once. A new queue pair holds
@@ -195,6 +156,13 @@ impl QpInner {
         self.stream.readable().await
     }
 
+    /// Read readiness through the socket's single poll slot (the I/O task
+    /// does not use it while a completion-queue poller reads). An error
+    /// counts as ready: the read that follows reports it.
+    pub(crate) fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
+        self.stream.poll_read_ready(cx).map(|_| ())
+    }
+
     /// A completion-queue waiter starts reading the socket itself: the I/O
     /// task's read-readiness registration (a single slot) is replaced by a
     /// no-op waker, so readiness wakes only the waiter.
@@ -207,14 +175,14 @@ impl QpInner {
     /// socket again (its waker goes back into the read slot; if the socket
     /// is readable already, or the task is not waiting, it is woken).
     pub(crate) fn hand_back_read(&self) {
-        match self.wake.waker() {
+        match self.wake.waiter() {
             Some(w) => {
                 let mut cx = Context::from_waker(&w);
                 if self.stream.poll_read_ready(&mut cx).is_ready() {
-                    self.wake.notify_one();
+                    self.wake.notify();
                 }
             }
-            None => self.wake.notify_one(),
+            None => self.wake.notify(),
         }
     }
 
@@ -260,17 +228,17 @@ impl QpInner {
     /// Moves collected completions to the completion queues (under the
     /// state lock, so the vectors keep their capacity; the CQ locks are
     /// leaves). A full queue fails the connection.
-    fn publish(&self, st: &mut QpState) {
-        let overrun = self.send_cq.push_all(&mut st.send_wcs).is_err()
-            | self.recv_cq.push_all(&mut st.recv_wcs).is_err();
+    fn publish(&self, st: &mut QpState, me: Option<&Waker>) {
+        let overrun = self.send_cq.push_all(&mut st.send_wcs, me).is_err()
+            | self.recv_cq.push_all(&mut st.recv_wcs, me).is_err();
         if overrun {
             st.conn.handle_transport_error(
                 "completion queue overrun: size the CQ for the queues attached to it".into(),
             );
             self.collect(st);
-            let _ = self.send_cq.push_all(&mut st.send_wcs);
-            let _ = self.recv_cq.push_all(&mut st.recv_wcs);
-            self.wake.notify_one();
+            let _ = self.send_cq.push_all(&mut st.send_wcs, None);
+            let _ = self.recv_cq.push_all(&mut st.recv_wcs, None);
+            self.wake.notify();
         }
         if let Some(reason) = st.reason.clone() {
             if !self.closed.is_set() {
@@ -285,18 +253,19 @@ impl QpInner {
         let r = f(&mut st);
         self.flush(&mut st);
         self.collect(&mut st);
-        self.publish(&mut st);
+        self.publish(&mut st, None);
         let wake = st.conn.wants_write() || st.conn.wants_close() || st.reason.is_some();
         drop(st);
         if wake {
-            self.wake.notify_one();
+            self.wake.notify();
         }
         r
     }
 
     /// Reads what the socket has, within the budget. Returns false once the
-    /// stream ended or failed.
-    pub(crate) fn read_ready(&self) -> bool {
+    /// stream ended or failed. `me`: the completion-queue waiter reading on
+    /// its own task (it is not woken for the completions it publishes).
+    pub(crate) fn read_ready(&self, me: Option<&Waker>) -> bool {
         if !self.started.load(Ordering::Acquire) {
             return true;
         }
@@ -308,13 +277,14 @@ impl QpInner {
             }
             let mut table = self.pd.table();
             let st_ref = &mut *st;
-            let bufs = st_ref.conn.recv_buffers(&mut table);
-            let res = match bufs.direct {
-                Some(d) => {
-                    let mut iov = [IoSliceMut::new(d), IoSliceMut::new(bufs.staging)];
-                    self.stream.try_read_vectored(&mut iov)
-                }
-                None => self.stream.try_read(bufs.staging),
+            let mut bufs = st_ref.conn.recv_buffers(&mut table);
+            let res = if bufs.direct.is_none() {
+                self.stream.try_read(bufs.staging)
+            } else {
+                let mut iov: [IoSliceMut<'_>; MAX_RECV_SLICES] =
+                    std::array::from_fn(|_| IoSliceMut::new(&mut []));
+                let n = bufs.io_slices(&mut iov);
+                self.stream.try_read_vectored(&mut iov[..n])
             };
             match res {
                 Ok(0) => {
@@ -334,14 +304,14 @@ impl QpInner {
         }
         self.flush(&mut st);
         self.collect(&mut st);
-        self.publish(&mut st);
+        self.publish(&mut st, me);
         // Read Responses (or a Terminate) the socket could not take yet:
         // the I/O task waits for writability (this may run on a
         // completion-queue waiter's task, which does not).
         let wake = st.conn.wants_write() || st.conn.wants_close();
         drop(st);
         if wake {
-            self.wake.notify_one();
+            self.wake.notify();
         }
         alive
     }
@@ -399,7 +369,7 @@ async fn run(inner: Arc<QpInner>) {
             if readable && inner.consumers.load(Ordering::Acquire) == 0 {
                 match inner.stream.poll_read_ready(cx) {
                     Poll::Ready(Ok(())) => {
-                        stream_alive = inner.read_ready();
+                        stream_alive = inner.read_ready(None);
                         continue;
                     }
                     Poll::Ready(Err(e)) => {
@@ -409,7 +379,7 @@ async fn run(inner: Arc<QpInner>) {
                     Poll::Pending => {}
                 }
             }
-            if inner.wake.set.load(Ordering::Acquire) {
+            if inner.wake.is_set() {
                 continue;
             }
             return Poll::Pending;
@@ -482,7 +452,7 @@ impl Qp {
             stream,
             send_cq,
             recv_cq,
-            wake: Signal::default(),
+            wake: Signal::new(),
             closed: Closed::default(),
             caps,
             consumers: AtomicUsize::new(0),

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use rpcrdma_engine::{Engine, EngineConfig, EngineError, VersionPolicy};
 use rpcrdma_oncrpc::{Connector, TransportError};
+use rpcrdma_sync::lock;
 use rpcrdma_verbs::{Device, QpCaps, QpParams, QueuePair};
 
 use crate::error::RdmaError;
@@ -38,7 +39,7 @@ impl VersionMemory {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SocketAddr, bool>> {
-        self.v1_only.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.v1_only)
     }
 }
 
@@ -166,7 +167,7 @@ impl<D: Device> RdmaConnector<D> {
             })),
         };
         let t = RdmaTransport::with_hooks(engine, qp, cq, self.addr, peer_private, hooks);
-        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(t.clone());
+        *lock(&self.current) = Some(t.clone());
         Ok(t)
     }
 }

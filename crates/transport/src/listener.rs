@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use rpcrdma_engine::{Engine, EngineConfig, MemoryBudget};
 use rpcrdma_oncrpc::Server;
+use rpcrdma_sync::lock;
 use rpcrdma_verbs::{ConnectRequest, Device, Listener, QpCaps, QpParams, QueuePair};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -68,7 +69,7 @@ impl<D: Device> RdmaService<D> {
     /// `rpcrdma_oncrpc::Server::shutdown`).
     pub async fn stop(&self) {
         self.stop.send_replace(true);
-        let task = self.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let task = lock(&self.task).take();
         if let Some(t) = task {
             let _ = t.await;
         }
@@ -119,7 +120,7 @@ pub async fn serve_rdma<D: Device + Clone>(
                 match accept_one(&device, req, &config, &shared).await {
                     Ok(t) => {
                         server.serve(t.clone());
-                        let mut c = conns.lock().unwrap_or_else(|p| p.into_inner());
+                        let mut c = lock(&conns);
                         c.retain(RdmaTransport::is_open);
                         c.push(t);
                     }

@@ -10,10 +10,11 @@
 //! own, no channel hop on the data path.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -23,6 +24,7 @@ use rpcrdma_engine::{
     ReplyHints, Stats,
 };
 use rpcrdma_oncrpc::{CallHints, Received, Transport, TransportError};
+use rpcrdma_sync::{lock, Signal};
 use rpcrdma_verbs::{CompletionQueue, Device, QueuePair, WorkCompletion};
 use rpcrdma_xdr::Payload;
 use tokio::sync::oneshot;
@@ -31,56 +33,6 @@ use crate::error::RdmaError;
 
 /// Completions taken from the queue per lock.
 const CQ_BATCH: usize = 64;
-
-/// Wakes the reader ([`Transport::recv`]) when a command left events for
-/// it: a flag and the wakers of the tasks waiting (normally one, the RPC
-/// layer's reader). Cheaper than a general notifier on the per-message
-/// path.
-#[derive(Default)]
-struct Wake {
-    set: AtomicBool,
-    wakers: Mutex<Vec<Waker>>,
-}
-
-/// Most distinct waiting tasks remembered; beyond, all are woken (a
-/// spurious wake-up only makes a waiter look again).
-const MAX_WAKERS: usize = 16;
-
-impl Wake {
-    fn notify(&self) {
-        self.set.store(true, Ordering::Release);
-        let wakers = std::mem::take(&mut *self.wakers.lock().unwrap_or_else(|p| p.into_inner()));
-        for w in wakers {
-            w.wake();
-        }
-    }
-
-    /// Resolves once `notify` was called since the last resolution.
-    async fn wait(&self) {
-        std::future::poll_fn(|cx| {
-            if self.set.swap(false, Ordering::AcqRel) {
-                return Poll::Ready(());
-            }
-            {
-                let mut ws = self.wakers.lock().unwrap_or_else(|p| p.into_inner());
-                if !ws.iter().any(|w| w.will_wake(cx.waker())) {
-                    if ws.len() >= MAX_WAKERS {
-                        for w in ws.drain(..) {
-                            w.wake();
-                        }
-                    }
-                    ws.push(cx.waker().clone());
-                }
-            }
-            if self.set.swap(false, Ordering::AcqRel) {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        })
-        .await
-    }
-}
 
 /// The forms of the last call and reply, for displays such as `rpcrdma demo`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,11 +62,15 @@ struct Inner<D: Device> {
     state: Mutex<Shared<D>>,
     qp: D::Qp,
     cq: D::Cq,
-    wake: Wake,
+    /// Wakes the reader ([`Transport::recv`]) when a command left events
+    /// for it or an earlier deadline.
+    wake: Signal,
     peer: SocketAddr,
     peer_private: Bytes,
     on_negotiated: Option<NegotiatedHook>,
     on_fatal: Option<FatalHook>,
+    /// The reader's timer (at the engine's deadline), once one was needed.
+    timer: Mutex<Option<(Instant, Pin<Box<tokio::time::Sleep>>)>>,
 }
 
 /// One RPC-over-RDMA connection, usable by the ONC RPC client and server
@@ -197,11 +153,12 @@ impl<D: Device> RdmaTransport<D> {
                 }),
                 qp,
                 cq,
-                wake: Wake::default(),
+                wake: Signal::new(),
                 peer,
                 peer_private,
                 on_negotiated: hooks.on_negotiated,
                 on_fatal: hooks.on_fatal,
+                timer: Mutex::new(None),
             }),
         };
         let mut s = t.lock();
@@ -211,7 +168,7 @@ impl<D: Device> RdmaTransport<D> {
     }
 
     fn lock(&self) -> MutexGuard<'_, Shared<D>> {
-        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner.state)
     }
 
     /// Posts everything the engine has queued. A post failure ends the
@@ -321,6 +278,126 @@ impl<D: Device> RdmaTransport<D> {
             .map_err(|_| RdmaError::Connection(EngineError::Closed))
     }
 
+    /// The reader's step ([`Transport::recv`]): hands up the next event,
+    /// feeding the engine with completions and timeouts until there is
+    /// one; otherwise registers for what can make one (a completion, a
+    /// command's notification, a timer, memory another connection
+    /// releases). The end of the connection arrives as completions too: a
+    /// provider flushes every outstanding work request (the receives the
+    /// engine keeps posted included) when its queue pair closes.
+    fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Result<Received<CallToken>, TransportError>> {
+        loop {
+            let (deadline, memory) = {
+                let mut s = self.lock();
+                if let Some(r) = self.next_received(&mut s) {
+                    return Poll::Ready(r);
+                }
+                let Shared { engine, wcs, .. } = &mut *s;
+                wcs.clear();
+                let n = self.inner.cq.poll(wcs, CQ_BATCH);
+                if n > 0 {
+                    let now = Instant::now();
+                    for wc in wcs.drain(..) {
+                        engine.handle_completion(now, wc);
+                    }
+                    self.flush(&mut s);
+                    continue;
+                }
+                // Timers: only when one is due (extra calls are harmless,
+                // but reading the clock on every message is not free).
+                let deadline = s.engine.poll_timeout();
+                if let Some(d) = deadline {
+                    let now = Instant::now();
+                    if now >= d {
+                        s.engine.handle_timeout(now);
+                        self.flush(&mut s);
+                        continue;
+                    }
+                }
+                s.armed = deadline;
+                // A call waiting for memory another connection holds: wake
+                // when the shared budget releases some (spec note E21).
+                let memory = s
+                    .engine
+                    .memory_wait()
+                    .map(|epoch| (s.engine.memory_budget().clone(), epoch));
+                (deadline, memory)
+            };
+            if self.inner.cq.poll_wait(cx).is_ready() || self.inner.wake.poll_wait(cx).is_ready() {
+                continue;
+            }
+            if let Some((budget, epoch)) = memory {
+                if budget.poll_released(epoch, cx).is_ready() {
+                    let mut s = self.lock();
+                    s.engine.retry_admission();
+                    self.flush(&mut s);
+                    continue;
+                }
+            }
+            if let Some(d) = deadline {
+                let mut timer = lock(&self.inner.timer);
+                let (at, sleep) =
+                    timer.get_or_insert_with(|| (d, Box::pin(tokio::time::sleep_until(d.into()))));
+                if *at != d {
+                    *at = d;
+                    sleep.as_mut().reset(d.into());
+                }
+                if sleep.as_mut().poll(cx).is_ready() {
+                    continue;
+                }
+            }
+            return Poll::Pending;
+        }
+    }
+
+    /// Sends a call (the engine queues it until a credit is free).
+    fn send_call_now(
+        &self,
+        xid: u32,
+        message: Payload,
+        hints: &CallHints,
+    ) -> Result<(), TransportError> {
+        let mut s = self.lock();
+        let r = s
+            .engine
+            .send_call(Instant::now(), xid, message, reply_hints(hints));
+        self.flush(&mut s);
+        // The reader hands up what the command produced (a call that failed
+        // at once, a fatal error) and arms new timers; nothing to do
+        // otherwise.
+        let wake = Self::reader_must_look(&s);
+        drop(s);
+        if wake {
+            self.inner.wake.notify();
+        }
+        r.map_err(api_error)
+    }
+
+    /// Sends a reply (the engine queues what the send queue cannot take).
+    fn send_reply_now(&self, context: CallToken, message: Payload) -> Result<(), TransportError> {
+        let mut s = self.lock();
+        let r = s.engine.send_reply(context, message);
+        self.flush(&mut s);
+        let wake = Self::reader_must_look(&s);
+        drop(s);
+        if wake {
+            self.inner.wake.notify();
+        }
+        r.map_err(api_error)
+    }
+
+    /// Releases a call's registrations ([`Engine::release`]).
+    fn release_now(&self, xid: u32) {
+        let mut s = self.lock();
+        s.engine.release(xid);
+        self.flush(&mut s);
+        let wake = Self::reader_must_look(&s);
+        drop(s);
+        if wake {
+            self.inner.wake.notify();
+        }
+    }
+
     /// Maps the next engine event to what the RPC layer wants; bookkeeping
     /// events are consumed here.
     fn next_received(
@@ -418,111 +495,40 @@ impl<D: Device> Transport for RdmaTransport<D> {
         message: Payload,
         hints: &CallHints,
     ) -> Result<(), TransportError> {
-        let mut s = self.lock();
-        let r = s
-            .engine
-            .send_call(Instant::now(), xid, message, reply_hints(hints));
-        self.flush(&mut s);
-        // The reader hands up what the command produced (a call that failed
-        // at once, a fatal error) and arms new timers; nothing to do
-        // otherwise.
-        let wake = Self::reader_must_look(&s);
-        drop(s);
-        if wake {
-            self.inner.wake.notify();
-        }
-        r.map_err(api_error)
+        self.send_call_now(xid, message, hints)
+    }
+
+    /// Never waits: the engine queues a call that has no credit yet.
+    fn try_send_call(
+        &self,
+        xid: u32,
+        message: Payload,
+        hints: &CallHints,
+    ) -> Result<Result<(), TransportError>, Payload> {
+        Ok(self.send_call_now(xid, message, hints))
     }
 
     async fn send_reply(&self, context: CallToken, message: Payload) -> Result<(), TransportError> {
-        let mut s = self.lock();
-        let r = s.engine.send_reply(context, message);
-        self.flush(&mut s);
-        let wake = Self::reader_must_look(&s);
-        drop(s);
-        if wake {
-            self.inner.wake.notify();
-        }
-        r.map_err(api_error)
+        self.send_reply_now(context, message)
+    }
+
+    /// Never waits: the engine queues what the send queue cannot take.
+    fn try_send_reply(
+        &self,
+        context: CallToken,
+        message: Payload,
+    ) -> Result<Result<(), TransportError>, (CallToken, Payload)> {
+        Ok(self.send_reply_now(context, message))
     }
 
     async fn recv(&self) -> Result<Received<CallToken>, TransportError> {
-        loop {
-            let deadline = {
-                let mut s = self.lock();
-                if let Some(r) = self.next_received(&mut s) {
-                    return r;
-                }
-                let Shared { engine, wcs, .. } = &mut *s;
-                wcs.clear();
-                let n = self.inner.cq.poll(wcs, CQ_BATCH);
-                if n > 0 {
-                    let now = Instant::now();
-                    for wc in wcs.drain(..) {
-                        engine.handle_completion(now, wc);
-                    }
-                    self.flush(&mut s);
-                    continue;
-                }
-                // Timers: only when one is due (extra calls are harmless,
-                // but reading the clock on every message is not free).
-                let deadline = s.engine.poll_timeout();
-                if let Some(d) = deadline {
-                    if Instant::now() >= d {
-                        s.engine.handle_timeout(Instant::now());
-                        self.flush(&mut s);
-                        continue;
-                    }
-                }
-                s.armed = deadline;
-                // A call waiting for memory another connection holds: wake
-                // when the shared budget releases some (spec note E21).
-                let memory = s
-                    .engine
-                    .memory_wait()
-                    .map(|epoch| (s.engine.memory_budget().clone(), epoch));
-                (deadline, memory)
-            };
-            let (deadline, memory) = deadline;
-            let sleep = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d.into()).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let released = async {
-                match &memory {
-                    Some((budget, epoch)) => {
-                        std::future::poll_fn(|cx| budget.poll_released(*epoch, cx)).await;
-                    }
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                biased;
-                () = self.inner.cq.wait() => {}
-                () = self.inner.wake.wait() => {}
-                () = released => {
-                    let mut s = self.lock();
-                    s.engine.retry_admission();
-                    self.flush(&mut s);
-                }
-                reason = self.inner.qp.closed() => {
-                    // Drain what the provider flushed, then end.
-                    let mut s = self.lock();
-                    let Shared { engine, wcs, .. } = &mut *s;
-                    wcs.clear();
-                    self.inner.cq.poll(wcs, usize::MAX);
-                    let now = Instant::now();
-                    for wc in wcs.drain(..) {
-                        engine.handle_completion(now, wc);
-                    }
-                    tracing::debug!(?reason, "queue pair closed");
-                    s.engine.close(EngineError::Closed);
-                }
-                () = sleep => {}
-            }
-        }
+        std::future::poll_fn(|cx| self.poll_recv(cx)).await
+    }
+
+    /// The reader stops for a while: the provider does the queue pair's
+    /// I/O on its own meanwhile.
+    fn recv_paused(&self) {
+        self.inner.cq.pause();
     }
 
     /// The RPC layer drops the call (undecodable header): the engine
@@ -542,14 +548,13 @@ impl<D: Device> Transport for RdmaTransport<D> {
     }
 
     async fn release(&self, xid: u32) {
-        let mut s = self.lock();
-        s.engine.release(xid);
-        self.flush(&mut s);
-        let wake = Self::reader_must_look(&s);
-        drop(s);
-        if wake {
-            self.inner.wake.notify();
-        }
+        self.release_now(xid);
+    }
+
+    /// Never waits.
+    fn try_release(&self, xid: u32) -> bool {
+        self.release_now(xid);
+        true
     }
 
     async fn close(&self) {

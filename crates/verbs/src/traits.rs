@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 
@@ -97,6 +98,21 @@ pub trait CompletionQueue: Clone + Send + Sync + 'static {
     /// Resolves when at least one completion is waiting (at once if one
     /// already is).
     fn wait(&self) -> impl Future<Output = ()> + Send;
+
+    /// [`CompletionQueue::wait`] as a poll, for the one task that keeps
+    /// polling the queue (a connection's reader): `Ready` when at least one
+    /// completion is waiting, otherwise `Pending` with `cx` registered to
+    /// be woken when one may be. While that task keeps polling, a provider
+    /// may do the queue pair's I/O on it (no hand-off between tasks per
+    /// completion); the task calls [`CompletionQueue::pause`] before it
+    /// stops polling for a while, so the provider does that I/O on its own
+    /// again. Not for several tasks at once (use `wait`).
+    fn poll_wait(&self, cx: &mut Context<'_>) -> Poll<()>;
+
+    /// The task that polls [`CompletionQueue::poll_wait`] stops for a
+    /// while (or for good); it may poll again later. Does nothing by
+    /// default.
+    fn pause(&self) {}
 
     /// The most completions the queue holds; a queue pair whose completion
     /// would not fit fails with a fatal error, so size it at least as the

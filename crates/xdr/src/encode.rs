@@ -1,11 +1,9 @@
 //! Appending XDR items to a caller-owned buffer.
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::payload::DdpItem;
 use crate::{pad_len, Encode};
-
-const ZEROES: [u8; 4] = [0; 4];
 
 /// Appends XDR items to a [`BytesMut`] owned by the caller.
 ///
@@ -107,6 +105,9 @@ impl<'b> Encoder<'b> {
 
     /// Appends fixed-length opaque data and its padding (no length word).
     pub fn put_fixed_opaque(&mut self, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
         self.buf.reserve(data.len() + 3);
         self.buf.extend_from_slice(data);
         self.put_pad(data.len());
@@ -150,7 +151,15 @@ impl<'b> Encoder<'b> {
     /// Appends the zero padding that follows `data_len` bytes of opaque data.
     #[inline]
     pub fn put_pad(&mut self, data_len: usize) {
-        self.buf.extend_from_slice(&ZEROES[..pad_len(data_len)]);
+        match pad_len(data_len) {
+            0 => {}
+            1 => self.buf.put_u8(0),
+            2 => self.buf.put_u16(0),
+            _ => {
+                self.buf.put_u16(0);
+                self.buf.put_u8(0);
+            }
+        }
     }
 
     /// Appends any [`Encode`] value.

@@ -327,7 +327,8 @@ impl Pair {
     }
 
     /// Completes the oldest posted Send-queue work request of one end
-    /// without delivering it: the peer silently discarded the message.
+    /// without delivering it: the peer silently discarded the message (a
+    /// completion is reported if the work request was signaled).
     pub fn drop_next_send(&mut self, from_client: bool) -> Option<SendWr> {
         self.collect();
         let end = if from_client {
@@ -336,8 +337,10 @@ impl Pair {
             &mut self.server
         };
         let wr = end.sends.pop_front()?;
-        end.completions
-            .push_back(wc(wr.wr_id, wr.wc_opcode(), WcStatus::Success, 0));
+        if wr.signaled {
+            end.completions
+                .push_back(wc(wr.wr_id, wr.wc_opcode(), WcStatus::Success, 0));
+        }
         Some(wr)
     }
 

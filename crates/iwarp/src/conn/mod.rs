@@ -22,8 +22,23 @@
 //!   [`Connection::poll_timeout`]; finally [`Connection::wants_close`] says
 //!   the driver should shut the socket down.
 //!
-//! Memory regions live in the protection domain's [`MrTable`], passed to
-//! every call that may touch registered memory.
+//! Memory regions live in the protection domain's
+//! [`MrTable`](crate::mr::MrTable), passed to every call that may touch
+//! registered memory.
+//!
+//! # Where each mechanism lives
+//!
+//! * `setup.rs`: MPA set-up in both directions (Request, Reply, Reject,
+//!   IRD/ORD, the peer-to-peer RTR);
+//! * `sq.rs`: the send queue (posting, encoding as the ORD allows,
+//!   completion in order);
+//! * `rx.rs`: receive framing (FPDU header, payload, trailer and CRC;
+//!   zero-copy read buffers);
+//! * `place.rs`: where each segment's payload goes, and what completes
+//!   when a message ends;
+//! * `inbound_read.rs`: answering the peer's RDMA Read Requests;
+//! * `tx.rs`: the transmit queue of encoded FPDUs;
+//! * `error.rs`: errors and their Terminate codes.
 //!
 //! # Errors are sticky
 //!
@@ -34,7 +49,11 @@
 //! state.
 
 mod error;
+mod inbound_read;
+mod place;
 mod rx;
+mod setup;
+mod sq;
 mod tx;
 
 use std::collections::VecDeque;
@@ -42,20 +61,19 @@ use std::io::IoSlice;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use rpcrdma_verbs::{
-    Access, PostError, QpCaps, RecvWr, SendOp, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion,
-};
+use rpcrdma_verbs::{PostError, QpCaps, RecvWr, SendWr, WcOpcode, WcStatus, WorkCompletion};
 
 pub use error::{ApiError, ConfigError, ConnError, ProtocolError, TransportError};
 
-use crate::ddp::{DdpHeader, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
+use crate::ddp::{DdpHeader, UNTAGGED_HEADER_LEN};
 use crate::fpdu::MPA_MAX_ULPDU;
-use crate::mpa::{FrameKind, IrdOrd, MpaFlags, MpaFrame, IRD_ORD_LEN, MPA_MAX_PRIVATE_DATA};
-use crate::mr::MrTable;
-use crate::rdmap::{queue, Opcode, ReadRequest, Terminate, READ_REQUEST_LEN};
-pub use rx::RecvBuffers;
+use crate::mpa::{IrdOrd, MpaFrame, MPA_MAX_PRIVATE_DATA};
+use crate::rdmap::{queue, Opcode, Terminate};
+use place::RecvProgress;
 use rx::Rx;
-use tx::{push_message, push_small, Mark, Tx, INLINE_COPY_MAX};
+pub use rx::{RecvBuffers, MAX_RECV_SLICES};
+use sq::{OrqEntry, SqEntry};
+use tx::{push_message, Mark, Tx};
 
 /// Default largest ULPDU per FPDU we send: near the 64 KiB MPA maximum, a
 /// multiple of 4 so that tagged FPDUs need no pad.
@@ -226,34 +244,6 @@ pub enum Event {
     Closed(ConnError),
 }
 
-#[derive(Debug)]
-struct SqEntry {
-    seq: u64,
-    wr_id: u64,
-    opcode: WcOpcode,
-    signaled: bool,
-    result: Option<(WcStatus, u32)>,
-}
-
-#[derive(Debug)]
-struct OrqEntry {
-    /// The send-queue entry, or `None` for our RTR zero-length Read.
-    seq: Option<u64>,
-    sink_stag: u32,
-    sink_to: u64,
-    len: u64,
-    received: u64,
-}
-
-#[derive(Debug)]
-struct RecvProgress {
-    wr: RecvWr,
-    msn: u32,
-    received: usize,
-    opcode: Opcode,
-    invalidate: u32,
-}
-
 /// One iWARP connection (MPA + DDP + RDMAP) without I/O.
 ///
 /// See the [module documentation](self) for the call order. Example: two
@@ -347,69 +337,6 @@ impl Connection {
             tx_msn: [1; 3],
             rx_msn: [1; 3],
             passed: Vec::new(),
-        }
-    }
-
-    /// An initiator: queues the MPA Request carrying `private_data` (the
-    /// Upper Layer's part; the IRD/ORD word is added for revision 2).
-    pub fn initiator(cfg: Config, private_data: Bytes, now: Instant) -> Result<Self, ApiError> {
-        cfg.validate()?;
-        let rev2 = cfg.revision == 2;
-        let pd_len = private_data.len() + if rev2 { IRD_ORD_LEN } else { 0 };
-        if pd_len > cfg.max_private_data {
-            return Err(ApiError::PrivateDataTooLong {
-                len: pd_len,
-                max: cfg.max_private_data,
-            });
-        }
-        let mut flags = MpaFlags::default().with(MpaFlags::CRC, cfg.crc);
-        let ird_ord = rev2.then(|| {
-            flags = flags.with(MpaFlags::ENHANCED, true);
-            let (write_rtr, read_rtr) = match cfg.p2p {
-                P2pMode::Off => (false, false),
-                P2pMode::Write => (true, false),
-                P2pMode::Read => (false, true),
-                P2pMode::Any => (true, true),
-            };
-            IrdOrd {
-                ird: cfg.caps.ird,
-                ord: cfg.caps.ord,
-                peer_to_peer: cfg.p2p != P2pMode::Off,
-                send_rtr: false,
-                write_rtr,
-                read_rtr,
-            }
-        });
-        let req = MpaFrame {
-            kind: FrameKind::Request,
-            flags,
-            revision: cfg.revision,
-            ird_ord,
-            private_data,
-        };
-        let mut c = Connection::new(cfg, Role::Initiator, Phase::AwaitReply, now);
-        c.queue_mpa(&req);
-        c.request = Some(req);
-        Ok(c)
-    }
-
-    /// A responder waiting for the MPA Request.
-    pub fn responder(cfg: Config, now: Instant) -> Result<Self, ApiError> {
-        cfg.validate()?;
-        Ok(Connection::new(
-            cfg,
-            Role::Responder,
-            Phase::AwaitRequest,
-            now,
-        ))
-    }
-
-    fn queue_mpa(&mut self, f: &MpaFrame) {
-        let mut b = BytesMut::with_capacity(f.buffer_len());
-        // Lengths were checked by the caller; a failure here is a bug in
-        // this module, and the frame is then simply not sent.
-        if f.emit(&mut b).is_ok() {
-            self.tx.push(b.freeze());
         }
     }
 
@@ -569,148 +496,6 @@ impl Connection {
 
     // ---------------------------------------------------------------- commands
 
-    /// Sets queue depths and IRD/ORD before the connection is up (a
-    /// responder learns them only when the application accepts).
-    pub fn set_caps(&mut self, caps: QpCaps) -> Result<(), ApiError> {
-        if !matches!(self.phase, Phase::AwaitRequest | Phase::AwaitAccept) {
-            return Err(ApiError::WrongState {
-                command: "set_caps",
-                state: self.phase.name(),
-            });
-        }
-        ConfigError::check_caps(&caps)?;
-        self.cfg.caps = caps;
-        self.ird = caps.ird;
-        self.ord = caps.ord;
-        Ok(())
-    }
-
-    /// Responder: accepts the Request, answering with `private_data`.
-    pub fn accept(&mut self, private_data: Bytes) -> Result<(), ApiError> {
-        if self.phase != Phase::AwaitAccept {
-            return Err(ApiError::WrongState {
-                command: "accept",
-                state: self.phase.name(),
-            });
-        }
-        let Some(req) = self.request.clone() else {
-            return Err(ApiError::WrongState {
-                command: "accept",
-                state: "without a request",
-            });
-        };
-        let enhanced = req.ird_ord.is_some();
-        let pd_len = private_data.len() + if enhanced { IRD_ORD_LEN } else { 0 };
-        if pd_len > self.cfg.max_private_data {
-            return Err(ApiError::PrivateDataTooLong {
-                len: pd_len,
-                max: self.cfg.max_private_data,
-            });
-        }
-        self.crc = req.flags.has(MpaFlags::CRC) || self.cfg.crc;
-        let mut rtr = None;
-        let reply_word = req.ird_ord.map(|w| {
-            // Linux siw as initiator refuses a Reply whose ORD exceeds its
-            // IRD; mirror the initiator: our ORD at most its IRD, our IRD at
-            // least its ORD (up to MAX_IRD).
-            self.ord = self.cfg.caps.ord.min(w.ird);
-            self.ird = self.cfg.caps.ird.max(w.ord).min(MAX_IRD);
-            let (mut write_rtr, mut read_rtr) = (false, false);
-            if w.peer_to_peer {
-                if w.write_rtr || !w.read_rtr {
-                    write_rtr = true;
-                    rtr = Some(Rtr::Write);
-                } else {
-                    read_rtr = true;
-                    rtr = Some(Rtr::Read);
-                }
-            }
-            IrdOrd {
-                ird: self.ird,
-                ord: self.ord,
-                peer_to_peer: w.peer_to_peer,
-                send_rtr: false,
-                write_rtr,
-                read_rtr,
-            }
-        });
-        let reply = MpaFrame {
-            kind: FrameKind::Reply,
-            flags: MpaFlags::default()
-                .with(MpaFlags::CRC, self.crc)
-                .with(MpaFlags::ENHANCED, enhanced),
-            revision: req.revision,
-            ird_ord: reply_word,
-            private_data,
-        };
-        self.queue_mpa(&reply);
-        // RFC 5044 §7.1.3 (and Linux siw as initiator, which drops the
-        // connection if anything follows the Reply before its first FPDU):
-        // the responder sends no FPDU before it has received one.
-        self.tx.close_gate();
-        self.connected(req.revision, rtr, req.private_data.clone(), req.ird_ord);
-        Ok(())
-    }
-
-    /// Responder: rejects the Request, answering with `private_data`; the
-    /// connection then closes ([`ConnError::RejectedLocally`]).
-    pub fn reject(&mut self, private_data: Bytes) -> Result<(), ApiError> {
-        if self.phase != Phase::AwaitAccept {
-            return Err(ApiError::WrongState {
-                command: "reject",
-                state: self.phase.name(),
-            });
-        }
-        self.send_reject(private_data)?;
-        self.fail(ConnError::RejectedLocally { markers: false }, None);
-        Ok(())
-    }
-
-    fn send_reject(&mut self, private_data: Bytes) -> Result<(), ApiError> {
-        let (revision, enhanced) = match &self.request {
-            Some(r) if (1..=2).contains(&r.revision) => (r.revision, r.ird_ord.is_some()),
-            _ => (2, false),
-        };
-        let pd_len = private_data.len() + if enhanced { IRD_ORD_LEN } else { 0 };
-        if pd_len > self.cfg.max_private_data {
-            return Err(ApiError::PrivateDataTooLong {
-                len: pd_len,
-                max: self.cfg.max_private_data,
-            });
-        }
-        let reply = MpaFrame {
-            kind: FrameKind::Reply,
-            flags: MpaFlags(MpaFlags::REJECT).with(MpaFlags::ENHANCED, enhanced),
-            revision,
-            ird_ord: enhanced.then(IrdOrd::default),
-            private_data,
-        };
-        self.queue_mpa(&reply);
-        Ok(())
-    }
-
-    fn connected(
-        &mut self,
-        revision: u8,
-        rtr: Option<Rtr>,
-        peer_pd: Bytes,
-        peer_word: Option<IrdOrd>,
-    ) {
-        self.phase = Phase::Connected;
-        self.deadline = None;
-        let n = Negotiated {
-            revision,
-            crc: self.crc,
-            ird: self.ird,
-            ord: self.ord,
-            rtr,
-            peer_private_data: peer_pd,
-            peer_ird_ord: peer_word,
-        };
-        self.negotiated = Some(n.clone());
-        self.events.push_back(Event::Established(n));
-    }
-
     /// Posts a receive buffer (usable size `wr.buf.len()`).
     pub fn post_recv(&mut self, wr: RecvWr) -> Result<(), PostError> {
         if matches!(self.phase, Phase::Closed | Phase::Closing) {
@@ -726,38 +511,6 @@ impl Connection {
             });
         }
         self.rq.push_back(wr);
-        Ok(())
-    }
-
-    /// Posts a send-queue work request. Local keys are checked now (an
-    /// invalid one is refused with [`PostError::LocalProtection`] and
-    /// nothing is queued).
-    pub fn post_send(&mut self, wr: SendWr, mrs: &mut MrTable) -> Result<(), PostError> {
-        if self.phase != Phase::Connected {
-            return Err(PostError::NotConnected {
-                state: self.phase.name(),
-            });
-        }
-        let depth = self.cfg.caps.send_depth;
-        if self.sq.len() >= depth as usize {
-            return Err(PostError::QueueFull {
-                queue: "send",
-                depth,
-            });
-        }
-        check_wr(&wr, mrs)?;
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.sq.push_back(SqEntry {
-            seq,
-            wr_id: wr.wr_id,
-            opcode: wr.wc_opcode(),
-            signaled: wr.signaled,
-            result: None,
-        });
-        self.sq_pending.push_back((seq, wr));
-        self.pump(mrs);
-        self.drain_sq();
         Ok(())
     }
 
@@ -794,223 +547,6 @@ impl Connection {
     }
 
     // ---------------------------------------------------------------- send queue
-
-    fn set_sq_result(&mut self, seq: u64, status: WcStatus, len: u32) {
-        let Some(front) = self.sq.front() else { return };
-        let Some(idx) = seq.checked_sub(front.seq) else {
-            return;
-        };
-        if let Some(e) = self.sq.get_mut(idx as usize) {
-            if e.result.is_none() {
-                e.result = Some((status, len));
-            }
-        }
-    }
-
-    fn drain_sq(&mut self) {
-        while let Some(e) = self.sq.front() {
-            let Some((status, len)) = e.result else { break };
-            let e = self.sq.pop_front().expect("front exists");
-            if e.signaled || status != WcStatus::Success {
-                self.completions.push_back(WorkCompletion {
-                    wr_id: e.wr_id,
-                    opcode: e.opcode,
-                    status,
-                    byte_len: len,
-                    invalidated_rkey: None,
-                    solicited: false,
-                    buf: None,
-                });
-            }
-        }
-    }
-
-    /// Encodes waiting work requests, in order, while the ORD allows.
-    fn pump(&mut self, mrs: &mut MrTable) {
-        while let Some((_, wr)) = self.sq_pending.front() {
-            if matches!(wr.op, SendOp::Read { .. }) && self.orq.len() >= usize::from(self.ord) {
-                break;
-            }
-            let Some((seq, wr)) = self.sq_pending.pop_front() else {
-                break;
-            };
-            if let Err(e) = self.encode_wr(seq, wr, mrs) {
-                self.set_sq_result(seq, WcStatus::LocalProtection, 0);
-                self.fail(ConnError::LocalProtection(e), None);
-                return;
-            }
-        }
-    }
-
-    fn gather(sges: &[Sge], mrs: &MrTable) -> Result<(Vec<Bytes>, usize), crate::mr::AccessError> {
-        let mut pieces = Vec::with_capacity(sges.len());
-        let mut total = 0usize;
-        for s in sges {
-            let b = match s {
-                Sge::Bytes(b) => b.clone(),
-                Sge::Region(r) => mrs.source(r.lkey, r.addr, r.len as usize, Access::LOCAL_READ)?,
-            };
-            total += b.len();
-            pieces.push(b);
-        }
-        Ok((pieces, total))
-    }
-
-    fn encode_wr(
-        &mut self,
-        seq: u64,
-        wr: SendWr,
-        mrs: &mut MrTable,
-    ) -> Result<(), crate::mr::AccessError> {
-        let (crc, max_ulpdu) = (self.crc, self.cfg.max_ulpdu);
-        match wr.op {
-            SendOp::Send {
-                sges,
-                solicited,
-                invalidate,
-            } => {
-                let opcode = match (solicited, invalidate.is_some()) {
-                    (false, false) => Opcode::SEND,
-                    (false, true) => Opcode::SEND_INVALIDATE,
-                    (true, false) => Opcode::SEND_SE,
-                    (true, true) => Opcode::SEND_SE_INVALIDATE,
-                };
-                let inv = invalidate.unwrap_or(0);
-                let total: usize = sges.iter().map(Sge::len).sum();
-                if total <= INLINE_COPY_MAX && total + UNTAGGED_HEADER_LEN <= max_ulpdu {
-                    // Small Send: one contiguous FPDU, no payload references.
-                    let msn = self.next_tx_msn(queue::SEND);
-                    let h = DdpHeader::untagged(true, opcode, inv, queue::SEND, msn, 0);
-                    self.push_small_from(&h, &sges, total, mrs)?;
-                } else {
-                    let (pieces, total) = Self::gather(&sges, mrs)?;
-                    let msn = self.next_tx_msn(queue::SEND);
-                    push_message(
-                        &mut self.tx,
-                        crc,
-                        max_ulpdu,
-                        UNTAGGED_HEADER_LEN,
-                        &pieces,
-                        total,
-                        |off, last| {
-                            DdpHeader::untagged(last, opcode, inv, queue::SEND, msn, off as u32)
-                        },
-                    );
-                }
-                self.tx.mark(Mark::Sq(seq));
-            }
-            SendOp::Write { sges, remote } => {
-                let (pieces, total) = Self::gather(&sges, mrs)?;
-                push_message(
-                    &mut self.tx,
-                    crc,
-                    max_ulpdu,
-                    TAGGED_HEADER_LEN,
-                    &pieces,
-                    total,
-                    |off, last| {
-                        DdpHeader::tagged(
-                            last,
-                            Opcode::WRITE,
-                            remote.rkey,
-                            remote.addr.wrapping_add(off as u64),
-                        )
-                    },
-                );
-                self.tx.mark(Mark::Sq(seq));
-            }
-            SendOp::Read { sink, remote } => {
-                mrs.check(
-                    sink.lkey,
-                    sink.addr,
-                    u64::from(sink.len),
-                    Access::LOCAL_WRITE,
-                )?;
-                self.queue_read_request(
-                    Some(seq),
-                    ReadRequest {
-                        sink_stag: sink.lkey,
-                        sink_to: sink.addr,
-                        size: sink.len,
-                        src_stag: remote.rkey,
-                        src_to: remote.addr,
-                    },
-                );
-            }
-            SendOp::LocalInvalidate { key } => {
-                let status = if mrs.invalidate(key).is_ok() {
-                    WcStatus::Success
-                } else {
-                    WcStatus::LocalProtection
-                };
-                self.set_sq_result(seq, status, 0);
-            }
-            // Refused by check_wr at post time.
-            _ => self.set_sq_result(seq, WcStatus::LocalQpOperation, 0),
-        }
-        Ok(())
-    }
-
-    /// Queues one small FPDU whose payload is gathered from `sges`.
-    fn push_small_from(
-        &mut self,
-        h: &DdpHeader,
-        sges: &[Sge],
-        total: usize,
-        mrs: &MrTable,
-    ) -> Result<(), crate::mr::AccessError> {
-        let mut owned: [Option<Bytes>; 4] = Default::default();
-        let mut slices: [&[u8]; 4] = [&[]; 4];
-        if sges.len() <= 4 {
-            for (i, s) in sges.iter().enumerate() {
-                if let Sge::Region(r) = s {
-                    owned[i] =
-                        Some(mrs.source(r.lkey, r.addr, r.len as usize, Access::LOCAL_READ)?);
-                }
-            }
-            for (i, s) in sges.iter().enumerate() {
-                slices[i] = match (s, &owned[i]) {
-                    (Sge::Bytes(b), _) => &b[..],
-                    (_, Some(b)) => &b[..],
-                    _ => &[],
-                };
-            }
-            push_small(&mut self.tx, self.crc, h, &slices[..sges.len()], total);
-        } else {
-            let (pieces, _) = Self::gather(sges, mrs)?;
-            let refs: Vec<&[u8]> = pieces.iter().map(|b| &b[..]).collect();
-            push_small(&mut self.tx, self.crc, h, &refs, total);
-        }
-        Ok(())
-    }
-
-    fn next_tx_msn(&mut self, qn: u32) -> u32 {
-        let m = &mut self.tx_msn[qn as usize];
-        let v = *m;
-        *m = m.wrapping_add(1);
-        v
-    }
-
-    fn queue_read_request(&mut self, seq: Option<u64>, rr: ReadRequest) {
-        let msn = self.next_tx_msn(queue::READ_REQUEST);
-        let body = Bytes::copy_from_slice(&rr.to_bytes());
-        push_message(
-            &mut self.tx,
-            self.crc,
-            self.cfg.max_ulpdu,
-            UNTAGGED_HEADER_LEN,
-            &[body],
-            READ_REQUEST_LEN,
-            |_, _| DdpHeader::untagged(true, Opcode::READ_REQUEST, 0, queue::READ_REQUEST, msn, 0),
-        );
-        self.orq.push_back(OrqEntry {
-            seq,
-            sink_stag: rr.sink_stag,
-            sink_to: rr.sink_to,
-            len: u64::from(rr.size),
-            received: 0,
-        });
-    }
 
     // ---------------------------------------------------------------- failure
 
@@ -1099,49 +635,4 @@ impl Connection {
             buf: Some(buf),
         });
     }
-}
-
-/// Synchronous checks of a work request's local keys.
-fn check_wr(wr: &SendWr, mrs: &MrTable) -> Result<(), PostError> {
-    let prot = |key: u32, e: crate::mr::AccessError| PostError::LocalProtection {
-        key,
-        reason: e.to_string(),
-    };
-    let check_sges = |sges: &[Sge]| -> Result<u64, PostError> {
-        let mut total = 0u64;
-        for s in sges {
-            if let Sge::Region(r) = s {
-                mrs.check(r.lkey, r.addr, u64::from(r.len), Access::LOCAL_READ)
-                    .map_err(|e| prot(r.lkey, e))?;
-            }
-            total += s.len() as u64;
-        }
-        Ok(total)
-    };
-    match &wr.op {
-        SendOp::Send { sges, .. } | SendOp::Write { sges, .. } => {
-            if check_sges(sges)? > u64::from(u32::MAX) {
-                return Err(PostError::Invalid {
-                    reason: "message longer than 4 GiB",
-                });
-            }
-        }
-        SendOp::Read { sink, .. } => {
-            mrs.check(
-                sink.lkey,
-                sink.addr,
-                u64::from(sink.len),
-                Access::LOCAL_WRITE,
-            )
-            .map_err(|e| prot(sink.lkey, e))?;
-        }
-        SendOp::LocalInvalidate { .. } => {}
-        #[allow(unreachable_patterns)]
-        _ => {
-            return Err(PostError::Invalid {
-                reason: "unsupported work request",
-            })
-        }
-    }
-    Ok(())
 }

@@ -1,6 +1,7 @@
-//! The receive side: MPA set-up frames, then FPDUs parsed header by header,
-//! with payload placed straight into registered memory or posted receive
-//! buffers.
+//! The receive side's framing: the octet stream cut into MPA set-up frames
+//! (handed to `setup.rs`), then FPDUs parsed header, payload and trailer
+//! (length, DDP header, pad, CRC32c), each payload handed to its place
+//! (`place.rs`) straight from the socket or from staging.
 //!
 //! Small reads go into a staging buffer (headers, trailers, small
 //! payloads, which are then copied to their place). Once a header has been
@@ -8,23 +9,30 @@
 //! the payload's final place itself as the first read buffer, followed by a
 //! small staging area for the trailer and the next header: one vectored
 //! read, no intermediate copy.
+//!
+//! # Several FPDUs of a Read Response per read
+//!
+//! The FPDUs of one RDMA Read Response follow each other, and a sender
+//! cuts a message into FPDUs of one size: so when the payload of a Read
+//! Response is placed directly, the buffers also offer the places of the
+//! following FPDUs of the same Read as guessed from the current one (its
+//! trailer and the next header into a small scratch area, the next
+//! payload straight into the sink at the next offset, and so on, never
+//! past the end of the Read). Verbs leaves a sink's contents undefined
+//! until its Read completes, so a guess may fill it. After the read each
+//! header is checked as usual; where it does not continue the Read as
+//! guessed, the octets read into the sink from there on are copied out and
+//! processed like any other input (so the outcome is exactly that of
+//! reading the stream FPDU by FPDU).
 
-use std::collections::VecDeque;
+use super::place::{place, Target};
+use super::{ConnError, Connection, Phase, ProtocolError};
+use std::io::IoSliceMut;
 
-use bytes::Bytes;
-use rpcrdma_verbs::{Access, WcStatus};
-
-use super::{
-    ConnError, Connection, Event, OrqEntry, Phase, ProtocolError, RecvProgress, Role, Rtr,
-};
-use crate::ddp::{Buffer, DdpHeader, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
+use crate::ddp::{DdpHeader, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
 use crate::fpdu::{crc_from_wire, pad_len, MPA_CRC_LEN, MPA_LEN_FIELD};
-use crate::mpa::{FrameKind, MpaFlags, MpaFrame};
 use crate::mr::MrTable;
-use crate::rdmap::{queue, Opcode, ReadRequest, Terminate, READ_REQUEST_LEN};
-
-use super::tx::{push_message, Mark};
-use super::MAX_IRD;
+use crate::rdmap::{Opcode, ReadRequest, Terminate, READ_REQUEST_LEN};
 
 /// Staging buffer size.
 const STAGE_CAP: usize = 16 * 1024;
@@ -35,47 +43,69 @@ const STAGE_READ: usize = 4096;
 const SPILL_WITH_DIRECT: usize = 512;
 /// Payload remainders at least this long are read in place.
 const DIRECT_MIN: usize = 1024;
-/// Largest Terminate message body we accept.
-const CTRL_MAX: usize = 256;
+/// Most further FPDUs of a Read Response offered in one read.
+const MAX_SPEC: usize = 16;
+/// Octets between two payloads of a Read Response: pad, CRC, the next
+/// FPDU's length field and tagged header.
+const MAX_GAP: usize = 3 + MPA_CRC_LEN + MPA_LEN_FIELD + TAGGED_HEADER_LEN;
+
+/// The further FPDUs of a Read Response offered by the last
+/// [`Connection::recv_buffers`] (see the module documentation).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Spec {
+    count: usize,
+    /// The sink's key and the address of the first guessed payload.
+    stag: u32,
+    addr: u64,
+    /// Octets of each gap (before payload `k`) and each payload.
+    gaps: [usize; MAX_SPEC],
+    pays: [usize; MAX_SPEC],
+    /// Whether payload `k` would end the Read.
+    lasts: [bool; MAX_SPEC],
+}
+
+impl Spec {
+    const NONE: Spec = Spec {
+        count: 0,
+        stag: 0,
+        addr: 0,
+        gaps: [0; MAX_SPEC],
+        pays: [0; MAX_SPEC],
+        lasts: [false; MAX_SPEC],
+    };
+
+    fn payload_len(&self) -> usize {
+        self.pays[..self.count].iter().sum()
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum St {
+pub(super) enum St {
     Header,
     Payload,
     Trailer,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
-    /// Zero-length segments.
-    Discard,
-    /// Tagged placement into a region.
-    Mr {
-        stag: u32,
-        addr: u64,
-        needed: Access,
-        read_response: bool,
-    },
-    /// The receive buffer of the Send in progress.
-    Recv,
-    /// A Read Request or Terminate body, into `ctrl`.
-    Ctrl,
-}
-
 #[derive(Debug)]
 pub(super) struct Rx {
-    buf: Box<[u8]>,
-    start: usize,
-    end: usize,
-    st: St,
-    crc: u32,
-    ulpdu_len: usize,
-    hdr: Option<DdpHeader>,
-    remaining: usize,
-    target: Target,
-    ctrl: Vec<u8>,
-    direct_offered: usize,
-    dead: bool,
+    pub(super) buf: Box<[u8]>,
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) st: St,
+    pub(super) crc: u32,
+    pub(super) ulpdu_len: usize,
+    pub(super) hdr: Option<DdpHeader>,
+    pub(super) remaining: usize,
+    pub(super) target: Target,
+    pub(super) ctrl: Vec<u8>,
+    pub(super) direct_offered: usize,
+    pub(super) dead: bool,
+    /// The guessed FPDUs offered with the direct buffer.
+    spec: Spec,
+    /// Where the guessed gaps (trailers and headers) and what follows the
+    /// last guessed payload are read.
+    gapbuf: Box<[u8]>,
+    tailbuf: Box<[u8]>,
 }
 
 impl Rx {
@@ -93,6 +123,9 @@ impl Rx {
             ctrl: Vec::new(),
             direct_offered: 0,
             dead: false,
+            spec: Spec::NONE,
+            gapbuf: vec![0u8; MAX_SPEC * MAX_GAP].into_boxed_slice(),
+            tailbuf: vec![0u8; SPILL_WITH_DIRECT].into_boxed_slice(),
         }
     }
 
@@ -127,7 +160,9 @@ impl Rx {
 }
 
 /// The buffers to read the socket into, in order (see
-/// [`Connection::recv_buffers`]).
+/// [`Connection::recv_buffers`]): `direct`, then the guessed further
+/// FPDUs of a Read Response if any, then `staging`.
+/// [`RecvBuffers::io_slices`] lists them all for a vectored read.
 #[derive(Debug)]
 pub struct RecvBuffers<'a> {
     /// The final place of the next payload octets (registered memory or a
@@ -135,17 +170,55 @@ pub struct RecvBuffers<'a> {
     pub direct: Option<&'a mut [u8]>,
     /// Staging for whatever follows.
     pub staging: &'a mut [u8],
+    /// Guessed further FPDUs: gap scratch, the sink after `direct`, and
+    /// their layout.
+    spec: Option<(&'a mut [u8], &'a mut [u8], Spec)>,
 }
 
-impl RecvBuffers<'_> {
+/// Most slices [`RecvBuffers::io_slices`] fills.
+pub const MAX_RECV_SLICES: usize = 2 + 2 * MAX_SPEC;
+
+impl<'a> RecvBuffers<'a> {
     /// Total octets the buffers can take.
     pub fn len(&self) -> usize {
-        self.direct.as_ref().map_or(0, |d| d.len()) + self.staging.len()
+        let spec = self.spec.as_ref().map_or(0, |(_, _, l)| {
+            l.gaps[..l.count].iter().sum::<usize>() + l.payload_len()
+        });
+        self.direct.as_ref().map_or(0, |d| d.len()) + spec + self.staging.len()
     }
 
     /// Whether no octet can be taken now.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Every buffer, in the order the octets go, as slices for one
+    /// vectored read; returns how many of `out` were filled (at most
+    /// [`MAX_RECV_SLICES`]).
+    pub fn io_slices<'b>(&'b mut self, out: &mut [IoSliceMut<'b>]) -> usize {
+        let mut n = 0;
+        let mut push = |s: &'b mut [u8], out: &mut [IoSliceMut<'b>]| {
+            if !s.is_empty() && n < out.len() {
+                out[n] = IoSliceMut::new(s);
+                n += 1;
+            }
+        };
+        if let Some(d) = self.direct.as_deref_mut() {
+            push(d, out);
+        }
+        if let Some((gaps, pays, l)) = self.spec.as_mut() {
+            let (mut gaps, mut pays): (&'b mut [u8], &'b mut [u8]) = (gaps, pays);
+            for k in 0..l.count {
+                let (g, rest) = std::mem::take(&mut gaps).split_at_mut(MAX_GAP);
+                gaps = rest;
+                push(&mut g[..l.gaps[k]], out);
+                let (p, rest) = std::mem::take(&mut pays).split_at_mut(l.pays[k]);
+                pays = rest;
+                push(p, out);
+            }
+        }
+        push(self.staging, out);
+        n
     }
 }
 
@@ -165,26 +238,104 @@ impl Connection {
         }
     }
 
+    /// The further FPDUs of the Read Response being placed, as guessed
+    /// from the current one: same payload size, consecutive offsets, never
+    /// past the end of the Read.
+    fn plan_speculation(&self) -> Spec {
+        let rx = &self.rx;
+        let Target::Mr {
+            stag,
+            addr,
+            read_response: true,
+            ..
+        } = rx.target
+        else {
+            return Spec::NONE;
+        };
+        let Some(e) = self.orq.front() else {
+            return Spec::NONE;
+        };
+        let Some(size) = rx.ulpdu_len.checked_sub(TAGGED_HEADER_LEN) else {
+            return Spec::NONE;
+        };
+        let mut rest = e
+            .len
+            .saturating_sub(e.received)
+            .saturating_sub(rx.remaining as u64);
+        let mut spec = Spec {
+            stag,
+            addr: addr + rx.remaining as u64,
+            ..Spec::NONE
+        };
+        let mut ulpdu = rx.ulpdu_len;
+        while spec.count < MAX_SPEC && rest > 0 {
+            let p = (size as u64).min(rest) as usize;
+            if p < DIRECT_MIN {
+                break;
+            }
+            spec.gaps[spec.count] =
+                pad_len(ulpdu) + MPA_CRC_LEN + MPA_LEN_FIELD + TAGGED_HEADER_LEN;
+            spec.pays[spec.count] = p;
+            rest -= p as u64;
+            spec.lasts[spec.count] = rest == 0;
+            spec.count += 1;
+            ulpdu = p + TAGGED_HEADER_LEN;
+        }
+        spec
+    }
+
     /// The buffers the next socket read should fill, in order: read into
-    /// `direct` first (if offered), then `staging`, and report the total
-    /// with [`Connection::handle_read`] before calling anything else.
-    /// Both are empty when no input is wanted ([`Connection::wants_read`]).
+    /// `direct` first (if offered), then the guessed FPDUs, then
+    /// `staging` ([`RecvBuffers::io_slices`]), and report the total with
+    /// [`Connection::handle_read`] before calling anything else. All are
+    /// empty when no input is wanted ([`Connection::wants_read`]).
     pub fn recv_buffers<'a>(&'a mut self, mrs: &'a mut MrTable) -> RecvBuffers<'a> {
+        self.offer(mrs, true)
+    }
+
+    fn offer<'a>(&'a mut self, mrs: &'a mut MrTable, speculate: bool) -> RecvBuffers<'a> {
+        self.rx.spec = Spec::NONE;
         if !self.wants_read() {
             self.rx.direct_offered = 0;
             return RecvBuffers {
                 direct: None,
                 staging: &mut [],
+                spec: None,
             };
         }
         let direct_len = self.direct_len();
+        let mut spec = if speculate && direct_len > 0 {
+            self.plan_speculation()
+        } else {
+            Spec::NONE
+        };
         self.rx.compact();
         let Connection { rx, recv_cur, .. } = self;
+        let mut guessed: Option<&'a mut [u8]> = None;
         let direct: Option<&'a mut [u8]> = if direct_len > 0 {
             match rx.target {
                 Target::Mr {
                     stag, addr, needed, ..
-                } => mrs.slice_mut(stag, addr, direct_len, needed).ok(),
+                } => {
+                    let mut more = spec.payload_len();
+                    if more > 0
+                        && mrs
+                            .check(stag, addr, (direct_len + more) as u64, needed)
+                            .is_err()
+                    {
+                        spec = Spec::NONE;
+                        more = 0;
+                    }
+                    match mrs.slice_mut(stag, addr, direct_len + more, needed) {
+                        Ok(s) if more > 0 => {
+                            let (d, g) = s.split_at_mut(direct_len);
+                            guessed = Some(g);
+                            Some(d)
+                        }
+                        Ok(s) => Some(s),
+                        Err(_) => None,
+                    }
+                }
                 Target::Recv => recv_cur
                     .as_mut()
                     .and_then(|c| c.wr.buf.get_mut(c.received..c.received + direct_len)),
@@ -194,6 +345,16 @@ impl Connection {
             None
         };
         rx.direct_offered = direct.as_ref().map_or(0, |d| d.len());
+        if let Some(g) = guessed {
+            if rx.direct_offered > 0 {
+                rx.spec = spec;
+                return RecvBuffers {
+                    direct,
+                    staging: &mut rx.tailbuf[..],
+                    spec: Some((&mut rx.gapbuf[..], g, spec)),
+                };
+            }
+        }
         let limit = if rx.direct_offered > 0 {
             SPILL_WITH_DIRECT
         } else {
@@ -201,21 +362,34 @@ impl Connection {
         };
         let stop = rx.buf.len().min(rx.end + limit);
         let staging = &mut rx.buf[rx.end..stop];
-        RecvBuffers { direct, staging }
+        RecvBuffers {
+            direct,
+            staging,
+            spec: None,
+        }
     }
 
     /// Records that the last read put `n` octets into the buffers from
-    /// [`Connection::recv_buffers`] (direct first), and processes them.
+    /// [`Connection::recv_buffers`] (in [`RecvBuffers::io_slices`] order),
+    /// and processes them.
     ///
     /// # Panics
     /// If `n` exceeds what was offered (driver bug).
     pub fn handle_read(&mut self, n: usize, mrs: &mut MrTable) {
         let d = n.min(self.rx.direct_offered);
+        let full = d == self.rx.direct_offered;
         self.rx.direct_offered = 0;
+        let spec = std::mem::replace(&mut self.rx.spec, Spec::NONE);
         if d > 0 {
             self.placed_direct(d, mrs);
         }
         let rest = n - d;
+        if spec.count > 0 {
+            if full {
+                self.handle_guessed(rest, &spec, mrs);
+            }
+            return;
+        }
         assert!(
             self.rx.end + rest <= self.rx.buf.len(),
             "driver reported more octets than offered"
@@ -224,13 +398,128 @@ impl Connection {
         self.process(mrs);
     }
 
+    /// Processes what a read put into the guessed FPDUs of a Read Response
+    /// (`left` octets after the direct buffer), in stream order.
+    ///
+    /// Each gap is taken only if the payload before it ended where guessed
+    /// and the header in it is the guessed one; from the first gap where
+    /// that does not hold, every octet that followed (the guessed payloads
+    /// included, which nothing has touched yet) is copied out and processed
+    /// like any other input.
+    fn handle_guessed(&mut self, mut left: usize, spec: &Spec, mrs: &mut MrTable) {
+        let mut other: Option<Vec<u8>> = None;
+        let mut addr = spec.addr;
+        let mut complete = true;
+        for k in 0..spec.count {
+            let g = left.min(spec.gaps[k]);
+            left -= g;
+            let gap = k * MAX_GAP..k * MAX_GAP + g;
+            if other.is_none() && !self.gap_as_guessed(spec, k, addr, &self.rx.gapbuf[gap.clone()])
+            {
+                other = Some(Vec::new());
+            }
+            match other.as_mut() {
+                Some(v) => v.extend_from_slice(&self.rx.gapbuf[gap]),
+                None => {
+                    let end = self.rx.end;
+                    let Rx { buf, gapbuf, .. } = &mut self.rx;
+                    buf[end..end + g].copy_from_slice(&gapbuf[gap]);
+                    self.rx.end += g;
+                    self.process(mrs);
+                }
+            }
+            if g < spec.gaps[k] {
+                complete = false;
+                break;
+            }
+            let p = left.min(spec.pays[k]);
+            left -= p;
+            if other.is_none() && self.continues_read(spec.stag, addr, p) {
+                self.placed_direct(p, mrs);
+            } else {
+                let v = other.get_or_insert_with(Vec::new);
+                match mrs.slice_mut(spec.stag, addr, p, rpcrdma_verbs::Access::LOCAL_WRITE) {
+                    Ok(s) => v.extend_from_slice(s),
+                    // Offered under the same lock, so it is there.
+                    Err(_) => {
+                        self.handle_transport_error("a Read sink vanished during a read".into());
+                        return;
+                    }
+                }
+            }
+            addr += spec.pays[k] as u64;
+            if p < spec.pays[k] {
+                complete = false;
+                break;
+            }
+        }
+        // What followed the last guessed payload is in the tail.
+        if complete && left > 0 {
+            assert!(
+                left <= self.rx.tailbuf.len(),
+                "driver reported more octets than offered"
+            );
+            match other.as_mut() {
+                Some(v) => v.extend_from_slice(&self.rx.tailbuf[..left]),
+                None => {
+                    let end = self.rx.end;
+                    assert!(end + left <= self.rx.buf.len(), "staging overflow");
+                    let Rx { buf, tailbuf, .. } = &mut self.rx;
+                    buf[end..end + left].copy_from_slice(&tailbuf[..left]);
+                    self.rx.end += left;
+                    self.process(mrs);
+                }
+            }
+        } else {
+            assert_eq!(left, 0, "driver reported more octets than offered");
+        }
+        if let Some(v) = other {
+            self.handle_bytes(&v, mrs);
+        }
+    }
+
+    /// Whether `gap` (the octets read into gap `k`, maybe fewer than
+    /// guessed) may be processed as guessed: the payload before it was
+    /// placed whole, and it ends with the guessed header (a partial gap
+    /// holds at most the trailer and part of the header, which place
+    /// nothing).
+    fn gap_as_guessed(&self, spec: &Spec, k: usize, addr: u64, gap: &[u8]) -> bool {
+        let rx = &self.rx;
+        let before_done =
+            !rx.dead && rx.st == St::Payload && rx.remaining == 0 && rx.start == rx.end;
+        if !before_done {
+            return false;
+        }
+        if gap.len() < spec.gaps[k] {
+            return true;
+        }
+        let Some(h) = gap.len().checked_sub(MPA_LEN_FIELD + TAGGED_HEADER_LEN) else {
+            return false;
+        };
+        let ulpdu = (spec.pays[k] + TAGGED_HEADER_LEN) as u16;
+        let header = DdpHeader::tagged(spec.lasts[k], Opcode::READ_RESPONSE, spec.stag, addr);
+        let (bytes, n) = header.to_array();
+        gap[h..h + MPA_LEN_FIELD] == ulpdu.to_be_bytes() && gap[h + MPA_LEN_FIELD..] == bytes[..n]
+    }
+
+    /// Whether the parser now expects `p` payload octets of the Read
+    /// Response at `addr` of the sink `stag` (the guess held).
+    fn continues_read(&self, stag: u32, addr: u64, p: usize) -> bool {
+        let rx = &self.rx;
+        !rx.dead
+            && rx.st == St::Payload
+            && rx.start == rx.end
+            && rx.remaining >= p
+            && matches!(rx.target, Target::Mr { stag: s, addr: a, read_response: true, .. } if s == stag && a == addr)
+    }
+
     /// Feeds received octets by copying them (for tests, tools and
     /// drivers without vectored reads); returns how many were taken (less
     /// than `data.len()` only once the connection wants no more input).
     pub fn handle_bytes(&mut self, mut data: &[u8], mrs: &mut MrTable) -> usize {
         let total = data.len();
         while !data.is_empty() {
-            let mut bufs = self.recv_buffers(mrs);
+            let mut bufs = self.offer(mrs, false);
             let mut n = 0;
             if let Some(d) = bufs.direct.as_deref_mut() {
                 let k = d.len().min(data.len());
@@ -250,43 +539,6 @@ impl Connection {
             data = &data[n..];
         }
         total - data.len()
-    }
-
-    /// `d` octets were read straight into the current target.
-    fn placed_direct(&mut self, d: usize, mrs: &mut MrTable) {
-        let crc_on = self.crc;
-        match &mut self.rx.target {
-            Target::Mr {
-                stag,
-                addr,
-                needed,
-                read_response,
-            } => {
-                if crc_on {
-                    if let Ok(s) = mrs.slice_mut(*stag, *addr, d, *needed) {
-                        self.rx.crc = crc32c::crc32c_append(self.rx.crc, s);
-                    }
-                }
-                *addr += d as u64;
-                if *read_response {
-                    if let Some(e) = self.orq.front_mut() {
-                        e.received += d as u64;
-                    }
-                }
-            }
-            Target::Recv => {
-                if let Some(c) = self.recv_cur.as_mut() {
-                    if crc_on {
-                        if let Some(s) = c.wr.buf.get(c.received..c.received + d) {
-                            self.rx.crc = crc32c::crc32c_append(self.rx.crc, s);
-                        }
-                    }
-                    c.received += d;
-                }
-            }
-            Target::Discard | Target::Ctrl => {}
-        }
-        self.rx.remaining -= d;
     }
 
     /// Processes staged octets as far as they go.
@@ -318,162 +570,6 @@ impl Connection {
     }
 
     // ------------------------------------------------------------ MPA set-up
-
-    fn process_mpa(&mut self) -> bool {
-        let staged = &self.rx.buf[self.rx.start..self.rx.end];
-        match MpaFrame::parse(staged) {
-            Ok(None) => false,
-            Err(e) => {
-                // A responder can still answer a frame it could read the
-                // header of with a Reject; a garbled key gets no answer.
-                if self.role == Role::Responder && !matches!(e, crate::mpa::MpaError::BadKey) {
-                    let _ = self.send_reject(Bytes::new());
-                }
-                self.fail(ConnError::Protocol(e.into()), None);
-                true
-            }
-            Ok(Some((frame, used))) => {
-                self.rx.start += used;
-                match self.role {
-                    Role::Responder => self.on_request(frame),
-                    Role::Initiator => self.on_reply(frame),
-                }
-                true
-            }
-        }
-    }
-
-    fn on_request(&mut self, req: MpaFrame) {
-        if req.kind != FrameKind::Request {
-            self.fail(
-                ProtocolError::MpaUnexpectedKey {
-                    got: "Reply",
-                    expected: "Request",
-                }
-                .into(),
-                None,
-            );
-            return;
-        }
-        let early = self.rx.end - self.rx.start;
-        let markers = req.flags.has(MpaFlags::MARKERS);
-        let pd_len = req.pd_length();
-        let revision = req.revision;
-        self.request = Some(req);
-        if early > 0 {
-            self.fail(ProtocolError::MpaEarlyData(early).into(), None);
-            return;
-        }
-        let refusal = if !(1..=2).contains(&revision) {
-            Some(ConnError::Protocol(ProtocolError::MpaRevision(revision)))
-        } else if markers {
-            Some(ConnError::RejectedLocally { markers: true })
-        } else if pd_len > self.cfg.max_private_data {
-            Some(ConnError::Protocol(ProtocolError::MpaPrivateDataTooLong {
-                len: pd_len,
-                max: self.cfg.max_private_data,
-            }))
-        } else {
-            None
-        };
-        if let Some(err) = refusal {
-            let _ = self.send_reject(Bytes::new());
-            self.fail(err, None);
-            return;
-        }
-        let Some(req) = self.request.as_ref() else {
-            return;
-        };
-        let info = super::PeerRequest {
-            revision: req.revision,
-            crc: req.flags.has(MpaFlags::CRC),
-            ird_ord: req.ird_ord,
-            private_data: req.private_data.clone(),
-        };
-        self.phase = Phase::AwaitAccept;
-        self.deadline = None;
-        self.events.push_back(Event::ConnectRequest(info));
-    }
-
-    fn on_reply(&mut self, rep: MpaFrame) {
-        if rep.kind != FrameKind::Reply {
-            self.fail(
-                ProtocolError::MpaUnexpectedKey {
-                    got: "Request",
-                    expected: "Reply",
-                }
-                .into(),
-                None,
-            );
-            return;
-        }
-        if rep.is_reject() {
-            self.fail(
-                ConnError::Rejected {
-                    private_data: rep.private_data,
-                },
-                None,
-            );
-            return;
-        }
-        let Some(req) = self.request.clone() else {
-            return;
-        };
-        self.crc = req.flags.has(MpaFlags::CRC) || rep.flags.has(MpaFlags::CRC);
-        let mut rtr = None;
-        let err = if rep.revision == 0 || rep.revision > req.revision {
-            Some(ProtocolError::MpaReplyRevision {
-                sent: req.revision,
-                got: rep.revision,
-            })
-        } else if rep.flags.has(MpaFlags::MARKERS) {
-            Some(ProtocolError::MpaMarkers)
-        } else if rep.pd_length() > self.cfg.max_private_data {
-            Some(ProtocolError::MpaPrivateDataTooLong {
-                len: rep.pd_length(),
-                max: self.cfg.max_private_data,
-            })
-        } else {
-            match (req.ird_ord, rep.ird_ord) {
-                (Some(ours), Some(w)) if ours.peer_to_peer && w.peer_to_peer => {
-                    if w.write_rtr && ours.write_rtr {
-                        rtr = Some(Rtr::Write);
-                        None
-                    } else if w.read_rtr && ours.read_rtr {
-                        rtr = Some(Rtr::Read);
-                        None
-                    } else {
-                        Some(ProtocolError::MpaNoMatchingRtr)
-                    }
-                }
-                _ => None,
-            }
-        };
-        if let Some(w) = rep.ird_ord {
-            self.ord = self.cfg.caps.ord.min(w.ird);
-            self.ird = self.cfg.caps.ird.max(w.ord).min(MAX_IRD);
-        }
-        if let Some(e) = err {
-            // The Reply was well formed, so the peer is in FPDU mode: tell it
-            // why with a Terminate (as Linux siw does).
-            self.phase = Phase::Connected;
-            let t = e.term_error().map(Terminate::bare);
-            self.fail(e.into(), t);
-            return;
-        }
-        self.connected(rep.revision, rtr, rep.private_data.clone(), rep.ird_ord);
-        // Peer-to-peer mode: the RTR is our first FPDU.
-        match rtr {
-            Some(Rtr::Write) => {
-                let (crc, max) = (self.crc, self.cfg.max_ulpdu);
-                push_message(&mut self.tx, crc, max, TAGGED_HEADER_LEN, &[], 0, |_, _| {
-                    DdpHeader::tagged(true, Opcode::WRITE, 0, 0)
-                });
-            }
-            Some(Rtr::Read) => self.queue_read_request(None, ReadRequest::default()),
-            None => {}
-        }
-    }
 
     // ------------------------------------------------------------ FPDUs
 
@@ -527,172 +623,6 @@ impl Connection {
             Err(e) => self.protocol_fail(e, true, None),
         }
         true
-    }
-
-    /// Checks a segment header and says where its payload goes. Nothing is
-    /// placed anywhere unless this returns `Ok`.
-    fn on_header(
-        &mut self,
-        h: &DdpHeader,
-        payload: usize,
-        mrs: &mut MrTable,
-    ) -> Result<Target, ProtocolError> {
-        let c = h.control;
-        if c.ddp_version != crate::ddp::DDP_VERSION {
-            return Err(ProtocolError::DdpVersion {
-                version: c.ddp_version,
-                tagged: c.tagged,
-            });
-        }
-        if c.rdmap_version != crate::ddp::RDMAP_VERSION {
-            return Err(ProtocolError::RdmapVersion(c.rdmap_version));
-        }
-        let op = c.opcode;
-        if op.tagged() != Some(c.tagged) {
-            return Err(ProtocolError::UnexpectedOpcode {
-                opcode: op,
-                tagged: c.tagged,
-            });
-        }
-        match h.buffer {
-            Buffer::Tagged { stag, to } => {
-                if op == Opcode::WRITE {
-                    // A zero-length Write (the RTR of RFC 6581) places
-                    // nothing, so its STag is not checked (as in siw).
-                    if payload == 0 {
-                        return Ok(Target::Discard);
-                    }
-                    mrs.check(stag, to, payload as u64, Access::REMOTE_WRITE)
-                        .map_err(ProtocolError::WriteAccess)?;
-                    return Ok(Target::Mr {
-                        stag,
-                        addr: to,
-                        needed: Access::REMOTE_WRITE,
-                        read_response: false,
-                    });
-                }
-                // Read Response: must continue the oldest outstanding Read.
-                let Some(e) = self.orq.front() else {
-                    return Err(ProtocolError::UnexpectedReadResponse);
-                };
-                if stag != e.sink_stag {
-                    return Err(ProtocolError::ReadResponseMismatch("sink STag"));
-                }
-                if e.sink_to.checked_add(e.received) != Some(to) {
-                    return Err(ProtocolError::ReadResponseMismatch("tagged offset"));
-                }
-                let got = e.received + payload as u64;
-                if got > e.len || (c.last && got != e.len) {
-                    return Err(ProtocolError::ReadResponseMismatch("length"));
-                }
-                if payload == 0 {
-                    return Ok(Target::Discard);
-                }
-                mrs.check(stag, to, payload as u64, Access::LOCAL_WRITE)
-                    .map_err(ProtocolError::WriteAccess)?;
-                Ok(Target::Mr {
-                    stag,
-                    addr: to,
-                    needed: Access::LOCAL_WRITE,
-                    read_response: true,
-                })
-            }
-            Buffer::Untagged {
-                rdmap_word,
-                qn,
-                msn,
-                mo,
-            } => {
-                let want_qn = match op {
-                    Opcode::READ_REQUEST => queue::READ_REQUEST,
-                    Opcode::TERMINATE => queue::TERMINATE,
-                    _ => queue::SEND,
-                };
-                if qn != want_qn {
-                    return Err(ProtocolError::InvalidQueue { qn, opcode: op });
-                }
-                let expected = self.rx_msn[qn as usize];
-                if msn != expected {
-                    return Err(ProtocolError::MsnRange { qn, msn, expected });
-                }
-                match qn {
-                    queue::SEND => self.on_send_header(op, rdmap_word, msn, mo, payload),
-                    queue::READ_REQUEST => {
-                        if mo != 0 {
-                            return Err(ProtocolError::InvalidMo { mo, expected: 0 });
-                        }
-                        if !c.last {
-                            return Err(ProtocolError::BadReadRequest(
-                                "segmented over several FPDUs",
-                            ));
-                        }
-                        if payload != READ_REQUEST_LEN {
-                            return Err(ProtocolError::BadReadRequest("not 28 octets long"));
-                        }
-                        Ok(Target::Ctrl)
-                    }
-                    _ => {
-                        if mo != 0 || !c.last || payload > CTRL_MAX {
-                            return Err(ProtocolError::BadTerminate);
-                        }
-                        Ok(Target::Ctrl)
-                    }
-                }
-            }
-        }
-    }
-
-    fn on_send_header(
-        &mut self,
-        op: Opcode,
-        inv: u32,
-        msn: u32,
-        mo: u32,
-        payload: usize,
-    ) -> Result<Target, ProtocolError> {
-        match &mut self.recv_cur {
-            None => {
-                if mo != 0 {
-                    return Err(ProtocolError::InvalidMo { mo, expected: 0 });
-                }
-                let Some(wr) = self.rq.pop_front() else {
-                    return Err(ProtocolError::NoReceiveBuffer { msn });
-                };
-                self.recv_cur = Some(RecvProgress {
-                    wr,
-                    msn,
-                    received: 0,
-                    opcode: op,
-                    invalidate: inv,
-                });
-            }
-            Some(cur) => {
-                if op != cur.opcode || inv != cur.invalidate {
-                    return Err(ProtocolError::Interleaved { opcode: op });
-                }
-                if mo as usize != cur.received {
-                    return Err(ProtocolError::InvalidMo {
-                        mo,
-                        expected: cur.received as u32,
-                    });
-                }
-            }
-        }
-        let Some(cur) = self.recv_cur.as_ref() else {
-            return Err(ProtocolError::NoReceiveBuffer { msn });
-        };
-        debug_assert_eq!(cur.msn, msn);
-        if cur.received + payload > cur.wr.buf.len() {
-            return Err(ProtocolError::MessageTooLong {
-                len: cur.received + payload,
-                buffer: cur.wr.buf.len(),
-            });
-        }
-        Ok(if payload == 0 {
-            Target::Discard
-        } else {
-            Target::Recv
-        })
     }
 
     fn rx_payload(&mut self, mrs: &mut MrTable) -> bool {
@@ -749,155 +679,6 @@ impl Connection {
             self.protocol_fail(e, true, rr.as_ref());
         }
         true
-    }
-
-    /// A segment passed its CRC: finish the message if it was the last one.
-    fn on_segment_end(
-        &mut self,
-        mrs: &mut MrTable,
-    ) -> Result<(), (ProtocolError, Option<ReadRequest>)> {
-        let Some(h) = self.rx.hdr else { return Ok(()) };
-        let (op, last) = (h.control.opcode, h.control.last);
-        match op {
-            Opcode::WRITE => {}
-            Opcode::READ_RESPONSE => {
-                if last {
-                    if let Some(e) = self.orq.pop_front() {
-                        if let Some(seq) = e.seq {
-                            self.set_sq_result(seq, WcStatus::Success, e.len as u32);
-                            self.drain_sq();
-                        }
-                    }
-                    // An ORD slot is free: Reads waiting for one may go.
-                    self.pump(mrs);
-                    self.drain_sq();
-                }
-            }
-            Opcode::READ_REQUEST => {
-                self.rx_msn[1] = self.rx_msn[1].wrapping_add(1);
-                let Some(rr) = ReadRequest::parse(&self.rx.ctrl) else {
-                    return Err((ProtocolError::BadReadRequest("not 28 octets long"), None));
-                };
-                self.serve_read(&rr, mrs).map_err(|e| (e, Some(rr)))?;
-            }
-            Opcode::TERMINATE => {
-                self.rx_msn[2] = self.rx_msn[2].wrapping_add(1);
-                match Terminate::parse(&self.rx.ctrl) {
-                    Ok(t) => self.fail(ConnError::RemoteTerminate(t), None),
-                    Err(_) => self.fail(ConnError::Protocol(ProtocolError::BadTerminate), None),
-                }
-            }
-            _ => {
-                if last {
-                    self.rx_msn[0] = self.rx_msn[0].wrapping_add(1);
-                    let Some(cur) = self.recv_cur.take() else {
-                        return Ok(());
-                    };
-                    let mut inv = None;
-                    if op.invalidates() {
-                        if mrs.invalidate(cur.invalidate).is_err() {
-                            let stag = cur.invalidate;
-                            self.recv_cur = Some(cur);
-                            return Err((ProtocolError::CannotInvalidate(stag), None));
-                        }
-                        inv = Some(cur.invalidate);
-                    }
-                    let len = cur.received;
-                    self.complete_recv(cur.wr, WcStatus::Success, len, inv, op.solicited());
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Answers an inbound RDMA Read Request.
-    fn serve_read(&mut self, rr: &ReadRequest, mrs: &mut MrTable) -> Result<(), ProtocolError> {
-        if self.irq_outstanding >= usize::from(self.ird) {
-            return Err(ProtocolError::IrdExceeded(self.ird));
-        }
-        let data = if rr.size == 0 {
-            // Zero-length Read (e.g. an RTR): nothing to check or send.
-            Bytes::new()
-        } else {
-            mrs.source(
-                rr.src_stag,
-                rr.src_to,
-                rr.size as usize,
-                Access::REMOTE_READ,
-            )
-            .map_err(ProtocolError::ReadAccess)?
-        };
-        let (sink, to) = (rr.sink_stag, rr.sink_to);
-        let total = data.len();
-        push_message(
-            &mut self.tx,
-            self.crc,
-            self.cfg.max_ulpdu,
-            TAGGED_HEADER_LEN,
-            &[data],
-            total,
-            |off, last| {
-                DdpHeader::tagged(
-                    last,
-                    Opcode::READ_RESPONSE,
-                    sink,
-                    to.wrapping_add(off as u64),
-                )
-            },
-        );
-        self.tx.mark(Mark::Irq);
-        self.irq_outstanding += 1;
-        Ok(())
-    }
-}
-
-/// Places staged payload octets at their target.
-fn place(
-    data: &[u8],
-    target: &mut Target,
-    recv_cur: &mut Option<RecvProgress>,
-    orq: &mut VecDeque<OrqEntry>,
-    ctrl: &mut Vec<u8>,
-    mrs: &mut MrTable,
-) -> Result<(), ProtocolError> {
-    match target {
-        Target::Discard => Ok(()),
-        Target::Mr {
-            stag,
-            addr,
-            needed,
-            read_response,
-        } => {
-            mrs.slice_mut(*stag, *addr, data.len(), *needed)
-                .map_err(ProtocolError::WriteAccess)?
-                .copy_from_slice(data);
-            *addr += data.len() as u64;
-            if *read_response {
-                if let Some(e) = orq.front_mut() {
-                    e.received += data.len() as u64;
-                }
-            }
-            Ok(())
-        }
-        Target::Recv => {
-            let Some(c) = recv_cur.as_mut() else {
-                return Err(ProtocolError::NoReceiveBuffer { msn: 0 });
-            };
-            let len = c.wr.buf.len();
-            let Some(dst) = c.wr.buf.get_mut(c.received..c.received + data.len()) else {
-                return Err(ProtocolError::MessageTooLong {
-                    len: c.received + data.len(),
-                    buffer: len,
-                });
-            };
-            dst.copy_from_slice(data);
-            c.received += data.len();
-            Ok(())
-        }
-        Target::Ctrl => {
-            ctrl.extend_from_slice(data);
-            Ok(())
-        }
     }
 }
 

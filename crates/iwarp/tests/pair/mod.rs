@@ -44,6 +44,8 @@ pub struct Side {
     /// Everything this side ever transmitted.
     pub sent: Vec<u8>,
     pub eof_delivered: bool,
+    /// Socket reads the connection asked for (vectored delivery).
+    pub reads: usize,
 }
 
 impl Side {
@@ -57,7 +59,38 @@ impl Side {
             inbound: Vec::new(),
             sent: Vec::new(),
             eof_delivered: false,
+            reads: 0,
         }
+    }
+
+    /// Delivers `data` as a driver's vectored reads would: into the
+    /// buffers the connection offers ([`Connection::recv_buffers`], in
+    /// `io_slices` order), then `handle_read`. Returns how many octets were
+    /// taken (fewer once the connection wants no more input).
+    pub fn deliver_vectored(&mut self, mut data: &[u8]) -> usize {
+        let total = data.len();
+        while !data.is_empty() {
+            let mut bufs = self.conn.recv_buffers(&mut self.mrs);
+            let mut iov: [std::io::IoSliceMut<'_>; rpcrdma_iwarp::conn::MAX_RECV_SLICES] =
+                std::array::from_fn(|_| std::io::IoSliceMut::new(&mut []));
+            let n = bufs.io_slices(&mut iov);
+            let mut put = 0;
+            for s in iov[..n].iter_mut() {
+                let k = s.len().min(data.len() - put);
+                s[..k].copy_from_slice(&data[put..put + k]);
+                put += k;
+                if put == data.len() {
+                    break;
+                }
+            }
+            if put == 0 {
+                break;
+            }
+            self.conn.handle_read(put, &mut self.mrs);
+            self.reads += 1;
+            data = &data[put..];
+        }
+        total - data.len()
     }
 
     pub fn reg_mut(&mut self, len: usize, access: Access) -> MrInfo {
@@ -123,6 +156,9 @@ pub struct Pair {
     split_idx: usize,
     /// Applied to every batch of transmitted octets before delivery.
     pub fault: Option<Fault>,
+    /// Deliver as a vectored-read driver does (`recv_buffers` +
+    /// `handle_read`) instead of `handle_bytes`.
+    pub vectored: bool,
 }
 
 impl Pair {
@@ -137,6 +173,7 @@ impl Pair {
             splits: vec![usize::MAX],
             split_idx: 0,
             fault: None,
+            vectored: false,
         }
     }
 
@@ -168,7 +205,11 @@ impl Pair {
                 self.split_idx += 1;
                 let k = chunk.min(side.inbound.len());
                 let data: Vec<u8> = side.inbound.drain(..k).collect();
-                let took = side.conn.handle_bytes(&data, &mut side.mrs);
+                let took = if self.vectored {
+                    side.deliver_vectored(&data)
+                } else {
+                    side.conn.handle_bytes(&data, &mut side.mrs)
+                };
                 moved |= took > 0;
                 if took < data.len() {
                     // The connection wants no more input: drop the rest.

@@ -1,6 +1,7 @@
 //! The RDMA connection manager: event channels driven from tokio, active
 //! connection set-up, listening, accepting and rejecting.
 
+use rpcrdma_sync::lock;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -46,7 +47,7 @@ unsafe impl Sync for CmId {}
 
 impl Drop for CmId {
     fn drop(&mut self) {
-        self.afd.lock().unwrap_or_else(|p| p.into_inner()).take();
+        lock(&self.afd).take();
         // SAFETY: the queue pair (if any) was destroyed by its owner, which
         // held this id; every event taken was acknowledged; the id and its
         // channel are destroyed once, in this order.
@@ -117,7 +118,7 @@ impl CmId {
     }
 
     fn afd(&self) -> std::io::Result<Arc<AsyncFd<FdRef>>> {
-        let mut g = self.afd.lock().unwrap_or_else(|p| p.into_inner());
+        let mut g = lock(&self.afd);
         if let Some(a) = &*g {
             return Ok(a.clone());
         }

@@ -1,9 +1,12 @@
 //! Completion queues, driven from tokio through the completion channel's
 //! file descriptor (or by polling, in polling mode).
 
+use rpcrdma_sync::{lock, Signal};
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::task::{Context, Poll};
 
 use rpcrdma_verbs::{CompletionQueue, ResourceError, WorkCompletion};
 use tokio::io::unix::AsyncFd;
@@ -69,6 +72,12 @@ pub(crate) struct CqInner {
     // Declared first: deregistered from tokio before `res` closes the fd.
     afd: OnceLock<Option<AsyncFd<FdRef>>>,
     notify: Notify,
+    /// Wakes the task polling [`CompletionQueue::poll_wait`] (`notify` is
+    /// for `wait` futures).
+    signal: Signal,
+    /// `poll_wait`'s retry timer when the channel could not be registered
+    /// with the runtime.
+    retry: Mutex<Option<std::pin::Pin<Box<tokio::time::Sleep>>>>,
     state: Mutex<CqState>,
     capacity: usize,
     polling: bool,
@@ -126,6 +135,8 @@ pub(crate) fn create_cq(dev: &Arc<DevInner>, capacity: usize) -> Result<Cq, Reso
         inner: Arc::new(CqInner {
             afd: OnceLock::new(),
             notify: Notify::new(),
+            signal: Signal::new(),
+            retry: Mutex::new(None),
             state: Mutex::new(CqState {
                 ready: VecDeque::new(),
                 qps: HashMap::new(),
@@ -148,12 +159,13 @@ impl Cq {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, CqState> {
-        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner.state)
     }
 
     /// Wakes waiters after completions were queued outside a poll.
     pub(crate) fn wake(&self) {
         self.inner.notify.notify_waiters();
+        self.inner.signal.notify();
     }
 
     pub(crate) fn attach(&self, qp_num: u32, qp: Weak<QpShared>) {
@@ -277,6 +289,49 @@ impl CompletionQueue for Cq {
                     }
                 }
                 () = &mut notified => {}
+            }
+        }
+    }
+
+    fn poll_wait(&self, cx: &mut Context<'_>) -> Poll<()> {
+        loop {
+            // Registered before looking, as `wait` enables its `Notified`.
+            self.inner.signal.register(cx.waker());
+            self.inner.signal.take();
+            if self.has_ready() {
+                return Poll::Ready(());
+            }
+            if self.inner.polling {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            // Arm, then look again: a completion that arrived before the
+            // arming raises no event.
+            // SAFETY: the CQ is live.
+            let rc = unsafe { ffi::rs_req_notify_cq(self.raw()) };
+            if rc != 0 {
+                tracing::warn!(rc, "ibv_req_notify_cq failed");
+            }
+            if self.has_ready() {
+                return Poll::Ready(());
+            }
+            let Some(afd) = self.afd() else {
+                let mut retry = lock(&self.inner.retry);
+                let sleep = retry.get_or_insert_with(|| {
+                    Box::pin(tokio::time::sleep(std::time::Duration::from_millis(1)))
+                });
+                if sleep.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                *retry = None;
+                continue;
+            };
+            match afd.poll_read_ready(cx) {
+                Poll::Ready(Ok(mut guard)) => {
+                    let _ = guard.try_io(|_| self.take_events());
+                }
+                Poll::Ready(Err(_)) => return Poll::Ready(()),
+                Poll::Pending => return Poll::Pending,
             }
         }
     }

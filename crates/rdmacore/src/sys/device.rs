@@ -1,6 +1,7 @@
 //! The device: choosing an rdma-core device, its limits, protection
 //! domains and memory regions.
 
+use rpcrdma_sync::lock;
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::sync::{Arc, Mutex};
@@ -255,7 +256,7 @@ impl PdInner {
     /// Whether `[addr, addr+len)` lies in the live region with local key
     /// `lkey`.
     pub(crate) fn check(&self, lkey: u32, addr: u64, len: u32) -> bool {
-        let t = self.regions.lock().unwrap_or_else(|p| p.into_inner());
+        let t = lock(&self.regions);
         t.get(&lkey)
             .is_some_and(|&(base, n)| addr >= base && addr - base + u64::from(len) <= n as u64)
     }
@@ -353,11 +354,7 @@ impl Pd {
             self.inner.reg_raw(addr, len, device_access)?
         };
         if !mr.is_null() {
-            self.inner
-                .regions
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(lkey, (addr as u64, len));
+            lock(&self.inner.regions).insert(lkey, (addr as u64, len));
         }
         Ok(Mr {
             mr,
@@ -426,11 +423,7 @@ impl Mr {
         if self.mr.is_null() {
             return true;
         }
-        self.pd
-            .regions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.lkey);
+        lock(&self.pd.regions).remove(&self.lkey);
         // SAFETY: mr came from ibv_reg_mr and is deregistered once.
         let rc = unsafe { ffi::ibv_dereg_mr(self.mr) };
         self.mr = std::ptr::null_mut();
@@ -504,10 +497,7 @@ impl OwnBuf {
     ) -> Result<OwnBuf, RegisterError> {
         let mut buf = BytesMut::zeroed(len.max(1));
         let (mr, lkey, _) = pd.reg_raw(buf.as_mut_ptr(), buf.len(), access)?;
-        pd.regions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(lkey, (buf.as_ptr() as u64, buf.len()));
+        lock(&pd.regions).insert(lkey, (buf.as_ptr() as u64, buf.len()));
         Ok(OwnBuf {
             buf,
             mr,
@@ -523,11 +513,7 @@ impl OwnBuf {
 
 impl Drop for OwnBuf {
     fn drop(&mut self) {
-        self.pd
-            .regions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.lkey);
+        lock(&self.pd.regions).remove(&self.lkey);
         // SAFETY: mr came from ibv_reg_mr and is deregistered once.
         if unsafe { ffi::ibv_dereg_mr(self.mr) } != 0 {
             tracing::error!("ibv_dereg_mr of a provider buffer failed; leaking it");

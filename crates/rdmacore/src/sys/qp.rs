@@ -1,6 +1,7 @@
 //! Queue pairs: posting work requests, translating completions, the
 //! connection's events, disconnection.
 
+use rpcrdma_sync::lock;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -250,7 +251,7 @@ pub(crate) fn create(
 /// The connection is established: starts watching its events.
 pub(crate) fn established(shared: Arc<QpShared>, cm: Arc<CmId>, ird: u16, ord: u16) -> Qp {
     {
-        let mut c = shared.caps.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = lock(&shared.caps);
         c.ird = ird;
         c.ord = ord;
     }
@@ -296,7 +297,7 @@ pub(crate) fn established(shared: Arc<QpShared>, cm: Arc<CmId>, ird: u16, ord: u
 
 impl QpShared {
     fn lock(&self) -> MutexGuard<'_, QpState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
     }
 
     fn set_reason(&self, r: DisconnectReason) {
@@ -600,7 +601,7 @@ impl Qp {
 impl rpcrdma_verbs::QueuePair for Qp {
     fn post_send(&self, wr: SendWr) -> Result<(), PostError> {
         let s = &*self.shared;
-        let depth = s.caps.lock().unwrap_or_else(|p| p.into_inner()).send_depth;
+        let depth = lock(&s.caps).send_depth;
         if s.lock().sq.len() >= depth as usize {
             // Requests the caller did not signal complete only at the
             // device: reap them (lock order: queue, then queue pair).
@@ -739,7 +740,7 @@ impl rpcrdma_verbs::QueuePair for Qp {
     }
 
     fn caps(&self) -> QpCaps {
-        *self.shared.caps.lock().unwrap_or_else(|p| p.into_inner())
+        *lock(&self.shared.caps)
     }
 
     async fn disconnect(&self) {

@@ -2,6 +2,7 @@
 //! against ONC RPC over TCP and raw TCP (`rpc.rs`); `bench verbs` measures
 //! the software iWARP provider against raw TCP (`verbs.rs`).
 
+pub(crate) mod call_loop;
 pub(crate) mod rpc;
 pub(crate) mod verbs;
 
@@ -37,12 +38,18 @@ enum BenchTarget {
     /// between the same two threads: 1 MiB RDMA Write and RDMA Read
     /// throughput, 64-byte Send/Recv ping-pong round trip.
     Verbs(verbs::VerbsArgs),
+    /// A fixed number of NULL round trips (or READ or WRITE calls) over
+    /// one path (RPC-over-RDMA, ONC RPC/TCP or raw TCP) and nothing else:
+    /// the workload `scripts/callgrind-null.sh` counts instructions of,
+    /// and one to profile.
+    Loop(call_loop::LoopArgs),
 }
 
 /// Runs `rpcrdma bench ...`.
 pub(crate) fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.target {
         Some(BenchTarget::Verbs(a)) => verbs::run(a),
+        Some(BenchTarget::Loop(a)) => call_loop::run(a),
         None => rpc::run(args.rpc),
     }
 }

@@ -102,6 +102,20 @@ pub(crate) enum Measure {
 }
 
 impl RpcBenchArgs {
+    /// The settings `bench loop` starts the same server with.
+    pub(crate) fn for_loop(rdma: RdmaOpts) -> Self {
+        RpcBenchArgs {
+            json: false,
+            rounds: 1,
+            round_trips: 1,
+            mib: 1,
+            outstanding: 1,
+            only: Vec::new(),
+            listen_ip: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            rdma,
+        }
+    }
+
     fn wants(&self, m: Measure) -> bool {
         self.only.is_empty() || self.only.contains(&m)
     }
@@ -121,15 +135,16 @@ impl RpcBenchArgs {
     }
 }
 
-struct Addrs {
-    rdma: SocketAddr,
-    rpc_tcp: SocketAddr,
-    echo: SocketAddr,
-    sink: SocketAddr,
+/// Where the server thread's endpoints listen.
+pub(crate) struct Addrs {
+    pub(crate) rdma: SocketAddr,
+    pub(crate) rpc_tcp: SocketAddr,
+    pub(crate) echo: SocketAddr,
+    pub(crate) sink: SocketAddr,
 }
 
 /// The server thread: every endpoint the client measures against.
-async fn server<D: Device + Clone>(
+pub(crate) async fn server<D: Device + Clone>(
     args: RpcBenchArgs,
     dev: D,
     options: D::Options,

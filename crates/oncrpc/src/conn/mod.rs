@@ -21,23 +21,39 @@
 //!   [`crate::RpcError::BackchannelNotReady`] and nothing is sent, over
 //!   every transport.
 
+//!
+//! # Files
+//!
+//! * `mod.rs`: the [`Connection`] handle and the operations clients use;
+//! * `xid.rs`: XID allocation;
+//! * `pending.rs`: the calls waiting for replies and their deadline sweep;
+//! * `reader.rs`: the reader task.
+
+mod pending;
+mod reader;
+mod xid;
+
 use std::fmt;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Poll, Waker};
 
+use rpcrdma_sync::{lock, Signal};
 use rpcrdma_xdr::Payload;
-use tokio::sync::{oneshot, watch, Semaphore};
+use std::task::{Context, Poll};
+
+use tokio::sync::{watch, Semaphore};
 use tokio::time::Instant;
 use tracing::Instrument;
+
+pub(crate) use pending::Outcome;
+use pending::Pending;
+pub(crate) use xid::{SharedXids, XidAlloc};
 
 use crate::backchannel::{BackchannelError, Backchannels, ClientKey};
 use crate::client::{Client, ClientConfig};
 use crate::error::TransportError;
-use crate::service::{BoxFuture, Dispatch, Services};
-use crate::transport::{CallHints, Received, Transport};
-use crate::util::{IdMap, IdSet, Tracker};
+use crate::service::{BoxFuture, Services};
+use crate::transport::{CallHints, Transport};
 
 /// Limits on the calls a connection runs at once.
 #[derive(Debug, Clone)]
@@ -60,67 +76,6 @@ impl Default for ServeLimits {
             per_connection: 64,
             global: None,
         }
-    }
-}
-
-/// How a call waiting on a connection ends.
-#[derive(Debug)]
-pub(crate) enum Outcome {
-    /// The reply.
-    Reply(Payload),
-    /// The transport failed the call.
-    Failed(TransportError),
-    /// The call's deadline passed (the connection's reader sweeps
-    /// deadlines, so a waiting call needs no timer of its own).
-    TimedOut,
-}
-
-/// XIDs in use by outstanding calls; allocation starts at a random value
-/// (or at a fixed one, for reproducible runs).
-pub(crate) struct XidAlloc {
-    next: u32,
-    used: IdSet<u32>,
-}
-
-/// An XID allocator shared by every client that sends on the same
-/// connections.
-pub(crate) type SharedXids = Arc<Mutex<XidAlloc>>;
-
-impl XidAlloc {
-    pub(crate) fn new(first: Option<u32>) -> Self {
-        let next = first.unwrap_or_else(|| {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u64(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos() as u64)
-                    .unwrap_or(0),
-            );
-            h.finish() as u32
-        });
-        Self {
-            next,
-            used: IdSet::default(),
-        }
-    }
-
-    pub(crate) fn shared(first: Option<u32>) -> SharedXids {
-        Arc::new(Mutex::new(Self::new(first)))
-    }
-
-    /// A fresh xid, unique among those not yet freed.
-    pub(crate) fn alloc(&mut self) -> u32 {
-        loop {
-            let x = self.next;
-            self.next = self.next.wrapping_add(1);
-            if self.used.insert(x) {
-                return x;
-            }
-        }
-    }
-
-    pub(crate) fn free(&mut self, xid: u32) {
-        self.used.remove(&xid);
     }
 }
 
@@ -151,10 +106,22 @@ pub(crate) trait ConnOps: Send + Sync + 'static {
     fn client_key(&self) -> Option<ClientKey>;
     fn backchannels(&self) -> Option<&Backchannels>;
     /// Starts waiting for the reply to `xid`, until `deadline` at the
-    /// latest ([`Outcome::TimedOut`]); `None` if the connection is dead (or
+    /// latest ([`Outcome::TimedOut`]); false if the connection is dead (or
     /// `xid` is already waited for).
-    fn register(&self, xid: u32, deadline: Instant) -> Option<oneshot::Receiver<Outcome>>;
+    fn register(&self, xid: u32, deadline: Instant) -> bool;
+    /// The outcome of a registered wait once there is one; `Ready(None)`
+    /// if the connection was lost first.
+    fn poll_outcome(&self, xid: u32, cx: &mut Context<'_>) -> Poll<Option<Outcome>>;
     fn unregister(&self, xid: u32);
+    /// [`Transport::try_send_call`].
+    fn try_send_call(
+        &self,
+        xid: u32,
+        message: Payload,
+        hints: &CallHints,
+    ) -> Result<Result<(), TransportError>, Payload>;
+    /// [`Transport::try_release`].
+    fn try_release(&self, xid: u32) -> bool;
     fn send_call<'a>(
         &'a self,
         xid: u32,
@@ -169,20 +136,8 @@ pub(crate) trait ConnOps: Send + Sync + 'static {
     fn shutdown(&self);
     fn closed(&self) -> BoxFuture<'_, ()>;
     fn xids(&self) -> &SharedXids;
-}
-
-struct State {
-    alive: bool,
-    pending: IdMap<u32, Waiting>,
-    /// The deadline the reader's sweep timer is set to, if any. Never later
-    /// than the earliest deadline in `pending`.
-    armed: Option<Instant>,
-}
-
-/// A call waiting for its reply.
-struct Waiting {
-    tx: oneshot::Sender<Outcome>,
-    deadline: Instant,
+    /// Where replies are encoded (see `PayloadEncoder::in_arena`).
+    fn arena(&self) -> &Mutex<bytes::BytesMut>;
 }
 
 struct Conn<T: Transport> {
@@ -190,12 +145,12 @@ struct Conn<T: Transport> {
     peer: String,
     peer_addr: Option<std::net::SocketAddr>,
     transport: T,
-    state: Mutex<State>,
+    pending: Pending,
     stop: watch::Sender<u8>,
     /// Wakes the reader for control work: a stop (`stop` says which) or a
     /// sweep timer to set earlier (a call registered with an earlier
     /// deadline than the one armed).
-    ctl: Ctl,
+    ctl: Signal,
     /// Set by an abort: calls in progress must not reply any more.
     aborted: AtomicBool,
     done: watch::Sender<bool>,
@@ -207,46 +162,8 @@ struct Conn<T: Transport> {
     key: Mutex<Option<ClientKey>>,
     /// Server side: where the connection is bound to its key.
     registry: Option<Backchannels>,
-}
-
-/// A flag and the waker of the one task that waits for it (the
-/// connection's reader): cheaper to poll on every message than a watch
-/// channel or a `Notify`.
-#[derive(Default)]
-struct Ctl {
-    set: AtomicBool,
-    waker: Mutex<Option<Waker>>,
-}
-
-impl Ctl {
-    fn notify(&self) {
-        self.set.store(true, Ordering::Release);
-        if let Some(w) = lock(&self.waker).take() {
-            w.wake();
-        }
-    }
-
-    /// Resolves once `notify` was called since the last resolution.
-    async fn wait(&self) {
-        std::future::poll_fn(|cx| {
-            if self.set.swap(false, Ordering::AcqRel) {
-                return Poll::Ready(());
-            }
-            {
-                let mut w = lock(&self.waker);
-                match w.as_ref() {
-                    Some(old) if old.will_wake(cx.waker()) => {}
-                    _ => *w = Some(cx.waker().clone()),
-                }
-            }
-            if self.set.swap(false, Ordering::AcqRel) {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        })
-        .await
-    }
+    /// See [`ConnOps::arena`].
+    arena: Mutex<bytes::BytesMut>,
 }
 
 const STOP_NONE: u8 = 0;
@@ -254,72 +171,6 @@ const STOP_GRACEFUL: u8 = 1;
 const STOP_ABORT: u8 = 2;
 
 static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
-
-impl<T: Transport> Conn<T> {
-    fn fail_pending(&self) {
-        let drained: Vec<_> = {
-            let mut st = lock(&self.state);
-            st.alive = false;
-            st.pending.drain().map(|(_, w)| w.tx).collect::<Vec<_>>()
-        };
-        if !drained.is_empty() {
-            tracing::debug!(
-                calls = drained.len(),
-                "connection lost with calls outstanding"
-            );
-        }
-        drop(drained);
-    }
-
-    /// The deadline the sweep timer should be set to.
-    fn armed(&self) -> Option<Instant> {
-        lock(&self.state).armed
-    }
-
-    /// Ends every call whose deadline has passed ([`Outcome::TimedOut`]);
-    /// returns the earliest deadline left (the next time to sweep).
-    fn sweep(&self, now: Instant) -> Option<Instant> {
-        let mut expired = Vec::new();
-        let next = {
-            let mut st = lock(&self.state);
-            let due: Vec<u32> = st
-                .pending
-                .iter()
-                .filter(|(_, w)| w.deadline <= now)
-                .map(|(xid, _)| *xid)
-                .collect();
-            for xid in due {
-                if let Some(w) = st.pending.remove(&xid) {
-                    expired.push(w.tx);
-                }
-            }
-            let next = st.pending.values().map(|w| w.deadline).min();
-            st.armed = next;
-            next
-        };
-        for tx in expired {
-            let _ = tx.send(Outcome::TimedOut);
-        }
-        next
-    }
-
-    fn complete(&self, xid: u32, outcome: Outcome) {
-        let w = lock(&self.state).pending.remove(&xid);
-        match w {
-            Some(w) => {
-                let _ = w.tx.send(outcome);
-            }
-            None => tracing::debug!(
-                xid = format_args!("{xid:#010x}"),
-                "dropping a reply for an xid with no outstanding call"
-            ),
-        }
-    }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 impl<T: Transport> ConnOps for Conn<T> {
     fn id(&self) -> u64 {
@@ -349,27 +200,33 @@ impl<T: Transport> ConnOps for Conn<T> {
     fn backchannels(&self) -> Option<&Backchannels> {
         self.registry.as_ref()
     }
-    fn register(&self, xid: u32, deadline: Instant) -> Option<oneshot::Receiver<Outcome>> {
-        let mut st = lock(&self.state);
-        if !st.alive || st.pending.contains_key(&xid) {
-            return None;
+    fn register(&self, xid: u32, deadline: Instant) -> bool {
+        match self.pending.register(xid, deadline) {
+            None => false,
+            Some(rearm) => {
+                if rearm {
+                    self.ctl.notify();
+                }
+                true
+            }
         }
-        let (tx, rx) = oneshot::channel();
-        st.pending.insert(xid, Waiting { tx, deadline });
-        // With one timeout for every call, deadlines only grow: the sweep
-        // timer already armed for an earlier one covers this call too.
-        let rearm = st.armed.is_none_or(|a| deadline < a);
-        if rearm {
-            st.armed = Some(deadline);
-        }
-        drop(st);
-        if rearm {
-            self.ctl.notify();
-        }
-        Some(rx)
+    }
+    fn poll_outcome(&self, xid: u32, cx: &mut Context<'_>) -> Poll<Option<Outcome>> {
+        self.pending.poll_outcome(xid, cx)
     }
     fn unregister(&self, xid: u32) {
-        lock(&self.state).pending.remove(&xid);
+        self.pending.unregister(xid);
+    }
+    fn try_send_call(
+        &self,
+        xid: u32,
+        message: Payload,
+        hints: &CallHints,
+    ) -> Result<Result<(), TransportError>, Payload> {
+        self.transport.try_send_call(xid, message, hints)
+    }
+    fn try_release(&self, xid: u32) -> bool {
+        self.transport.try_release(xid)
     }
     fn send_call<'a>(
         &'a self,
@@ -383,11 +240,11 @@ impl<T: Transport> ConnOps for Conn<T> {
         Box::pin(self.transport.release(xid))
     }
     fn is_alive(&self) -> bool {
-        lock(&self.state).alive
+        self.pending.is_alive()
     }
     fn abort(&self) {
         self.aborted.store(true, Ordering::Release);
-        self.fail_pending();
+        self.pending.fail_all();
         self.stop.send_replace(STOP_ABORT);
         self.ctl.notify();
     }
@@ -410,6 +267,9 @@ impl<T: Transport> ConnOps for Conn<T> {
     }
     fn xids(&self) -> &SharedXids {
         &self.xids
+    }
+    fn arena(&self) -> &Mutex<bytes::BytesMut> {
+        &self.arena
     }
 }
 
@@ -476,13 +336,9 @@ impl Connection {
             peer: peer.clone(),
             peer_addr,
             transport,
-            state: Mutex::new(State {
-                alive: true,
-                pending: IdMap::default(),
-                armed: None,
-            }),
+            pending: Pending::new(),
             stop,
-            ctl: Ctl::default(),
+            ctl: Signal::new(),
             aborted: AtomicBool::new(false),
             done,
             xids: open.xids,
@@ -490,10 +346,11 @@ impl Connection {
             ready: AtomicBool::new(open.ready),
             key: Mutex::new(None),
             registry: open.registry,
+            arena: Mutex::new(bytes::BytesMut::new()),
         });
         let handle = Connection { ops: conn.clone() };
         let span = tracing::info_span!("rpc_conn", id, peer = %peer);
-        tokio::spawn(run(conn, handle.clone(), services, limits, stop_rx).instrument(span));
+        tokio::spawn(reader::run(conn, handle.clone(), services, limits, stop_rx).instrument(span));
         handle
     }
 
@@ -626,177 +483,4 @@ impl Connection {
     pub async fn closed(&self) {
         self.ops.closed().await;
     }
-}
-
-async fn run<T: Transport>(
-    conn: Arc<Conn<T>>,
-    handle: Connection,
-    services: Arc<Services>,
-    limits: ServeLimits,
-    stop: watch::Receiver<u8>,
-) {
-    tracing::debug!("connection open");
-    let tracker = Tracker::new();
-    let local = Arc::new(Semaphore::new(limits.per_connection.max(1)));
-    let mut aborted = false;
-    // The sweep timer lives across messages (registered once, cheap to
-    // poll again); control work (stop, re-arm) arrives through `ctl`.
-    let sweep = tokio::time::sleep_until(Instant::now());
-    tokio::pin!(sweep);
-    let mut armed_at: Option<Instant> = None;
-    let stopping = |stop: &watch::Receiver<u8>| *stop.borrow() != STOP_NONE;
-    let mut rearm = false;
-    macro_rules! rearm {
-        () => {{
-            let want = conn.armed();
-            if want != armed_at {
-                if let Some(d) = want {
-                    sweep.as_mut().reset(d);
-                }
-                armed_at = want;
-            }
-        }};
-    }
-    'outer: loop {
-        if std::mem::take(&mut rearm) {
-            rearm!();
-        }
-        let received = tokio::select! {
-            biased;
-            () = conn.ctl.wait() => {
-                if stopping(&stop) {
-                    break;
-                }
-                rearm!();
-                continue;
-            }
-            () = &mut sweep, if armed_at.is_some() => {
-                armed_at = conn.sweep(Instant::now());
-                if let Some(d) = armed_at {
-                    sweep.as_mut().reset(d);
-                }
-                continue;
-            }
-            r = conn.transport.recv() => r,
-        };
-        let (message, context) = match received {
-            Err(e) => {
-                tracing::debug!(error = %e, "connection ended");
-                aborted = true;
-                break;
-            }
-            Ok(Received::Reply { xid, message }) => {
-                conn.complete(xid, Outcome::Reply(message));
-                continue;
-            }
-            Ok(Received::CallFailed { xid, error }) => {
-                conn.complete(xid, Outcome::Failed(error));
-                continue;
-            }
-            Ok(Received::Call { message, context }) => (message, context),
-        };
-        // Bound the calls in progress before reading more.
-        let permits = {
-            let acquiring = acquire(&local, limits.global.as_ref());
-            tokio::pin!(acquiring);
-            loop {
-                tokio::select! {
-                    biased;
-                    () = conn.ctl.wait() => {
-                        if stopping(&stop) {
-                            break 'outer;
-                        }
-                        // A re-arm request: handled once the permits are
-                        // here (this wait is bounded by calls finishing).
-                        rearm = true;
-                    }
-                    p = &mut acquiring => break p,
-                }
-            }
-        };
-        let token = tracker.token();
-        match services.dispatch(&message, &handle) {
-            Dispatch::Drop(e) => {
-                tracing::debug!(error = %e, "dropping an undecodable call");
-                // No reply will come: the transport gives back what it
-                // holds for the call (an RDMA credit of its grant).
-                conn.transport.retire_call(context);
-                drop((permits, token));
-            }
-            Dispatch::Reply(reply) => {
-                let conn = conn.clone();
-                run_or_spawn(Box::pin(
-                    async move {
-                        if let Err(e) = conn.transport.send_reply(context, reply).await {
-                            tracing::debug!(error = %e, "cannot send error reply");
-                        }
-                        drop((permits, token));
-                    }
-                    .in_current_span(),
-                ));
-            }
-            Dispatch::Run { xid, future } => {
-                let conn = conn.clone();
-                let span = tracing::debug_span!("rpc_serve", xid = format_args!("{xid:#010x}"));
-                run_or_spawn(Box::pin(
-                    async move {
-                        let reply = future.await;
-                        if conn.aborted.load(Ordering::Acquire) {
-                            tracing::debug!("connection aborted; reply dropped");
-                        } else if let Err(e) = conn.transport.send_reply(context, reply).await {
-                            tracing::debug!(error = %e, "cannot send reply");
-                        }
-                        drop((permits, token));
-                    }
-                    .instrument(span),
-                ));
-            }
-        }
-    }
-    conn.fail_pending();
-    // An abort (or a broken transport) closes at once so the peer notices;
-    // a graceful stop lets calls in progress send their replies first.
-    if aborted || *stop.borrow() == STOP_ABORT {
-        conn.transport.close().await;
-    } else if tracker.count() > 0 {
-        tracing::debug!(in_flight = tracker.count(), "finishing calls in progress");
-    }
-    tracker.wait().await;
-    conn.transport.close().await;
-    conn.done.send_replace(true);
-    tracing::debug!("connection closed");
-}
-
-async fn acquire(
-    local: &Arc<Semaphore>,
-    global: Option<&Arc<Semaphore>>,
-) -> (
-    Option<tokio::sync::OwnedSemaphorePermit>,
-    Option<tokio::sync::OwnedSemaphorePermit>,
-) {
-    let a = local.clone().acquire_owned().await.ok();
-    let b = match global {
-        Some(g) => g.clone().acquire_owned().await.ok(),
-        None => None,
-    };
-    (a, b)
-}
-
-/// Runs a call to completion right here if it never has to wait (a NULL
-/// call, a quick handler, a reply the transport takes at once), saving a
-/// task switch; otherwise hands it to a new task, which polls it again with
-/// a real waker.
-fn run_or_spawn(mut task: BoxFuture<'static, ()>) {
-    static NOOP: std::sync::OnceLock<std::task::Waker> = std::sync::OnceLock::new();
-    let waker = NOOP.get_or_init(|| std::task::Waker::from(Arc::new(NoopWake)));
-    let mut cx = std::task::Context::from_waker(waker);
-    if task.as_mut().poll(&mut cx).is_pending() {
-        tokio::spawn(task);
-    }
-}
-
-struct NoopWake;
-
-impl std::task::Wake for NoopWake {
-    fn wake(self: Arc<Self>) {}
 }

@@ -1,0 +1,265 @@
+//! `rpcrdma bench loop`: a fixed number of NULL round trips (or READ or
+//! WRITE calls) over one of the three paths `rpcrdma bench` compares, and
+//! nothing else, for instruction counting (`scripts/callgrind-null.sh`)
+//! and profiling (`perf record`).
+//!
+//! Client and server run on two threads with one current-thread tokio
+//! runtime each, exactly as in `rpcrdma bench`. Start-up and tear-down cost
+//! the same whatever the count, so the difference between two runs with
+//! different counts, divided by the difference of the counts, is the cost
+//! of one round trip, both ends together.
+
+use std::process::ExitCode;
+use std::sync::mpsc as std_mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use clap::{Args, ValueEnum};
+use rpcrdma_oncrpc::tcp::TcpConnector;
+use rpcrdma_oncrpc::{Client, ClientConfig};
+use rpcrdma_transport::RdmaConnector;
+use rpcrdma_verbs::Device;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+
+use super::on_thread;
+use super::rpc::{server, Addrs, RpcBenchArgs};
+use crate::cmd::provider::{Setup, WithDevice};
+use crate::cmd::rdma_opts::RdmaOpts;
+
+/// Arguments of `rpcrdma bench loop`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct LoopArgs {
+    /// Which path to use.
+    #[arg(long, value_enum, default_value = "rdma")]
+    pub(crate) path: LoopPath,
+    /// What to repeat: NULL round trips, or READ or WRITE calls of
+    /// `--size` octets (raw TCP: a stream of writes of that size).
+    #[arg(long, value_enum, default_value = "null")]
+    pub(crate) op: LoopOp,
+    /// Octets per READ or WRITE.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub(crate) size: usize,
+    /// READ or WRITE calls kept outstanding.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) outstanding: usize,
+    /// Round trips (or calls) after the warm-up.
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) round_trips: usize,
+    /// Round trips before counting starts (connection set-up, first-use
+    /// allocations).
+    #[arg(long, default_value_t = 100)]
+    pub(crate) warm_up: usize,
+    #[command(flatten)]
+    pub(crate) rdma: RdmaOpts,
+}
+
+/// What `rpcrdma bench loop` repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LoopOp {
+    /// NULL round trips (raw TCP: 64-octet ping-pongs).
+    Null,
+    /// READ calls (raw TCP: the stream).
+    Read,
+    /// WRITE calls (raw TCP: the stream).
+    Write,
+}
+
+/// The paths `rpcrdma bench` compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LoopPath {
+    /// RPC-over-RDMA NULL calls.
+    Rdma,
+    /// ONC RPC over TCP NULL calls.
+    OncrpcTcp,
+    /// Raw TCP 64-octet ping-pong.
+    RawTcp,
+}
+
+struct LoopJob {
+    args: LoopArgs,
+}
+
+impl WithDevice for LoopJob {
+    type Output = Duration;
+
+    async fn run<D: Device + Clone + std::fmt::Debug>(
+        self,
+        dev: D,
+        setup: Setup<D>,
+    ) -> anyhow::Result<Duration> {
+        let args = self.args;
+        let bench = RpcBenchArgs::for_loop(args.rdma.clone());
+        let (atx, arx) = std_mpsc::channel();
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let srv = on_thread(
+            "bench-server",
+            server(bench, dev.clone(), setup.options.clone(), atx, stop_rx),
+        );
+        let Ok(addrs) = arx.recv_timeout(Duration::from_secs(30)) else {
+            return Err(match srv.join() {
+                Ok(Err(e)) => e.context("the benchmark server did not start"),
+                _ => anyhow!("the benchmark server did not start"),
+            });
+        };
+        let cli = on_thread("bench-client", client(args, dev, setup.options, addrs));
+        let res = cli.join().map_err(|_| anyhow!("client thread panicked"));
+        let _ = stop_tx.send(());
+        let _ = srv.join();
+        res?
+    }
+}
+
+async fn client<D: Device + Clone>(
+    args: LoopArgs,
+    dev: D,
+    options: D::Options,
+    a: Addrs,
+) -> anyhow::Result<Duration> {
+    let (n, warm) = (args.round_trips, args.warm_up);
+    if args.path == LoopPath::RawTcp {
+        if args.op != LoopOp::Null {
+            let data = rpcrdma_demoprog::pattern(3, args.size);
+            let mut bytes = 0usize;
+            tcp_stream(a.sink, args.size, warm, &data).await?;
+            let t = Instant::now();
+            bytes += tcp_stream(a.sink, args.size, n, &data).await?;
+            let _ = bytes;
+            return Ok(t.elapsed());
+        }
+        let mut s = TcpStream::connect(a.echo).await?;
+        s.set_nodelay(true)?;
+        let mut b = [7u8; 64];
+        let mut t = Instant::now();
+        for i in 0..warm + n {
+            if i == warm {
+                t = Instant::now();
+            }
+            s.write_all(&b).await?;
+            s.read_exact(&mut b).await?;
+        }
+        return Ok(t.elapsed());
+    }
+    let c = if args.path == LoopPath::Rdma {
+        let connector = RdmaConnector::new(dev, a.rdma, args.rdma.client())
+            .options(options)
+            .caps(args.rdma.caps());
+        Client::connect(connector, ClientConfig::default())
+            .await
+            .context("RPC-over-RDMA connect")?
+    } else {
+        Client::connect(TcpConnector::new(a.rpc_tcp), ClientConfig::default())
+            .await
+            .context("ONC RPC/TCP connect")?
+    };
+    if args.op != LoopOp::Null {
+        let write = args.op == LoopOp::Write;
+        let data = rpcrdma_demoprog::pattern(3, args.size);
+        rpc_calls(&c, warm, args.outstanding, write, &data).await?;
+        let t = Instant::now();
+        rpc_calls(&c, n, args.outstanding, write, &data).await?;
+        return Ok(t.elapsed());
+    }
+    let mut t = Instant::now();
+    for i in 0..warm + n {
+        if i == warm {
+            t = Instant::now();
+        }
+        c.null(rpcrdma_demoprog::PROGRAM, rpcrdma_demoprog::VERSION)
+            .await?;
+    }
+    Ok(t.elapsed())
+}
+
+/// `n` writes of `data` to the raw TCP sink; returns the octets sent.
+async fn tcp_stream(
+    addr: std::net::SocketAddr,
+    size: usize,
+    n: usize,
+    data: &bytes::Bytes,
+) -> anyhow::Result<usize> {
+    let mut s = TcpStream::connect(addr).await?;
+    s.set_nodelay(true)?;
+    let total = size * n;
+    s.write_all(&(total as u64).to_be_bytes()).await?;
+    for _ in 0..n {
+        s.write_all(data).await?;
+    }
+    let mut ack = [0u8; 1];
+    s.read_exact(&mut ack).await?;
+    Ok(total)
+}
+
+/// `n` READ or WRITE calls of `data.len()` octets, `k` outstanding.
+async fn rpc_calls(
+    c: &Client,
+    n: usize,
+    k: usize,
+    write: bool,
+    data: &bytes::Bytes,
+) -> anyhow::Result<()> {
+    let k = k.max(1);
+    let mut tasks = Vec::new();
+    for w in 0..k {
+        let (c, data) = (c.clone(), data.clone());
+        let count = n / k + usize::from(w < n % k);
+        tasks.push(tokio::spawn(async move {
+            let d = rpcrdma_demoprog::DemoClient::new(c);
+            for _ in 0..count {
+                if write {
+                    let r = d.write(data.clone()).await?;
+                    anyhow::ensure!(r.count as usize == data.len(), "WRITE: short count");
+                } else {
+                    match d.read(1, data.len() as u32).await? {
+                        rpcrdma_demoprog::ReadRes::DemoOk(r) if r.data.len() == data.len() => {}
+                        _ => anyhow::bail!("READ: wrong amount of data"),
+                    }
+                }
+            }
+            Ok::<_, anyhow::Error>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(())
+}
+
+/// Runs `rpcrdma bench loop`.
+pub(crate) fn run(args: LoopArgs) -> anyhow::Result<ExitCode> {
+    if args.round_trips == 0 {
+        bail!("--round-trips must be at least 1");
+    }
+    if args.op != LoopOp::Null && args.size == 0 {
+        bail!("--size must be at least 1");
+    }
+    args.rdma.check()?;
+    let provider = args.rdma.provider.clone();
+    let (n, path, op, size) = (args.round_trips, args.path, args.op, args.size);
+    let took = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(provider.run(args.rdma.params(), LoopJob { args }))?;
+    let path = path
+        .to_possible_value()
+        .map_or_else(|| "?".to_string(), |v| v.get_name().to_string());
+    if op == LoopOp::Null {
+        println!(
+            "{n} round trips ({path}): {:.2} us each",
+            took.as_secs_f64() * 1e6 / n as f64
+        );
+    } else {
+        println!(
+            "{n} {} of {size} octets ({path}): {:.0} MiB/s",
+            if op == LoopOp::Write {
+                "WRITEs"
+            } else {
+                "READs"
+            },
+            (n * size) as f64 / took.as_secs_f64() / (1 << 20) as f64
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,225 @@
+//! The connection's reader task: it routes received replies to the calls
+//! waiting for them ([`super::pending`]), runs received calls against the
+//! connection's services within the concurrency limits, sweeps deadlines,
+//! and closes the connection when asked or when the transport fails.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use tokio::sync::{watch, Semaphore};
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::pending::Outcome;
+use super::{Conn, Connection, ServeLimits, STOP_ABORT, STOP_NONE};
+use crate::service::{BoxFuture, Dispatch, Services};
+use crate::transport::{Received, Transport};
+use crate::util::Tracker;
+
+pub(super) async fn run<T: Transport>(
+    conn: Arc<Conn<T>>,
+    handle: Connection,
+    services: Arc<Services>,
+    limits: ServeLimits,
+    stop: watch::Receiver<u8>,
+) {
+    tracing::debug!("connection open");
+    let tracker = Tracker::new();
+    let local = Arc::new(Semaphore::new(limits.per_connection.max(1)));
+    let mut aborted = false;
+    // The sweep timer lives across messages (registered once, cheap to
+    // poll again); control work (stop, re-arm) arrives through `ctl`.
+    let sweep = tokio::time::sleep_until(Instant::now());
+    tokio::pin!(sweep);
+    let mut armed_at: Option<Instant> = None;
+    let stopping = |stop: &watch::Receiver<u8>| *stop.borrow() != STOP_NONE;
+    let mut rearm = false;
+    macro_rules! rearm {
+        () => {{
+            let want = conn.pending.armed();
+            if want != armed_at {
+                if let Some(d) = want {
+                    sweep.as_mut().reset(d);
+                }
+                armed_at = want;
+            }
+        }};
+    }
+    'outer: loop {
+        if std::mem::take(&mut rearm) {
+            rearm!();
+        }
+        let received = tokio::select! {
+            biased;
+            () = conn.ctl.wait() => {
+                if stopping(&stop) {
+                    break;
+                }
+                rearm!();
+                continue;
+            }
+            () = &mut sweep, if armed_at.is_some() => {
+                armed_at = conn.pending.sweep(Instant::now());
+                if let Some(d) = armed_at {
+                    sweep.as_mut().reset(d);
+                }
+                continue;
+            }
+            r = conn.transport.recv() => r,
+        };
+        let (message, context) = match received {
+            Err(e) => {
+                tracing::debug!(error = %e, "connection ended");
+                aborted = true;
+                break;
+            }
+            Ok(Received::Reply { xid, message }) => {
+                conn.pending.complete(xid, Outcome::Reply(message));
+                continue;
+            }
+            Ok(Received::CallFailed { xid, error }) => {
+                conn.pending.complete(xid, Outcome::Failed(error));
+                continue;
+            }
+            Ok(Received::Call { message, context }) => (message, context),
+        };
+        // Bound the calls in progress before reading more (a free slot is
+        // taken without a future).
+        let permits = match try_acquire(&local, limits.global.as_ref()) {
+            Some(p) => p,
+            None => {
+                // Not reading for a while: the transport's own task does
+                // its I/O meanwhile.
+                conn.transport.recv_paused();
+                let acquiring = acquire(&local, limits.global.as_ref());
+                tokio::pin!(acquiring);
+                loop {
+                    tokio::select! {
+                        biased;
+                        () = conn.ctl.wait() => {
+                            if stopping(&stop) {
+                                break 'outer;
+                            }
+                            // A re-arm request: handled once the permits are
+                            // here (this wait is bounded by calls finishing).
+                            rearm = true;
+                        }
+                        p = &mut acquiring => break p,
+                    }
+                }
+            }
+        };
+        match services.dispatch(&message, &handle) {
+            Dispatch::Drop(e) => {
+                tracing::debug!(error = %e, "dropping an undecodable call");
+                // No reply will come: the transport gives back what it
+                // holds for the call (an RDMA credit of its grant).
+                conn.transport.retire_call(context);
+                drop(permits);
+            }
+            Dispatch::Reply(_) if conn.aborted.load(Ordering::Acquire) => {
+                // The handler aborted the connection.
+                tracing::debug!("connection aborted; reply dropped");
+                drop(permits);
+            }
+            Dispatch::Reply(reply) => {
+                // An error status, or a handler that finished at once:
+                // sent from here when the transport need not wait.
+                match conn.transport.try_send_reply(context, reply) {
+                    Ok(r) => {
+                        if let Err(e) = r {
+                            tracing::debug!(error = %e, "cannot send reply");
+                        }
+                        drop(permits);
+                    }
+                    Err((context, reply)) => {
+                        let conn = conn.clone();
+                        let token = tracker.token();
+                        run_or_spawn(Box::pin(
+                            async move {
+                                if let Err(e) = conn.transport.send_reply(context, reply).await {
+                                    tracing::debug!(error = %e, "cannot send reply");
+                                }
+                                drop((permits, token));
+                            }
+                            .in_current_span(),
+                        ));
+                    }
+                }
+            }
+            Dispatch::Run { xid, future } => {
+                let conn = conn.clone();
+                let token = tracker.token();
+                let span = tracing::debug_span!("rpc_serve", xid = format_args!("{xid:#010x}"));
+                run_or_spawn(Box::pin(
+                    async move {
+                        let reply = future.await;
+                        if conn.aborted.load(Ordering::Acquire) {
+                            tracing::debug!("connection aborted; reply dropped");
+                        } else if let Err(e) = conn.transport.send_reply(context, reply).await {
+                            tracing::debug!(error = %e, "cannot send reply");
+                        }
+                        drop((permits, token));
+                    }
+                    .instrument(span),
+                ));
+            }
+        }
+    }
+    conn.transport.recv_paused();
+    conn.pending.fail_all();
+    // An abort (or a broken transport) closes at once so the peer notices;
+    // a graceful stop lets calls in progress send their replies first.
+    if aborted || *stop.borrow() == STOP_ABORT {
+        conn.transport.close().await;
+    } else if tracker.count() > 0 {
+        tracing::debug!(in_flight = tracker.count(), "finishing calls in progress");
+    }
+    tracker.wait().await;
+    conn.transport.close().await;
+    conn.done.send_replace(true);
+    tracing::debug!("connection closed");
+}
+
+type Permits = (
+    Option<tokio::sync::OwnedSemaphorePermit>,
+    Option<tokio::sync::OwnedSemaphorePermit>,
+);
+
+/// The permits of a call, if both are free now.
+fn try_acquire(local: &Arc<Semaphore>, global: Option<&Arc<Semaphore>>) -> Option<Permits> {
+    let a = local.clone().try_acquire_owned().ok()?;
+    let b = match global {
+        Some(g) => Some(g.clone().try_acquire_owned().ok()?),
+        None => None,
+    };
+    Some((Some(a), b))
+}
+
+async fn acquire(local: &Arc<Semaphore>, global: Option<&Arc<Semaphore>>) -> Permits {
+    let a = local.clone().acquire_owned().await.ok();
+    let b = match global {
+        Some(g) => g.clone().acquire_owned().await.ok(),
+        None => None,
+    };
+    (a, b)
+}
+
+/// Runs a call to completion right here if it never has to wait (a NULL
+/// call, a quick handler, a reply the transport takes at once), saving a
+/// task switch; otherwise hands it to a new task, which polls it again with
+/// a real waker.
+fn run_or_spawn(mut task: BoxFuture<'static, ()>) {
+    static NOOP: std::sync::OnceLock<std::task::Waker> = std::sync::OnceLock::new();
+    let waker = NOOP.get_or_init(|| std::task::Waker::from(Arc::new(NoopWake)));
+    let mut cx = std::task::Context::from_waker(waker);
+    if task.as_mut().poll(&mut cx).is_pending() {
+        tokio::spawn(task);
+    }
+}
+
+struct NoopWake;
+
+impl std::task::Wake for NoopWake {
+    fn wake(self: Arc<Self>) {}
+}

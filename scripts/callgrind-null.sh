@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# User-space instructions per NULL round trip, both ends together, counted
+# by valgrind's callgrind (deterministic where wall-clock time is not).
+#
+# `rpcrdma bench loop` runs a fixed number of sequential NULL round
+# trips over one path (client and server threads, one current-thread tokio
+# runtime each, as in `rpcrdma bench`). It is run twice per path, with
+# $LOW and $HIGH round trips; start-up and tear-down cost the same in both,
+# so (Ir(HIGH) - Ir(LOW)) / (HIGH - LOW) is the cost of one round trip.
+#
+# Usage: scripts/callgrind-null.sh [PATH...]
+#   PATH: rdma, oncrpc-tcp, raw-tcp (default: all three)
+# Environment:
+#   RPCRDMA      the binary (default: target/release/rpcrdma, built first
+#                with `cargo build --release -p rpcrdma-cli` unless
+#                NO_BUILD=1)
+#   LOW, HIGH    round-trip counts (default 1000 and 3000)
+#   KEEP=DIR     keep the callgrind output files in DIR (for
+#                callgrind_annotate; the HIGH run minus the LOW run is the
+#                per-round-trip profile)
+#   EXTRA_ARGS   more options for `rpcrdma bench loop` (e.g.
+#                `--rdma-version 1`)
+# Output: one line per path, and a JSON line with every figure.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+LOW=${LOW:-1000}
+HIGH=${HIGH:-3000}
+RPCRDMA=${RPCRDMA:-target/release/rpcrdma}
+paths=("$@")
+[ ${#paths[@]} -gt 0 ] || paths=(rdma oncrpc-tcp raw-tcp)
+
+command -v valgrind >/dev/null || {
+    echo "callgrind-null: valgrind is not installed (Debian: apt-get install valgrind)" >&2
+    exit 2
+}
+if [ "${NO_BUILD:-0}" != 1 ] && [ "$RPCRDMA" = target/release/rpcrdma ]; then
+    cargo build --release -q -p rpcrdma-cli
+fi
+[ -x "$RPCRDMA" ] || {
+    echo "callgrind-null: $RPCRDMA is not an executable (build it, or set RPCRDMA)" >&2
+    exit 2
+}
+if [ "$HIGH" -le "$LOW" ]; then
+    echo "callgrind-null: HIGH ($HIGH) must be larger than LOW ($LOW)" >&2
+    exit 2
+fi
+
+out=${KEEP:-$(mktemp -d)}
+mkdir -p "$out"
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$out"' EXIT
+
+# Total Ir of one run (the "totals:" line callgrind writes).
+count() {
+    local path=$1 n=$2 file="$out/callgrind.$1.$2"
+    # shellcheck disable=SC2086
+    valgrind --tool=callgrind --callgrind-out-file="$file" -q \
+        "$RPCRDMA" bench loop --path "$path" --round-trips "$n" ${EXTRA_ARGS:-} >/dev/null
+    awk '/^totals:/ { print $2 }' "$file"
+}
+
+json="{"
+sep=""
+for p in "${paths[@]}"; do
+    lo=$(count "$p" "$LOW")
+    hi=$(count "$p" "$HIGH")
+    per=$(( (hi - lo) / (HIGH - LOW) ))
+    printf '%-11s %8d instructions per round trip (Ir %d at %d, %d at %d)\n' \
+        "$p" "$per" "$lo" "$LOW" "$hi" "$HIGH"
+    json+="$sep\"$p\": $per"
+    sep=", "
+done
+echo "$json, \"low\": $LOW, \"high\": $HIGH}"

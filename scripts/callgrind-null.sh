@@ -19,7 +19,8 @@
 #                callgrind_annotate; the HIGH run minus the LOW run is the
 #                per-round-trip profile)
 #   EXTRA_ARGS   more options for `rpcrdma bench loop` (e.g.
-#                `--rdma-version 1`)
+#                `--rdma-version 1`, or `--client-task`: the client loop
+#                as a spawned task rather than the `block_on` future)
 # Output: one line per path, and a JSON line with every figure.
 set -euo pipefail
 

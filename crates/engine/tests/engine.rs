@@ -148,6 +148,64 @@ fn write_1mib_travels_in_a_read_chunk() {
     pair.assert_no_leaks();
 }
 
+/// The responder pulls the Read chunks of consecutive calls while the
+/// earlier calls are still being processed (issue 13): calls that fit
+/// the memory limit are admitted at once and their RDMA Reads queue
+/// behind each other within ORD, so no call waits for an earlier reply
+/// before its data moves. Here nothing is answered until every call's
+/// data arrived, with ORD 1 (one Read in flight at a time) and with the
+/// default ORD.
+#[test]
+fn reads_of_consecutive_calls_are_pipelined() {
+    for ord in [1u16, 16] {
+        let mut o = PairOptions::default();
+        o.caps.ord = ord;
+        o.caps.ird = ord;
+        let mut pair = Pair::with(o);
+        // One round trip first: the client has the server's credit grant
+        // (it starts with one credit).
+        pair.send_call(100, call(100, 0, &[], None), ReplyHints::default());
+        pair.serve(|xid, _| reply(xid, &[], None));
+        take_reply(&mut pair, 100);
+        let n = 4u32;
+        assert!(pair.client.engine.info().credits_granted >= n);
+        for xid in 1..=n {
+            let c = call(xid, 3, &[], Some(pattern(64 << 10, xid as u8)));
+            pair.send_call(xid, c, ReplyHints::default());
+        }
+        pair.drive();
+        // Every call reached the upper layer, none of them answered yet.
+        let mut tokens = Vec::new();
+        for xid in 1..=n {
+            match pair
+                .server
+                .take_event(|e| matches!(e, Event::Call { xid: x, .. } if *x == xid))
+            {
+                Some(Event::Call { token, message, .. }) => {
+                    let mut d = Decoder::with_ddp(&message);
+                    d.skip(40).unwrap();
+                    let got = d.get_opaque_ddp(1 << 20).unwrap();
+                    assert_eq!(got, pattern(64 << 10, xid as u8), "ord {ord}, xid {xid}");
+                    tokens.push((xid, token));
+                }
+                other => panic!("ord {ord}: call {xid} not delivered before any reply: {other:?}"),
+            }
+        }
+        assert!(pair.server.engine.stats().rdma_reads >= u64::from(n));
+        for (xid, token) in tokens {
+            pair.server
+                .engine
+                .send_reply(token, reply(xid, &[0, 0, 0, 1], None))
+                .unwrap();
+        }
+        pair.drive();
+        for xid in 1..=n {
+            take_reply(&mut pair, xid);
+        }
+        pair.assert_no_leaks();
+    }
+}
+
 #[test]
 fn read_1mib_travels_in_a_write_chunk() {
     let mut pair = Pair::new();

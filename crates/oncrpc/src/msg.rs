@@ -176,10 +176,13 @@ impl OpaqueAuth {
             return Ok(Err(len));
         }
         let body = dec.get_fixed_opaque(len as usize)?;
-        Ok(Ok(Self {
-            flavor,
-            body: Bytes::copy_from_slice(body),
-        }))
+        // AUTH_NONE's empty body (nearly every verifier) needs no copy.
+        let body = if body.is_empty() {
+            Bytes::new()
+        } else {
+            Bytes::copy_from_slice(body)
+        };
+        Ok(Ok(Self { flavor, body }))
     }
 }
 

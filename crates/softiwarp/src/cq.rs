@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::pin::pin;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Waker};
 
@@ -23,6 +23,13 @@ struct CqState {
 #[derive(Debug)]
 struct CqInner {
     state: Mutex<CqState>,
+    /// The queue's length, stored under the state lock whenever it
+    /// changes: [`CompletionQueue::poll`] of an empty queue (the reader's
+    /// last look before it waits, several times a round trip) returns
+    /// without the lock. A completion pushed by another thread meanwhile
+    /// is seen by the next poll, as with a hardware queue; a waiter
+    /// always looks under the lock.
+    queued: AtomicUsize,
     capacity: usize,
     /// Queue pairs whose completions come here.
     owners: Mutex<Vec<Weak<QpInner>>>,
@@ -56,6 +63,7 @@ impl Cq {
                     q: VecDeque::with_capacity(capacity.min(4096)),
                     waiters: Vec::new(),
                 }),
+                queued: AtomicUsize::new(0),
                 capacity: capacity.max(1),
                 owners: Mutex::new(Vec::new()),
                 poller: Mutex::new(None),
@@ -87,6 +95,7 @@ impl Cq {
             }
             st.q.push_back(wc);
         }
+        self.inner.queued.store(st.q.len(), Ordering::Release);
         // Woken under the lock (a waker only schedules its task) so the
         // vector keeps its capacity: no allocation per completion.
         for w in st.waiters.drain(..) {
@@ -144,9 +153,13 @@ impl Cq {
 
 impl CompletionQueue for Cq {
     fn poll(&self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
+        if self.inner.queued.load(Ordering::Acquire) == 0 {
+            return 0;
+        }
         let mut st = self.lock();
         let n = st.q.len().min(max);
         out.extend(st.q.drain(..n));
+        self.inner.queued.store(st.q.len(), Ordering::Release);
         n
     }
 

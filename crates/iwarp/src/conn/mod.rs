@@ -423,6 +423,13 @@ impl Connection {
         self.tx.iovecs(out)
     }
 
+    /// At most how many slices [`Connection::transmit_iovecs`] would fill
+    /// given room for all of them (a driver sizes its slice array by it:
+    /// a small message needs a few, a large Read Response many).
+    pub fn transmit_slices(&self) -> usize {
+        self.tx.slices()
+    }
+
     /// Appends every octet that may be written now to `out` and treats them
     /// as written (a convenience for tests and simple drivers).
     pub fn poll_transmit(&mut self, out: &mut BytesMut) -> usize {

@@ -240,9 +240,12 @@ impl Connection {
 
     /// The further FPDUs of the Read Response being placed, as guessed
     /// from the current one: same payload size, consecutive offsets, never
-    /// past the end of the Read.
-    fn plan_speculation(&self) -> Spec {
-        let rx = &self.rx;
+    /// past the end of the Read. Planned into `rx.spec` (`count` 0: no
+    /// guess); only `count` is reset, so that a message without a guess
+    /// (every small one) does not clear the whole plan.
+    fn plan_speculation(&mut self) {
+        self.rx.spec.count = 0;
+        let rx = &mut self.rx;
         let Target::Mr {
             stag,
             addr,
@@ -250,23 +253,21 @@ impl Connection {
             ..
         } = rx.target
         else {
-            return Spec::NONE;
+            return;
         };
         let Some(e) = self.orq.front() else {
-            return Spec::NONE;
+            return;
         };
         let Some(size) = rx.ulpdu_len.checked_sub(TAGGED_HEADER_LEN) else {
-            return Spec::NONE;
+            return;
         };
         let mut rest = e
             .len
             .saturating_sub(e.received)
             .saturating_sub(rx.remaining as u64);
-        let mut spec = Spec {
-            stag,
-            addr: addr + rx.remaining as u64,
-            ..Spec::NONE
-        };
+        let spec = &mut rx.spec;
+        spec.stag = stag;
+        spec.addr = addr + rx.remaining as u64;
         let mut ulpdu = rx.ulpdu_len;
         while spec.count < MAX_SPEC && rest > 0 {
             let p = (size as u64).min(rest) as usize;
@@ -281,7 +282,6 @@ impl Connection {
             spec.count += 1;
             ulpdu = p + TAGGED_HEADER_LEN;
         }
-        spec
     }
 
     /// The buffers the next socket read should fill, in order: read into
@@ -294,7 +294,7 @@ impl Connection {
     }
 
     fn offer<'a>(&'a mut self, mrs: &'a mut MrTable, speculate: bool) -> RecvBuffers<'a> {
-        self.rx.spec = Spec::NONE;
+        self.rx.spec.count = 0;
         if !self.wants_read() {
             self.rx.direct_offered = 0;
             return RecvBuffers {
@@ -304,11 +304,9 @@ impl Connection {
             };
         }
         let direct_len = self.direct_len();
-        let mut spec = if speculate && direct_len > 0 {
-            self.plan_speculation()
-        } else {
-            Spec::NONE
-        };
+        if speculate && direct_len > 0 {
+            self.plan_speculation();
+        }
         self.rx.compact();
         let Connection { rx, recv_cur, .. } = self;
         let mut guessed: Option<&'a mut [u8]> = None;
@@ -317,13 +315,13 @@ impl Connection {
                 Target::Mr {
                     stag, addr, needed, ..
                 } => {
-                    let mut more = spec.payload_len();
+                    let mut more = rx.spec.payload_len();
                     if more > 0
                         && mrs
                             .check(stag, addr, (direct_len + more) as u64, needed)
                             .is_err()
                     {
-                        spec = Spec::NONE;
+                        rx.spec.count = 0;
                         more = 0;
                     }
                     match mrs.slice_mut(stag, addr, direct_len + more, needed) {
@@ -347,14 +345,14 @@ impl Connection {
         rx.direct_offered = direct.as_ref().map_or(0, |d| d.len());
         if let Some(g) = guessed {
             if rx.direct_offered > 0 {
-                rx.spec = spec;
                 return RecvBuffers {
                     direct,
                     staging: &mut rx.tailbuf[..],
-                    spec: Some((&mut rx.gapbuf[..], g, spec)),
+                    spec: Some((&mut rx.gapbuf[..], g, rx.spec)),
                 };
             }
         }
+        rx.spec.count = 0;
         let limit = if rx.direct_offered > 0 {
             SPILL_WITH_DIRECT
         } else {
@@ -379,13 +377,15 @@ impl Connection {
         let d = n.min(self.rx.direct_offered);
         let full = d == self.rx.direct_offered;
         self.rx.direct_offered = 0;
-        let spec = std::mem::replace(&mut self.rx.spec, Spec::NONE);
+        let guessed = std::mem::take(&mut self.rx.spec.count);
         if d > 0 {
             self.placed_direct(d, mrs);
         }
         let rest = n - d;
-        if spec.count > 0 {
+        if guessed > 0 {
             if full {
+                let mut spec = self.rx.spec;
+                spec.count = guessed;
                 self.handle_guessed(rest, &spec, mrs);
             }
             return;

@@ -87,6 +87,11 @@ impl Tx {
 
     /// Fills `out` with the octets that may be written now, in order;
     /// returns how many slices were filled.
+    /// An upper bound of the slices [`Tx::iovecs`] fills.
+    pub(crate) fn slices(&self) -> usize {
+        self.chunks.len()
+    }
+
     pub(crate) fn iovecs<'a>(&'a self, out: &mut [IoSlice<'a>]) -> usize {
         let mut left = self.writable();
         let mut n = 0;

@@ -214,6 +214,16 @@ struct Node {
 }
 
 impl Node {
+    /// The entry `name` of directory `dir`, opened `O_PATH` and stat'ed.
+    fn open_at(dir: &Node, name: &[u8]) -> rustix::io::Result<Node> {
+        let fd = open_path(&*dir.fd, name)?;
+        let st = statx_fd(&fd)?;
+        Ok(Node {
+            fd: Arc::new(fd),
+            st,
+        })
+    }
+
     fn ino(&self) -> u64 {
         self.st.stx_ino
     }
@@ -1121,12 +1131,7 @@ impl Export {
             let act = self.act(caller)?;
             let mode = set.mode.unwrap_or(0o755) & 0o7777;
             rustix::fs::mkdirat(&*d.fd, name, Mode::from_raw_mode(mode))?;
-            let fd = open_path(&*d.fd, name)?;
-            let st = statx_fd(&fd)?;
-            let node = Node {
-                fd: Arc::new(fd),
-                st,
-            };
+            let node = Node::open_at(d, name)?;
             self.apply(
                 &act,
                 caller,
@@ -1169,12 +1174,7 @@ impl Export {
                 || set.atime != SetTime::DontChange
                 || set.mtime != SetTime::DontChange
             {
-                let fd = open_path(&*d.fd, name)?;
-                let st = statx_fd(&fd)?;
-                let node = Node {
-                    fd: Arc::new(fd),
-                    st,
-                };
+                let node = Node::open_at(d, name)?;
                 self.apply(
                     &act,
                     caller,
@@ -1218,12 +1218,7 @@ impl Export {
                 SpecialFile::Fifo => (rustix::fs::FileType::Fifo, 0),
             };
             rustix::fs::mknodat(&*d.fd, name, kind, Mode::from_raw_mode(mode), dev)?;
-            let fd = open_path(&*d.fd, name)?;
-            let st = statx_fd(&fd)?;
-            let node = Node {
-                fd: Arc::new(fd),
-                st,
-            };
+            let node = Node::open_at(d, name)?;
             self.apply(
                 &act,
                 caller,

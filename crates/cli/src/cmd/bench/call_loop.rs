@@ -51,6 +51,15 @@ pub(crate) struct LoopArgs {
     /// allocations).
     #[arg(long, default_value_t = 100)]
     pub(crate) warm_up: usize,
+    /// Run the client's loop as a task spawned on its runtime instead of
+    /// as the runtime's `block_on` future. A `block_on` future woken by
+    /// another task (here the connection's reader, which receives the
+    /// reply) costs tokio a zero-timeout `epoll_wait` before it is polled
+    /// again; a spawned task is polled straight from the run queue. This
+    /// shows what the RPC path costs without that step (`rpcrdma bench`
+    /// runs its clients as `block_on` futures, as most programs do).
+    #[arg(long)]
+    pub(crate) client_task: bool,
     #[command(flatten)]
     pub(crate) rdma: RdmaOpts,
 }
@@ -103,7 +112,15 @@ impl WithDevice for LoopJob {
                 _ => anyhow!("the benchmark server did not start"),
             });
         };
-        let cli = on_thread("bench-client", client(args, dev, setup.options, addrs));
+        let cli = if args.client_task {
+            on_thread("bench-client", async move {
+                tokio::spawn(client(args, dev, setup.options, addrs))
+                    .await
+                    .map_err(|e| anyhow!("client task failed: {e}"))?
+            })
+        } else {
+            on_thread("bench-client", client(args, dev, setup.options, addrs))
+        };
         let res = cli.join().map_err(|_| anyhow!("client thread panicked"));
         let _ = stop_tx.send(());
         let _ = srv.join();

@@ -1,10 +1,18 @@
 //! `rpcrdma bench`: measurements. Without a target it measures RPC-over-RDMA
-//! against ONC RPC over TCP and raw TCP (`rpc.rs`); `bench verbs` measures
-//! the software iWARP provider against raw TCP (`verbs.rs`).
+//! against ONC RPC over TCP and raw TCP (`rpc.rs`), over message sizes with
+//! `--sweep` (`sweep.rs`, drawn by `plot.rs`), or with N connections
+//! against a multi-threaded server with `--clients` (`scale.rs`); `bench
+//! verbs` measures the software iWARP provider against raw TCP
+//! (`verbs.rs`). Every bench reports the wake-up state its raw TCP round
+//! trips saw, and `--pin` runs it on one CPU (`wake.rs`).
 
 pub(crate) mod call_loop;
+pub(crate) mod plot;
 pub(crate) mod rpc;
+pub(crate) mod scale;
+pub(crate) mod sweep;
 pub(crate) mod verbs;
+pub(crate) mod wake;
 
 use std::process::ExitCode;
 
@@ -22,13 +30,31 @@ round trips of raw TCP, RPC-over-RDMA and ONC RPC/TCP are measured in interleave
 the middle, the order flipped every round); each ratio is computed within a round, and the \
 report gives the median of the per-round ratios beside the median of each raw figure \
 (--json: also every round's figures). No side spins or busy-polls: every measure waits in \
-epoll like the raw TCP baseline."
+epoll like the raw TCP baseline.
+
+Every bench reports the wake-up state it saw, from its raw TCP round trips: fast (< 15 us: \
+threads share a CPU or the machine is busy; CPU cost dominates), slow (> 40 us: an idle CPU \
+is woken per round trip) or mixed. --pin runs everything on one CPU (as taskset -c 0).
+
+--sweep measures READ/WRITE throughput from 1 KiB to 16 MiB and NULL round-trip percentiles \
+instead (--plot FILE.svg draws them); --clients 1,2,4 measures the aggregate of N connections \
+against a multi-threaded server instead. See docs/performance.md."
 )]
 pub(crate) struct BenchArgs {
+    /// Run on one CPU only (the first this process may use), every thread
+    /// of the bench sharing it, as with `taskset -c 0`: the single-CPU
+    /// variant (on an otherwise quiet machine wake-ups are fast there and
+    /// CPU cost dominates; the report says which state it saw).
+    #[arg(long, global = true)]
+    pin: bool,
     #[command(subcommand)]
     target: Option<BenchTarget>,
     #[command(flatten)]
     rpc: rpc::RpcBenchArgs,
+    #[command(flatten)]
+    sweep: sweep::SweepArgs,
+    #[command(flatten)]
+    scale: scale::ScaleArgs,
 }
 
 /// What to measure (default: the RPC-level comparison).
@@ -47,9 +73,15 @@ enum BenchTarget {
 
 /// Runs `rpcrdma bench ...`.
 pub(crate) fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    if args.pin {
+        let cpu = wake::pin_to_one_cpu()?;
+        eprintln!("bench: pinned to CPU {cpu} (--pin): every thread shares it");
+    }
     match args.target {
         Some(BenchTarget::Verbs(a)) => verbs::run(a),
         Some(BenchTarget::Loop(a)) => call_loop::run(a),
+        None if args.sweep.sweep => sweep::run(args.rpc, args.sweep),
+        None if !args.scale.clients.is_empty() => scale::run(args.rpc, args.scale),
         None => rpc::run(args.rpc),
     }
 }

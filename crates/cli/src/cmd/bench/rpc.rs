@@ -589,6 +589,8 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
     let read_vs_oncrpc = r.read_vs_oncrpc.median();
     let write_vs_oncrpc = r.write_vs_oncrpc.median();
     let mibs = |x: f64| x / MIB as f64;
+    let rtts_us: Vec<f64> = r.tcp_rtt.0.iter().map(|x| x * 1e6).collect();
+    let seen = super::wake::Seen::from_rtts(&rtts_us);
     let per_round = |s: &Series, scale: f64| -> Vec<serde_json::Value> {
         s.0.iter().map(|x| num(x * scale)).collect()
     };
@@ -636,6 +638,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
                 "read_1mib_vs_oncrpc_tcp": per_round(&r.read_vs_oncrpc, 1.0),
                 "write_1mib_vs_oncrpc_tcp": per_round(&r.write_vs_oncrpc, 1.0),
             },
+            "wake_state": seen.json(),
         });
         println!("{v}");
     } else {
@@ -676,6 +679,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
         ] {
             println!("{name:<34} {v:>8.3} {goal:>8}");
         }
+        println!("{}", seen.line());
     }
     Ok(ExitCode::SUCCESS)
 }

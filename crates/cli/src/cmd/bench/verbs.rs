@@ -594,6 +594,8 @@ fn report<D: Device + Clone>(a: VerbsArgs, p: &Prov<D>, label: &str) -> anyhow::
     };
     let (tcp_rtt, send_rtt, r_p) = ping.medians();
     let ratios = (r_w, r_r, r_p);
+    let rtts_us: Vec<f64> = ping.tcp.iter().map(|x| x * 1e6).collect();
+    let seen = super::wake::Seen::from_rtts(&rtts_us);
     if a.json {
         let v = serde_json::json!({
             "bench": "verbs",
@@ -620,6 +622,7 @@ fn report<D: Device + Clone>(a: VerbsArgs, p: &Prov<D>, label: &str) -> anyhow::
                 "read_1mib_vs_tcp": ">= 0.85",
                 "send64_rtt_vs_tcp": "<= 1.2",
             },
+            "wake_state": seen.json(),
         });
         println!("{v}");
     } else {
@@ -657,6 +660,7 @@ fn report<D: Device + Clone>(a: VerbsArgs, p: &Prov<D>, label: &str) -> anyhow::
             ratios.2,
             "<=1.2"
         );
+        println!("{}", seen.line());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,221 @@
+//! The machine state a bench ran in, and the single-CPU variant.
+//!
+//! Thread wake-up time on small virtual machines is bimodal (see
+//! `docs/performance.md`): when both threads share a CPU, or the other CPU
+//! is busy, a 64-octet raw TCP round trip between two threads takes a few
+//! microseconds; when the other CPU went idle, tens (the hypervisor wakes
+//! an idle virtual CPU). Round-trip ratios differ a lot between the two
+//! states, so every bench reports which one the raw TCP round trips of
+//! each round saw.
+
+use std::fmt;
+use std::sync::OnceLock;
+
+/// The CPU `--pin` pinned this process to, once pinned.
+static PINNED: OnceLock<usize> = OnceLock::new();
+
+/// The CPU `--pin` pinned the process to (None: not pinned by us).
+pub(crate) fn pinned_cpu() -> Option<usize> {
+    PINNED.get().copied()
+}
+
+/// What a bench reports about the machine state it ran in, from the raw TCP
+/// round trips (in microseconds) of its rounds.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Seen {
+    /// The state, or None when no raw TCP round trip was measured.
+    pub(crate) state: Option<WakeState>,
+    /// The median raw TCP round trip, microseconds (NaN if none).
+    pub(crate) raw_tcp_rtt_us: f64,
+    /// `--pin`'s CPU.
+    pub(crate) pinned_cpu: Option<usize>,
+}
+
+impl Seen {
+    /// The state the raw TCP round trips `rtts_us` (one per round) say.
+    pub(crate) fn from_rtts(rtts_us: &[f64]) -> Self {
+        Seen {
+            state: WakeState::overall(rtts_us.iter().copied()),
+            raw_tcp_rtt_us: super::median(rtts_us.to_vec()),
+            pinned_cpu: pinned_cpu(),
+        }
+    }
+
+    /// The `wake_state` object of a bench's `--json` output.
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "state": self.state.map(WakeState::name),
+            "raw_tcp_rtt_us": super::num(self.raw_tcp_rtt_us),
+            "fast_below_us": FAST_BELOW_US,
+            "slow_above_us": SLOW_ABOVE_US,
+            "pinned_cpu": self.pinned_cpu,
+        })
+    }
+
+    /// The line a bench's text output ends with.
+    pub(crate) fn line(&self) -> String {
+        let state = match self.state {
+            Some(s) => s.to_string(),
+            None => "unknown (no raw TCP round trip measured; run the NULL measure)".into(),
+        };
+        let pin = match self.pinned_cpu {
+            Some(c) => format!("pinned to CPU {c} (--pin)"),
+            None => "not pinned".into(),
+        };
+        format!("wake-up state: {state}; {pin}")
+    }
+}
+
+/// Raw TCP round trips below this are the fast state.
+pub(crate) const FAST_BELOW_US: f64 = 15.0;
+/// Raw TCP round trips above this are the slow state.
+pub(crate) const SLOW_ABOVE_US: f64 = 40.0;
+
+/// The wake-up state a raw TCP round trip says the machine was in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WakeState {
+    /// Threads wake fast (shared CPU or busy machine): CPU cost dominates.
+    Fast,
+    /// Threads wake slowly (an idle CPU is woken per round trip).
+    Slow,
+    /// In between: the state changed during the measure.
+    Mixed,
+}
+
+impl WakeState {
+    /// The state of a median raw TCP round trip of `rtt_us` microseconds.
+    pub(crate) fn of(rtt_us: f64) -> Self {
+        if rtt_us < FAST_BELOW_US {
+            WakeState::Fast
+        } else if rtt_us > SLOW_ABOVE_US {
+            WakeState::Slow
+        } else {
+            WakeState::Mixed
+        }
+    }
+
+    /// The state over several rounds: theirs if all agree, else mixed.
+    pub(crate) fn overall(rtts_us: impl IntoIterator<Item = f64>) -> Option<Self> {
+        let mut all = rtts_us.into_iter().filter(|x| x.is_finite()).map(Self::of);
+        let first = all.next()?;
+        Some(if all.all(|s| s == first) {
+            first
+        } else {
+            WakeState::Mixed
+        })
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            WakeState::Fast => "fast",
+            WakeState::Slow => "slow",
+            WakeState::Mixed => "mixed",
+        }
+    }
+}
+
+impl fmt::Display for WakeState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WakeState::Fast => "fast wake-ups (raw TCP round trip < 15 us: threads share a CPU or the machine is busy; CPU cost dominates)",
+            WakeState::Slow => "slow wake-ups (raw TCP round trip > 40 us: an idle CPU is woken per round trip, which hides CPU cost)",
+            WakeState::Mixed => "mixed wake-up states (raw TCP round trips between 15 and 40 us, or rounds in different states)",
+        })
+    }
+}
+
+/// `--pin`: the process (and every thread it starts) runs on one CPU, the
+/// first it may use: both sides of every measure share it, as with
+/// `taskset -c 0`. Returns the CPU.
+#[allow(unsafe_code)]
+pub(crate) fn pin_to_one_cpu() -> anyhow::Result<usize> {
+    // SAFETY: `sched_getaffinity`/`sched_setaffinity` on the calling
+    // thread (pid 0) with a properly sized, initialised `cpu_set_t` that
+    // lives across both calls; no other memory is touched. Called before
+    // the bench starts any thread, so every thread inherits the mask.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            anyhow::bail!(
+                "--pin: cannot read the CPU affinity: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        let Some(cpu) = (0..libc::CPU_SETSIZE as usize).find(|&c| libc::CPU_ISSET(c, &set)) else {
+            anyhow::bail!("--pin: this process may run on no CPU");
+        };
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut one);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) != 0 {
+            anyhow::bail!(
+                "--pin: cannot pin to CPU {cpu}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        let _ = PINNED.set(cpu);
+        Ok(cpu)
+    }
+}
+
+/// CPU seconds (user and system) this process used so far, all threads
+/// together (NaN if the system does not say).
+#[allow(unsafe_code)]
+pub(crate) fn cpu_seconds() -> f64 {
+    // SAFETY: `getrusage` fills the zero-initialised `rusage` we own and
+    // pass by a valid pointer; nothing else is touched.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut ru) != 0 {
+            return f64::NAN;
+        }
+        ru
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    secs(ru.ru_utime) + secs(ru.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_by_raw_tcp_round_trip() {
+        assert_eq!(WakeState::of(6.0), WakeState::Fast);
+        assert_eq!(WakeState::of(90.0), WakeState::Slow);
+        assert_eq!(WakeState::of(25.0), WakeState::Mixed);
+        assert_eq!(WakeState::overall([5.0, 7.0]), Some(WakeState::Fast));
+        assert_eq!(WakeState::overall([5.0, 70.0]), Some(WakeState::Mixed));
+        assert_eq!(WakeState::overall([f64::NAN]), None);
+        assert_eq!(WakeState::overall([90.0, 120.0]), Some(WakeState::Slow));
+        // The thresholds themselves are in between.
+        assert_eq!(WakeState::of(FAST_BELOW_US), WakeState::Mixed);
+        assert_eq!(WakeState::of(SLOW_ABOVE_US), WakeState::Mixed);
+    }
+
+    #[test]
+    fn cpu_seconds_grow_with_work() {
+        let before = cpu_seconds();
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < std::time::Duration::from_millis(30) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        assert!(cpu_seconds() >= before, "CPU time went backwards");
+    }
+
+    #[test]
+    fn seen_reports_state_median_and_pin() {
+        let s = Seen::from_rtts(&[6.0, 5.0, 7.0]);
+        assert_eq!(s.state, Some(WakeState::Fast));
+        assert_eq!(s.raw_tcp_rtt_us, 6.0);
+        let j = s.json();
+        assert_eq!(j["state"], "fast");
+        assert_eq!(j["raw_tcp_rtt_us"], 6.0);
+        assert!(s.line().starts_with("wake-up state: fast wake-ups"));
+        let none = Seen::from_rtts(&[]);
+        assert_eq!(none.state, None);
+        assert!(none.json()["state"].is_null());
+        assert!(none.json()["raw_tcp_rtt_us"].is_null());
+        assert!(none.line().contains("unknown"));
+    }
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The bench modes run end to end, briefly: `--sweep --plot`, `--clients`,
+# `--pin`, `bench verbs --pin` and scripts/bench-vs-tirpc.sh. Only the shape
+# of the output is checked (every series named, a wake-up state reported,
+# an SVG written); no figure is, since time on a shared machine is noise.
+#
+# Usage: scripts/bench-smoke.sh
+# Environment: RPCRDMA (default target/release/rpcrdma, built first unless
+# NO_BUILD=1), PORT (the libtirpc server's port, default 27411).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+RPCRDMA=${RPCRDMA:-target/release/rpcrdma}
+if [ "${NO_BUILD:-0}" != 1 ]; then
+    cargo build --release -q -p rpcrdma-cli
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+fail() { echo "bench-smoke: $*" >&2; exit 1; }
+has() { grep -qF -- "$2" "$1" || fail "$1 lacks '$2'"; }
+
+echo "bench-smoke: --sweep --plot"
+"$RPCRDMA" bench --sweep --sweep-secs 0.05 --round-trips 200 \
+    --plot "$work/sweep.svg" --json >"$work/sweep.json" 2>/dev/null
+has "$work/sweep.json" '"bench":"sweep"'
+has "$work/sweep.json" '"wake_state":{'
+for name in "RPC-over-RDMA READ" "RPC-over-RDMA WRITE" "ONC RPC/TCP READ" \
+    "ONC RPC/TCP WRITE" "raw TCP stream" "RPC-over-RDMA NULL" "raw TCP 64 B"; do
+    has "$work/sweep.json" "\"$name\""
+    has "$work/sweep.svg" "$name"
+done
+
+echo "bench-smoke: --clients 1,2"
+"$RPCRDMA" bench --clients 1,2 --scale-secs 0.2 >"$work/clients.txt" 2>/dev/null
+has "$work/clients.txt" "  2 WRITE 1 MiB"
+has "$work/clients.txt" "wake-up state:"
+
+echo "bench-smoke: --pin"
+"$RPCRDMA" bench --pin --only null --rounds 1 --round-trips 200 --json \
+    >"$work/pin.json" 2>/dev/null
+grep -qE '"pinned_cpu":[0-9]+' "$work/pin.json" || fail "bench --pin: no pinned_cpu"
+grep -qE '"state":"(fast|slow|mixed)"' "$work/pin.json" || fail "bench --pin: no wake-up state"
+"$RPCRDMA" bench verbs --pin --only pingpong --rounds 1 --round-trips 200 --json \
+    >"$work/verbs.json" 2>/dev/null
+grep -qE '"pinned_cpu":[0-9]+' "$work/verbs.json" || fail "bench verbs --pin: no pinned_cpu"
+
+echo "bench-smoke: scripts/bench-vs-tirpc.sh"
+ROUNDS=1 ROUND_TRIPS=200 MIB=4 NO_BUILD=1 RPCRDMA="$RPCRDMA" \
+    bash scripts/bench-vs-tirpc.sh >"$work/tirpc.txt" 2>/dev/null
+has "$work/tirpc.txt" '"bench": "vs-libtirpc"'
+has "$work/tirpc.txt" "rpcrdma_null_rtt_vs_libtirpc"
+
+echo "bench-smoke: all bench modes ran"

@@ -146,18 +146,26 @@ if [ "$RDMA" = rxe ]; then
     echo "== bench: perftest and rpcrdma bench verbs on $DEV, in paired rounds"
     PT="-d $DEV -R -p $P3"
     # perftest NAME TEST ARGS...: server in the background, client timed
-    # (ns); its output in out/NAME.txt.
+    # (ns); its output in out/NAME.txt. Both ends are bounded: under TCG an
+    # rxe perftest pair now and then stalls for good (a lost packet it
+    # never retransmits); then both are stopped and the pair is tried
+    # once more, and the second failure fails the check.
     perftest() {
         n=$1 t=$2
         shift 2
-        $t $PT "$@" >"out/$n-server.txt" 2>&1 &
-        sleep 2
-        t0=$(now_ns)
-        timeout 300 $t $PT "$@" $ME >"out/$n.txt" 2>&1
-        prc=$?
-        t1=$(now_ns)
-        wait
-        echo "$t $* rc=$prc elapsed_ns=$((t1 - t0))"
+        for attempt in 1 2; do
+            timeout 150 $t $PT "$@" >"out/$n-server.txt" 2>&1 &
+            spid=$!
+            sleep 2
+            t0=$(now_ns)
+            timeout 120 $t $PT "$@" $ME >"out/$n.txt" 2>&1
+            prc=$?
+            t1=$(now_ns)
+            kill $spid 2>/dev/null
+            wait $spid 2>/dev/null
+            echo "$t $* attempt $attempt rc=$prc elapsed_ns=$((t1 - t0))"
+            [ $prc -eq 0 ] && break
+        done
         grep -A1 '#bytes' "out/$n.txt"
         return $prc
     }

@@ -45,6 +45,34 @@ fn at_index<T: Copy>(x: f64, v: &[T]) -> Option<T> {
 }
 
 /// The sweep as an SVG document.
+/// One series on `chart`: a 2-pixel line through `points` with a dot on
+/// each, named `name` in the legend.
+fn line_with_dots<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    points: Vec<(f64, f64)>,
+    color: RGBColor,
+    name: &str,
+) -> anyhow::Result<()>
+where
+    DB: DrawingBackend + 'a,
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    let err = |e: &dyn std::fmt::Display| anyhow!("cannot draw the sweep: {e}");
+    chart
+        .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+        .map_err(|e| err(&e))?
+        .label(name)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+    chart
+        .draw_series(
+            points
+                .into_iter()
+                .map(|p| Circle::new(p, 3, color.filled())),
+        )
+        .map_err(|e| err(&e))?;
+    Ok(())
+}
+
 pub(crate) fn svg(s: &Sweep) -> anyhow::Result<String> {
     let err = |e: &dyn std::fmt::Display| anyhow!("cannot draw the sweep: {e}");
     let mut out = String::new();
@@ -92,18 +120,7 @@ pub(crate) fn svg(s: &Sweep) -> anyhow::Result<String> {
                 .filter(|(_, b)| b.is_finite() && **b > 0.0)
                 .map(|(j, b)| (j as f64, b / 1048576.0))
                 .collect();
-            chart
-                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-                .map_err(|e| err(&e))?
-                .label(t.name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-            chart
-                .draw_series(
-                    points
-                        .into_iter()
-                        .map(|p| Circle::new(p, 3, color.filled())),
-                )
-                .map_err(|e| err(&e))?;
+            line_with_dots(&mut chart, points, color, t.name)?;
         }
         chart
             .configure_series_labels()
@@ -156,18 +173,7 @@ pub(crate) fn svg(s: &Sweep) -> anyhow::Result<String> {
                 .filter(|(_, v)| v.is_finite() && **v > 0.0)
                 .map(|(j, v)| (j as f64, v * 1e6))
                 .collect();
-            chart
-                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-                .map_err(|e| err(&e))?
-                .label(d.name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-            chart
-                .draw_series(
-                    points
-                        .into_iter()
-                        .map(|p| Circle::new(p, 3, color.filled())),
-                )
-                .map_err(|e| err(&e))?;
+            line_with_dots(&mut chart, points, color, d.name)?;
         }
         chart
             .configure_series_labels()

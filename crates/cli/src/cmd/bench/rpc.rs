@@ -43,7 +43,7 @@ use rpcrdma_demoprog::{
 };
 use rpcrdma_oncrpc::tcp::TcpConnector;
 use rpcrdma_oncrpc::{Client, ClientConfig, Server, ServerConfig, Services};
-use rpcrdma_transport::{serve_rdma, ListenConfig, RdmaConnector};
+use rpcrdma_transport::{serve_rdma, ConnectorHandle, ListenConfig, RdmaConnector};
 use rpcrdma_verbs::Device;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -396,6 +396,54 @@ struct Results {
     version: u32,
 }
 
+/// The two clients every RPC bench compares, RPC-over-RDMA and ONC
+/// RPC/TCP to the bench server, each having read 1 MiB verified (so both
+/// paths are known to move the right bytes before anything is timed).
+pub(crate) struct BenchClients<D: Device> {
+    pub(crate) rdma: Client,
+    pub(crate) tcp: Client,
+    /// The RDMA connection's version, once connected.
+    pub(crate) handle: ConnectorHandle<D>,
+}
+
+impl<D: Device + Clone> BenchClients<D> {
+    pub(crate) async fn connect(
+        opts: &RdmaOpts,
+        dev: D,
+        options: D::Options,
+        rdma_addr: SocketAddr,
+        tcp_addr: SocketAddr,
+    ) -> anyhow::Result<Self> {
+        let mut cfg = ClientConfig::default();
+        cfg.max_in_flight = 256;
+        let connector = RdmaConnector::new(dev, rdma_addr, opts.client())
+            .options(options)
+            .caps(opts.caps());
+        let handle = connector.handle();
+        let rdma = Client::connect(connector, cfg.clone())
+            .await
+            .context("RPC-over-RDMA connect")?;
+        let tcp = Client::connect(TcpConnector::new(tcp_addr), cfg)
+            .await
+            .context("ONC RPC/TCP connect")?;
+        for c in [&rdma, &tcp] {
+            DemoClient::new(c.clone())
+                .read_verified(1, MIB as u32)
+                .await?;
+        }
+        Ok(Self { rdma, tcp, handle })
+    }
+}
+
+/// The RPC-over-RDMA version a connector's connection negotiated (0 if
+/// it has none).
+pub(crate) fn negotiated_version<D: Device>(handle: &ConnectorHandle<D>) -> u32 {
+    handle
+        .transport()
+        .and_then(|t| t.negotiated())
+        .map_or(0, |(v, _)| v)
+}
+
 async fn client<D: Device + Clone>(
     args: RpcBenchArgs,
     dev: D,
@@ -403,23 +451,12 @@ async fn client<D: Device + Clone>(
     a: Addrs,
     bar: ProgressBar,
 ) -> anyhow::Result<Results> {
-    let mut cfg = ClientConfig::default();
-    cfg.max_in_flight = 256;
-    let connector = RdmaConnector::new(dev, a.rdma, args.rdma.client())
-        .options(options)
-        .caps(args.rdma.caps());
-    let handle = connector.handle();
-    let rdma = Client::connect(connector, cfg.clone())
-        .await
-        .context("RPC-over-RDMA connect")?;
-    let tcp = Client::connect(TcpConnector::new(a.rpc_tcp), cfg)
-        .await
-        .context("ONC RPC/TCP connect")?;
-    // Verify both paths move the right bytes before timing anything.
+    let BenchClients { rdma, tcp, handle } =
+        BenchClients::connect(&args.rdma, dev, options, a.rdma, a.rpc_tcp).await?;
     for c in [&rdma, &tcp] {
-        let d = DemoClient::new(c.clone());
-        d.read_verified(1, MIB as u32).await?;
-        d.write_verified(pattern(2, MIB)).await?;
+        DemoClient::new(c.clone())
+            .write_verified(pattern(2, MIB))
+            .await?;
     }
     let data = pattern(3, MIB);
     let (n, mib, k, rounds) = (
@@ -507,10 +544,7 @@ async fn client<D: Device + Clone>(
             r.write_vs_oncrpc.0.push(rdma_write / oncrpc_write);
         }
     }
-    r.version = handle
-        .transport()
-        .and_then(|t| t.negotiated())
-        .map_or(0, |(v, _)| v);
+    r.version = negotiated_version(&handle);
     Ok(r)
 }
 

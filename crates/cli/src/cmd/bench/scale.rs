@@ -28,16 +28,14 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use rpcrdma_demoprog::{pattern, DemoClient, PROGRAM, VERSION};
-use rpcrdma_oncrpc::tcp::TcpConnector;
-use rpcrdma_oncrpc::{Client, ClientConfig};
-use rpcrdma_transport::RdmaConnector;
+use rpcrdma_demoprog::{pattern, PROGRAM, VERSION};
+use rpcrdma_oncrpc::Client;
 use rpcrdma_verbs::Device;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
-use super::rpc::{server, Addrs, RpcBenchArgs};
+use super::rpc::{server, Addrs, BenchClients, RpcBenchArgs};
 use super::sweep::one_call;
 use super::wake::{cpu_seconds, Seen};
 use super::{num, on_thread};
@@ -215,22 +213,8 @@ async fn client<D: Device + Clone>(
 ) -> anyhow::Result<Vec<(u64, f64)>> {
     let mut waited = 0;
     let r = async {
-        let mut cfg = ClientConfig::default();
-        cfg.max_in_flight = 256;
-        let connector = RdmaConnector::new(dev, rdma_addr, rpc.rdma.client())
-            .options(options)
-            .caps(rpc.rdma.caps());
-        let rdma = Client::connect(connector, cfg.clone())
-            .await
-            .context("RPC-over-RDMA connect")?;
-        let tcp = Client::connect(TcpConnector::new(tcp_addr), cfg)
-            .await
-            .context("ONC RPC/TCP connect")?;
-        for c in [&rdma, &tcp] {
-            DemoClient::new(c.clone())
-                .read_verified(1, MIB as u32)
-                .await?;
-        }
+        let BenchClients { rdma, tcp, .. } =
+            BenchClients::connect(&rpc.rdma, dev, options, rdma_addr, tcp_addr).await?;
         let mut out = Vec::new();
         for p in &plans {
             // Every thread is idle here; the barrier starts them together.

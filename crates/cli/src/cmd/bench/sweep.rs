@@ -30,15 +30,13 @@ use rpcrdma_demoprog::{
     pattern, procs, ulb, DemoClient, ReadArgs, ReadRes, ReadResok, WriteArgs, WriteRes, PROGRAM,
     VERSION,
 };
-use rpcrdma_oncrpc::tcp::TcpConnector;
-use rpcrdma_oncrpc::{Client, ClientConfig};
-use rpcrdma_transport::RdmaConnector;
+use rpcrdma_oncrpc::Client;
 use rpcrdma_verbs::Device;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
-use super::rpc::{server, Addrs, RpcBenchArgs};
+use super::rpc::{negotiated_version, server, Addrs, BenchClients, RpcBenchArgs};
 use super::wake::Seen;
 use super::{num, on_thread};
 use crate::cmd::provider::{Setup, WithDevice};
@@ -367,22 +365,12 @@ async fn client<D: Device + Clone>(
     stream: SocketAddr,
     bar: ProgressBar,
 ) -> anyhow::Result<(Vec<Series>, Vec<Distribution>, u32)> {
-    let mut cfg = ClientConfig::default();
-    cfg.max_in_flight = 256;
-    let connector = RdmaConnector::new(dev, a.rdma, rpc.rdma.client())
-        .options(options)
-        .caps(rpc.rdma.caps());
-    let handle = connector.handle();
-    let rdma = Client::connect(connector, cfg.clone())
-        .await
-        .context("RPC-over-RDMA connect")?;
-    let tcp = Client::connect(TcpConnector::new(a.rpc_tcp), cfg)
-        .await
-        .context("ONC RPC/TCP connect")?;
+    let BenchClients { rdma, tcp, handle } =
+        BenchClients::connect(&rpc.rdma, dev, options, a.rdma, a.rpc_tcp).await?;
     for c in [&rdma, &tcp] {
-        let d = DemoClient::new(c.clone());
-        d.read_verified(1, MIB as u32).await?;
-        d.write_verified(pattern(2, MIB)).await?;
+        DemoClient::new(c.clone())
+            .write_verified(pattern(2, MIB))
+            .await?;
     }
     bar.set_message("NULL round trips (RPC-over-RDMA, ONC RPC/TCP, raw TCP, interleaved)");
     let [r, o, t] = round_trips(a.echo, &rdma, &tcp, rpc.round_trips.max(1))
@@ -422,11 +410,7 @@ async fn client<D: Device + Clone>(
             bar.inc(1);
         }
     }
-    let version = handle
-        .transport()
-        .and_then(|t| t.negotiated())
-        .map_or(0, |(v, _)| v);
-    Ok((series, dists, version))
+    Ok((series, dists, negotiated_version(&handle)))
 }
 
 /// The sweep's threads over one provider.

@@ -184,9 +184,9 @@ stop_capture() {
     wait "$CAP_PID" 2>/dev/null || true
     CAP_PID=
     if [ "$CAPTURE" = dumpcap ]; then
-        sed -n 's/.*received\/dropped on interface.*: [0-9]*\/\([0-9]*\) .*/\1/p' "$log" | head -n 1
+        sed -n 's/.*received\/dropped on interface.*: [0-9]*\/\([0-9]*\) .*/\1/p' "$log" | sed -n 1p
     else
-        sed -n 's/^\([0-9]*\) packets dropped by kernel.*/\1/p' "$log" | head -n 1
+        sed -n 's/^\([0-9]*\) packets dropped by kernel.*/\1/p' "$log" | sed -n 1p
     fi
 }
 

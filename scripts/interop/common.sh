@@ -85,7 +85,7 @@ iop_stop_qemu() {
     local f=$1 pid
     [ -s "$f" ] || return 0
     pid=$(cat "$f")
-    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "qemu-system.*-pidfile $f"; then
+    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep "qemu-system.*-pidfile $f" >/dev/null; then
         kill "$pid" 2>/dev/null
     fi
     return 0
@@ -148,12 +148,12 @@ iop_prepare_guest() {
         return 1
     }
     local real=$INTEROP_CACHE img=$INTEROP_CACHE/guest/initramfs.cpio.gz
-    if zcat "$img" | cpio -t --quiet 2>/dev/null | grep -q 'libgcc_s\.so\.1$'; then
+    if zcat "$img" | cpio -t --quiet 2>/dev/null | grep 'libgcc_s\.so\.1$' >/dev/null; then
         GUEST_CACHE=$real
         return 0
     fi
     local ov=${real%/}-libgcc lib
-    lib=$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64/ { print $NF; exit }')
+    lib=$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64/ && !found { print $NF; found = 1 }')
     if [ -z "$lib" ] || [ ! -e "$lib" ]; then
         iop_log "libgcc_s.so.1 not found on the host"
         return 1
@@ -283,7 +283,12 @@ iop_build_rdmacore() {
         bin=$(iop_target_dir)/debug/rpcrdma
     fi
     [ -x "$bin" ] || { iop_log "no rpcrdma binary at $bin"; return 1; }
-    ldd "$bin" | grep -q libibverbs || { iop_log "$bin was built without the rdma-core feature"; return 1; }
+    # Not `grep -q`: it exits at the first match, ldd's loader then dies of
+    # SIGPIPE on its next line, and under `set -o pipefail` the pipeline
+    # fails although the library is there (seen in CI on a loaded machine;
+    # 34 of 300 tries with both cores busy). The same holds for every
+    # pipe in these scripts: the reader must read to the end.
+    ldd "$bin" | grep libibverbs >/dev/null || { iop_log "$bin was built without the rdma-core feature"; return 1; }
     RC_BIN=$IOP_WORK/bin/rpcrdma
     mkdir -p "$IOP_WORK/bin"
     strip -o "$RC_BIN" "$bin" 2>/dev/null || cp "$bin" "$RC_BIN"

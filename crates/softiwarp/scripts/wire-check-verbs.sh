@@ -122,9 +122,9 @@ $SUDO kill -INT "$CAP_PID" 2>/dev/null || true
 wait "$CAP_PID" 2>/dev/null || true
 CAP_PID=
 if [ "$CAPTURE" = dumpcap ]; then
-    DROPPED=$(sed -n 's/.*received\/dropped on interface.*: [0-9]*\/\([0-9]*\) .*/\1/p' "$PCAP.log" | head -n 1)
+    DROPPED=$(sed -n 's/.*received\/dropped on interface.*: [0-9]*\/\([0-9]*\) .*/\1/p' "$PCAP.log" | sed -n 1p)
 else
-    DROPPED=$(sed -n 's/^\([0-9]*\) packets dropped by kernel.*/\1/p' "$PCAP.log" | head -n 1)
+    DROPPED=$(sed -n 's/^\([0-9]*\) packets dropped by kernel.*/\1/p' "$PCAP.log" | sed -n 1p)
 fi
 
 REPORT=$OUT/verbs.report

@@ -289,13 +289,20 @@ impl QpInner {
             let mut table = self.pd.table();
             let st_ref = &mut *st;
             let mut bufs = st_ref.conn.recv_buffers(&mut table);
-            let res = if bufs.direct.is_none() {
-                self.stream.try_read(bufs.staging)
+            let (res, asked) = if bufs.direct.is_none() {
+                let asked = bufs.staging.len();
+                (
+                    read_clearing(&self.stream, asked, |s| s.try_read(bufs.staging)),
+                    asked,
+                )
             } else {
                 let mut iov: [IoSliceMut<'_>; MAX_RECV_SLICES] =
                     std::array::from_fn(|_| IoSliceMut::new(&mut []));
                 let n = bufs.io_slices(&mut iov);
-                self.stream.try_read_vectored(&mut iov[..n])
+                let asked = iov[..n].iter().map(|v| v.len()).sum();
+                let res =
+                    read_clearing(&self.stream, asked, |s| s.try_read_vectored(&mut iov[..n]));
+                (res, asked)
             };
             match res {
                 Ok(0) => {
@@ -303,7 +310,14 @@ impl QpInner {
                     alive = false;
                     break;
                 }
-                Ok(n) => st_ref.conn.handle_read(n, &mut table),
+                Ok(n) => {
+                    st_ref.conn.handle_read(n, &mut table);
+                    if n < asked {
+                        // The socket had no more (its readiness is cleared):
+                        // another read now would only say EAGAIN.
+                        break;
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
@@ -325,6 +339,35 @@ impl QpInner {
             self.wake.notify();
         }
         alive
+    }
+}
+
+/// One read through `read`; a short read (fewer than `asked` bytes, more
+/// than none) also clears the socket's read readiness, as tokio's own
+/// `poll_read` does: a stream socket that returned less than was asked had
+/// nothing more at that instant, and data arriving later raises readiness
+/// again (the clear only takes the readiness this read observed). Saves the
+/// read that would only say EAGAIN, one system call per message.
+fn read_clearing(
+    stream: &TcpStream,
+    asked: usize,
+    read: impl FnOnce(&TcpStream) -> io::Result<usize>,
+) -> io::Result<usize> {
+    let mut got = 0usize;
+    let res = stream.try_io(tokio::io::Interest::READABLE, || {
+        let n = read(stream)?;
+        got = n;
+        if n > 0 && n < asked {
+            // Reported as WouldBlock so that tokio clears the readiness;
+            // the bytes are in the buffer and `got` says how many.
+            Err(io::ErrorKind::WouldBlock.into())
+        } else {
+            Ok(n)
+        }
+    });
+    match res {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => Ok(got),
+        other => other,
     }
 }
 
@@ -530,5 +573,63 @@ impl Drop for Qp {
         if !shut {
             self.inner.with(|st| st.conn.close());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::poll_fn;
+    use tokio::io::AsyncWriteExt;
+
+    /// Whether read readiness is set right now (without waiting).
+    fn ready_now(s: &TcpStream) -> bool {
+        s.poll_read_ready(&mut Context::from_waker(Waker::noop()))
+            .is_ready()
+    }
+
+    #[tokio::test]
+    async fn a_short_read_clears_readiness_and_new_data_raises_it() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut a = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (b, _) = l.accept().await.unwrap();
+        a.write_all(b"hello").await.unwrap();
+        poll_fn(|cx| b.poll_read_ready(cx)).await.unwrap();
+
+        let mut buf = [0u8; 64];
+        let n = read_clearing(&b, buf.len(), |s| s.try_read(&mut buf)).unwrap();
+        assert_eq!(&buf[..n], b"hello");
+        assert!(!ready_now(&b), "a short read leaves no readiness behind");
+
+        a.write_all(b"again").await.unwrap();
+        poll_fn(|cx| b.poll_read_ready(cx)).await.unwrap();
+        let n = read_clearing(&b, buf.len(), |s| s.try_read(&mut buf)).unwrap();
+        assert_eq!(&buf[..n], b"again");
+    }
+
+    #[tokio::test]
+    async fn a_full_read_keeps_readiness_for_the_rest() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut a = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (b, _) = l.accept().await.unwrap();
+        a.write_all(b"0123456789").await.unwrap();
+        poll_fn(|cx| b.poll_read_ready(cx)).await.unwrap();
+        // Wait until all ten bytes are in (one write on loopback arrives
+        // whole, but the readiness may come first).
+        let mut peek = [0u8; 16];
+        while b.peek(&mut peek).await.unwrap() < 10 {
+            tokio::task::yield_now().await;
+        }
+
+        let mut buf = [0u8; 4];
+        let n = read_clearing(&b, buf.len(), |s| s.try_read(&mut buf)).unwrap();
+        assert_eq!(&buf[..n], b"0123");
+        assert!(ready_now(&b), "a full read says nothing about what is left");
+        let mut rest = [0u8; 16];
+        let n = read_clearing(&b, rest.len(), |s| s.try_read(&mut rest)).unwrap();
+        assert_eq!(&rest[..n], b"456789");
+        assert!(!ready_now(&b));
+        let e = read_clearing(&b, rest.len(), |s| s.try_read(&mut rest)).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
     }
 }

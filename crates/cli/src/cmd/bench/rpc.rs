@@ -55,6 +55,13 @@ use crate::cmd::rdma_opts::RdmaOpts;
 
 const MIB: usize = 1 << 20;
 
+/// What the READ and WRITE figures include besides moving the data (said
+/// in every report: the raw TCP stream does none of it).
+const PROCEDURE_WORK: &str = "READ/WRITE include the demo procedures' own work, for RPC-over-RDMA \
+and ONC RPC/TCP alike: the WRITE server computes the crc32c of every 1 MiB it receives (on a \
+blocking thread, off the connection's reader); READ's data and crc32c are generated once and \
+cached. The clients check lengths only. The raw TCP stream only moves bytes.";
+
 /// Arguments of the RPC-level `rpcrdma bench`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct RpcBenchArgs {
@@ -389,6 +396,7 @@ struct Results {
     rdma_read: Series,
     rdma_write: Series,
     null_rtt_vs_tcp: Series,
+    null_rtt_vs_oncrpc: Series,
     read_vs_tcp: Series,
     write_vs_tcp: Series,
     read_vs_oncrpc: Series,
@@ -502,6 +510,7 @@ async fn client<D: Device + Clone>(
             r.oncrpc_null_rtt.0.push(oncrpc_null);
             r.rdma_null_rtt.0.push(rdma_null);
             r.null_rtt_vs_tcp.0.push(rdma_null / tcp_rtt);
+            r.null_rtt_vs_oncrpc.0.push(rdma_null / oncrpc_null);
         }
         if args.wants(Measure::Rate) {
             let rate = step!("RPC-over-RDMA NULL rate", null_rate(&rdma, n * 4, 32));
@@ -618,6 +627,11 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
         ))?;
 
     let null_rtt_vs_tcp = r.null_rtt_vs_tcp.median();
+    let null_rtt_vs_oncrpc = r.null_rtt_vs_oncrpc.median();
+    // Issue 13's goals; the NULL round trip's is looser when both sides
+    // share one CPU (`--pin`, `taskset -c 0`), where CPU cost is all of it.
+    let one_cpu = std::thread::available_parallelism().is_ok_and(|n| n.get() == 1);
+    let null_goal = if one_cpu { "<= 1.5" } else { "<= 1.3" };
     let read_vs_tcp = r.read_vs_tcp.median();
     let write_vs_tcp = r.write_vs_tcp.median();
     let read_vs_oncrpc = r.read_vs_oncrpc.median();
@@ -650,15 +664,17 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             "rpcrdma_write_1mib_mib_per_s": num(mibs(r.rdma_write.median())),
             "ratios": {
                 "null_rtt_vs_tcp": num(null_rtt_vs_tcp),
+                "null_rtt_vs_oncrpc_tcp": num(null_rtt_vs_oncrpc),
                 "read_1mib_vs_tcp": num(read_vs_tcp),
                 "write_1mib_vs_tcp": num(write_vs_tcp),
                 "read_1mib_vs_oncrpc_tcp": num(read_vs_oncrpc),
                 "write_1mib_vs_oncrpc_tcp": num(write_vs_oncrpc),
             },
             "goals": {
-                "null_rtt_vs_tcp": "<= 1.3",
+                "null_rtt_vs_tcp": null_goal,
+                "null_rtt_vs_oncrpc_tcp": "< 1.0",
                 "read_1mib_vs_tcp": ">= 0.85",
-                "write_1mib_vs_tcp": ">= 0.85",
+                "write_1mib_vs_tcp": ">= 0.9",
                 "read_1mib_vs_oncrpc_tcp": ">= 1.0",
                 "write_1mib_vs_oncrpc_tcp": ">= 1.0",
             },
@@ -667,12 +683,15 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
                 "rpcrdma_null_rtt_us": per_round(&r.rdma_null_rtt, 1e6),
                 "oncrpc_tcp_null_rtt_us": per_round(&r.oncrpc_null_rtt, 1e6),
                 "null_rtt_vs_tcp": per_round(&r.null_rtt_vs_tcp, 1.0),
+                "null_rtt_vs_oncrpc_tcp": per_round(&r.null_rtt_vs_oncrpc, 1.0),
                 "read_1mib_vs_tcp": per_round(&r.read_vs_tcp, 1.0),
                 "write_1mib_vs_tcp": per_round(&r.write_vs_tcp, 1.0),
                 "read_1mib_vs_oncrpc_tcp": per_round(&r.read_vs_oncrpc, 1.0),
                 "write_1mib_vs_oncrpc_tcp": per_round(&r.write_vs_oncrpc, 1.0),
             },
             "wake_state": seen.json(),
+            "one_cpu": one_cpu,
+            "procedure_work": PROCEDURE_WORK,
         });
         println!("{v}");
     } else {
@@ -705,15 +724,17 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             "ratio (ours / theirs)", "median", "goal"
         );
         for (name, v, goal) in [
-            ("NULL RTT vs raw TCP ping-pong", null_rtt_vs_tcp, "<= 1.3"),
+            ("NULL RTT vs raw TCP ping-pong", null_rtt_vs_tcp, null_goal),
+            ("NULL RTT vs ONC RPC/TCP", null_rtt_vs_oncrpc, "< 1.0"),
             ("READ 1 MiB vs raw TCP stream", read_vs_tcp, ">= 0.85"),
-            ("WRITE 1 MiB vs raw TCP stream", write_vs_tcp, ">= 0.85"),
+            ("WRITE 1 MiB vs raw TCP stream", write_vs_tcp, ">= 0.9"),
             ("READ 1 MiB vs ONC RPC/TCP", read_vs_oncrpc, ">= 1.0"),
             ("WRITE 1 MiB vs ONC RPC/TCP", write_vs_oncrpc, ">= 1.0"),
         ] {
             println!("{name:<34} {v:>8.3} {goal:>8}");
         }
         println!("{}", seen.line());
+        println!("{PROCEDURE_WORK}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -3,8 +3,10 @@
 //! connection's services within the concurrency limits, sweeps deadlines,
 //! and closes the connection when asked or when the transport fails.
 
+use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::Poll;
 
 use tokio::sync::{watch, Semaphore};
 use tokio::time::Instant;
@@ -49,23 +51,50 @@ pub(super) async fn run<T: Transport>(
         if std::mem::take(&mut rearm) {
             rearm!();
         }
-        let received = tokio::select! {
-            biased;
-            () = conn.ctl.wait() => {
+        // Control work first, then the sweep, then the next message: the
+        // order a biased select would give, but looking at the control
+        // flag and the timer's state without registering for them while
+        // messages keep coming (registering costs a lock per message);
+        // the task registers only when it is about to sleep.
+        let step = {
+            let recv = conn.transport.recv();
+            tokio::pin!(recv);
+            std::future::poll_fn(|cx| {
+                if conn.ctl.take() {
+                    return Poll::Ready(Step::Ctl);
+                }
+                if armed_at.is_some() && sweep.is_elapsed() {
+                    return Poll::Ready(Step::Sweep);
+                }
+                if let Poll::Ready(r) = recv.as_mut().poll(cx) {
+                    return Poll::Ready(Step::Recv(r));
+                }
+                if conn.ctl.poll_wait(cx).is_ready() {
+                    return Poll::Ready(Step::Ctl);
+                }
+                if armed_at.is_some() && sweep.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Step::Sweep);
+                }
+                Poll::Pending
+            })
+            .await
+        };
+        let received = match step {
+            Step::Ctl => {
                 if stopping(&stop) {
                     break;
                 }
                 rearm!();
                 continue;
             }
-            () = &mut sweep, if armed_at.is_some() => {
+            Step::Sweep => {
                 armed_at = conn.pending.sweep(Instant::now());
                 if let Some(d) = armed_at {
                     sweep.as_mut().reset(d);
                 }
                 continue;
             }
-            r = conn.transport.recv() => r,
+            Step::Recv(r) => r,
         };
         let (message, context) = match received {
             Err(e) => {
@@ -179,6 +208,16 @@ pub(super) async fn run<T: Transport>(
     conn.transport.close().await;
     conn.done.send_replace(true);
     tracing::debug!("connection closed");
+}
+
+/// What woke the reader.
+enum Step<R> {
+    /// Control work: a stop, or a sweep timer to set earlier.
+    Ctl,
+    /// The sweep timer fired.
+    Sweep,
+    /// The transport's next message (or its failure).
+    Recv(R),
 }
 
 type Permits = (

@@ -285,7 +285,7 @@ impl<D: Device> RdmaTransport<D> {
     /// releases). The end of the connection arrives as completions too: a
     /// provider flushes every outstanding work request (the receives the
     /// engine keeps posted included) when its queue pair closes.
-    fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Result<Received<CallToken>, TransportError>> {
+    fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Result<Received<CallToken>, TransportError>> {
         loop {
             let (deadline, memory) = {
                 let mut s = self.lock();
@@ -522,7 +522,18 @@ impl<D: Device> Transport for RdmaTransport<D> {
     }
 
     async fn recv(&self) -> Result<Received<CallToken>, TransportError> {
-        std::future::poll_fn(|cx| self.poll_recv(cx)).await
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
+    }
+
+    /// The receive is a poll over shared state (the engine, the completion
+    /// queue): any task may make it, and the waker of the latest poll is
+    /// the one woken. Waiting calls read their replies themselves.
+    fn polls_recv(&self) -> bool {
+        true
+    }
+
+    fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Result<Received<CallToken>, TransportError>> {
+        self.poll_next(cx)
     }
 
     /// The reader stops for a while: the provider does the queue pair's

@@ -40,6 +40,10 @@ mod tp {
     pub(crate) const SAME_XID: u32 = 3;
     /// u32 -> u32: waits for the test's gate, holding a forward credit.
     pub(crate) const HOLD: u32 = 4;
+    /// u64 key -> (): declares readiness and returns; a task of the
+    /// server then waits for the test's gate and calls the client's XID
+    /// procedure, recording the outcome (`Probe::later`).
+    pub(crate) const LATER: u32 = 5;
 }
 
 /// The callback program the clients serve.
@@ -63,6 +67,10 @@ struct Probe {
     gated: Mutex<Vec<(u32, u64)>>,
     gated_started: Notify,
     release_gated: watch::Sender<bool>,
+    /// Opens LATER's reverse call.
+    release_later: watch::Sender<bool>,
+    /// LATER's reverse call: Some(true) answered, Some(false) failed.
+    later: watch::Sender<Option<bool>>,
 }
 
 fn server_services(probe: Arc<Probe>) -> Services {
@@ -92,6 +100,27 @@ fn server_services(probe: Arc<Probe>) -> Services {
                 .await
                 .map_err(|_| ProcError::SystemErr)?;
             Ok((u64::from(info.xid) << 32) | u64::from(seen))
+        })
+        .proc(tp::LATER, {
+            let probe = probe.clone();
+            move |info: CallInfo, key: u64| {
+                let probe = probe.clone();
+                async move {
+                    info.connection
+                        .peer_ready_for_callbacks(key)
+                        .map_err(|_| ProcError::SystemErr)?;
+                    let back = info.connection.client(ClientConfig::default());
+                    tokio::spawn(async move {
+                        let mut gate = probe.release_later.subscribe();
+                        let _ = gate.wait_for(|open| *open).await;
+                        let r = back
+                            .call::<_, u32>(CBPROG, 1, cb::XID, &(), &CallHints::new())
+                            .await;
+                        probe.later.send_replace(Some(r.is_ok()));
+                    });
+                    Ok::<_, ProcError>(())
+                }
+            }
         })
         .proc(tp::HOLD, move |_, x: u32| {
             let probe = probe.clone();
@@ -569,6 +598,41 @@ async fn demo_callbacks_over_rdma() {
         assert_eq!(demo.callbacks(71, 16, 0).await.unwrap(), 16);
         assert_eq!(demo.callbacks(71, 16, 512).await.unwrap(), 16);
         assert_eq!(served.get(), 32);
+        rig.shutdown().await;
+    })
+    .await;
+}
+
+/// A call that stops waiting (its future dropped at a timeout) while it is
+/// the one the RDMA transport's next wake-up goes to (the inline receive:
+/// a waiting call reads the transport itself) hands the transport back to
+/// the connection's reader task: a reverse call that arrives afterwards,
+/// with no forward call waiting, is still served.
+#[tokio::test]
+async fn a_call_dropped_while_waiting_leaves_the_reverse_direction_served() {
+    bounded(async {
+        let rig = Rig::new(Net::Rdma).await;
+        let (client, _) = rig.client(true, ClientConfig::default());
+        client
+            .call::<_, ()>(TPROG, 1, tp::LATER, &7u64, &CallHints::new())
+            .await
+            .unwrap();
+        // Waits (reading the transport itself) until the timeout drops it.
+        let held = tokio::time::timeout(
+            Duration::from_millis(100),
+            client.call::<_, u32>(TPROG, 1, tp::HOLD, &1u32, &CallHints::new()),
+        )
+        .await;
+        assert!(held.is_err(), "HOLD must still be held: {held:?}");
+        // Nothing of ours waits now: the reverse call must reach the
+        // client's reader task.
+        rig.probe.release_later.send_replace(true);
+        let mut later = rig.probe.later.subscribe();
+        let answered = *later.wait_for(Option::is_some).await.unwrap();
+        assert_eq!(answered, Some(true), "the reverse call must be answered");
+        // And forward calls still work.
+        ready(&client, 7).await;
+        rig.probe.release_holds.send_replace(true);
         rig.shutdown().await;
     })
     .await;

@@ -26,9 +26,13 @@
 //!
 //! * `mod.rs`: the [`Connection`] handle and the operations clients use;
 //! * `xid.rs`: XID allocation;
-//! * `pending.rs`: the calls waiting for replies and their deadline sweep;
+//! * `pending.rs`: the calls waiting for replies, their deadline sweep, and
+//!   who reads the transport for them;
+//! * `inline.rs`: the inline receive (a waiting call reads the transport
+//!   itself);
 //! * `reader.rs`: the reader task.
 
+mod inline;
 mod pending;
 mod reader;
 mod xid;
@@ -36,6 +40,7 @@ mod xid;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Waker;
 
 use rpcrdma_sync::{lock, Signal};
 use rpcrdma_xdr::Payload;
@@ -145,7 +150,17 @@ struct Conn<T: Transport> {
     peer: String,
     peer_addr: Option<std::net::SocketAddr>,
     transport: T,
-    pending: Pending,
+    pending: Arc<Pending>,
+    /// Whether the transport's receive is a poll any task may make
+    /// (`Transport::polls_recv`): then waiting calls read it themselves
+    /// (`inline.rs`).
+    inline: bool,
+    /// The waker of every poll of such a transport (`pending`'s
+    /// [`std::task::Wake`]).
+    reader_waker: Waker,
+    /// What a caller reading the transport left for the reader task.
+    stash: Mutex<Option<inline::Next<T::CallContext>>>,
+    stashed: AtomicBool,
     stop: watch::Sender<u8>,
     /// Wakes the reader for control work: a stop (`stop` says which) or a
     /// sweep timer to set earlier (a call registered with an earlier
@@ -212,7 +227,7 @@ impl<T: Transport> ConnOps for Conn<T> {
         }
     }
     fn poll_outcome(&self, xid: u32, cx: &mut Context<'_>) -> Poll<Option<Outcome>> {
-        self.pending.poll_outcome(xid, cx)
+        self.poll_outcome_inline(xid, cx)
     }
     fn unregister(&self, xid: u32) {
         self.pending.unregister(xid);
@@ -331,12 +346,19 @@ impl Connection {
         let peer_addr = transport.peer_addr();
         let (stop, stop_rx) = watch::channel(STOP_NONE);
         let (done, _) = watch::channel(false);
+        let pending = Arc::new(Pending::new());
+        let reader_waker = Waker::from(pending.clone());
+        let inline = transport.polls_recv();
         let conn = Arc::new(Conn {
             id,
             peer: peer.clone(),
             peer_addr,
             transport,
-            pending: Pending::new(),
+            pending,
+            inline,
+            reader_waker,
+            stash: Mutex::new(None),
+            stashed: AtomicBool::new(false),
             stop,
             ctl: Signal::new(),
             aborted: AtomicBool::new(false),

@@ -3,9 +3,16 @@
 //! connection's reader keeps one sweep timer at the earliest deadline
 //! ([`Pending::armed`]) and ends the calls whose deadline passed
 //! ([`Pending::sweep`]).
+//!
+//! The same lock also says who reads the transport for the waiting calls
+//! ([`Lease`]): the connection's reader task, or a waiting call's own
+//! future (the inline receive, `inline.rs`). A caller that reads the
+//! reply itself saves the hop through the reader task: its future is
+//! woken by the transport directly, not by another task.
 
-use std::sync::Mutex;
-use std::task::{Context, Poll, Waker};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
 
 use tokio::time::Instant;
 
@@ -33,6 +40,67 @@ struct State {
     /// The deadline the reader's sweep timer is set to, if any. Never later
     /// than the earliest deadline in `pending`.
     armed: Option<Instant>,
+    /// Who reads the transport.
+    lease: Lease,
+}
+
+/// Who reads the transport's receive side, for transports that can be
+/// polled by any task (`Transport::polls_recv`): the wakers. Whether
+/// someone reads now is [`Pending::held`], an atomic, so the reader task
+/// takes and gives back the transport without this lock.
+///
+/// Every poll of the transport, by the reader task or by a waiting call,
+/// registers the connection's one reader waker (`inline.rs`), so the
+/// transport's wake-ups always come to [`Pending::reader_wake`], which
+/// passes each to the waiting call that asked for them (`caller`) or else
+/// to the reader task. Whoever is woken reads until the transport has
+/// nothing more, which registers the reader waker again: a wake-up is
+/// never lost, and at most one task reads at a time.
+#[derive(Default)]
+struct Lease {
+    /// The waiting call the next wake-up goes to: its xid and waker.
+    caller: Option<(u32, Waker)>,
+    /// The call a wake-up went to, until it reads (if it stops waiting
+    /// first, the reader task is woken in its place).
+    handed: Option<u32>,
+    /// The reader task's waker.
+    task: Option<Waker>,
+}
+
+/// [`Pending::held`]: someone polls the transport now.
+const HELD: u8 = 1;
+/// [`Pending::held`]: the reader task found the transport held, or the
+/// holder left something for it: wake it when the transport is given
+/// back.
+const TASK_WANTS: u8 = 2;
+
+/// A waker to wake once the lock is released.
+#[derive(Default)]
+#[must_use]
+struct Wakes(Option<Waker>);
+
+impl Wakes {
+    fn wake(self) {
+        if let Some(w) = self.0 {
+            w.wake();
+        }
+    }
+}
+
+impl State {
+    /// `xid` waits no more: it takes no more wake-ups of the transport,
+    /// and one handed to it that it did not use goes to the reader task.
+    fn stop_waiting(&mut self, xid: u32) -> Wakes {
+        let l = &mut self.lease;
+        if l.caller.as_ref().is_some_and(|(x, _)| *x == xid) {
+            l.caller = None;
+        }
+        if l.handed == Some(xid) {
+            l.handed = None;
+            return Wakes(l.task.clone());
+        }
+        Wakes::default()
+    }
 }
 
 /// A call waiting for its reply: the outcome once known, and the waker of
@@ -53,6 +121,8 @@ struct Waiting {
 /// abandoned.
 pub(crate) struct Pending {
     state: Mutex<State>,
+    /// [`HELD`] and [`TASK_WANTS`] (see [`Lease`]).
+    held: AtomicU8,
 }
 
 impl Pending {
@@ -62,7 +132,9 @@ impl Pending {
                 alive: true,
                 pending: IdMap::default(),
                 armed: None,
+                lease: Lease::default(),
             }),
+            held: AtomicU8::new(0),
         }
     }
 
@@ -97,10 +169,16 @@ impl Pending {
     pub(crate) fn poll_outcome(&self, xid: u32, cx: &mut Context<'_>) -> Poll<Option<Outcome>> {
         let mut st = lock(&self.state);
         let Some(w) = st.pending.get_mut(&xid) else {
+            let wakes = st.stop_waiting(xid);
+            drop(st);
+            wakes.wake();
             return Poll::Ready(None);
         };
         if w.outcome.is_some() {
             let outcome = st.pending.remove(&xid).and_then(|w| w.outcome);
+            let wakes = st.stop_waiting(xid);
+            drop(st);
+            wakes.wake();
             return Poll::Ready(outcome);
         }
         match &w.waker {
@@ -113,7 +191,115 @@ impl Pending {
     /// Stops waiting for `xid` (a wait given up; harmless once the
     /// outcome was taken).
     pub(crate) fn unregister(&self, xid: u32) {
-        lock(&self.state).pending.remove(&xid);
+        let mut st = lock(&self.state);
+        st.pending.remove(&xid);
+        let wakes = st.stop_waiting(xid);
+        drop(st);
+        wakes.wake();
+    }
+
+    /// Takes the transport for a waiting call (see [`Lease`]); false if
+    /// someone else reads it now (that one hands the call its outcome).
+    pub(crate) fn lease_for_caller(&self) -> bool {
+        self.held
+            .compare_exchange(0, HELD, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Records the reader task's waker (when it changed).
+    pub(crate) fn set_task_waker(&self, waker: &Waker) {
+        lock(&self.state).lease.task = Some(waker.clone());
+    }
+
+    /// Takes the transport for the reader task; false (and the task is
+    /// woken when it is given back) if a caller reads it now.
+    pub(crate) fn lease_for_task(&self) -> bool {
+        let mut cur = self.held.load(Ordering::Relaxed);
+        loop {
+            let (next, got) = if cur & HELD != 0 {
+                (cur | TASK_WANTS, false)
+            } else {
+                (HELD, true)
+            };
+            match self
+                .held
+                .compare_exchange_weak(cur, next, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return got,
+                Err(c) => cur = c,
+            }
+        }
+    }
+
+    /// The reader task gives the transport back.
+    pub(crate) fn release_by_task(&self) {
+        self.held.store(0, Ordering::Release);
+    }
+
+    /// A waiting call gives the transport back. `xid` and `waker`: the
+    /// caller that read it, which still waits for its outcome unless that
+    /// is there already (then returned, as by [`Pending::poll_outcome`]),
+    /// and takes the next wake-up of the transport. `for_task`: the caller
+    /// left something for the reader task.
+    pub(crate) fn release_by_caller(
+        &self,
+        xid: u32,
+        waker: &Waker,
+        for_task: bool,
+    ) -> Poll<Option<Outcome>> {
+        let mut st = lock(&self.state);
+        let prev = self.held.swap(0, Ordering::AcqRel);
+        // This caller read until the transport had nothing more: a
+        // wake-up handed to another caller is used up.
+        st.lease.handed = None;
+        let res = match st.pending.get_mut(&xid) {
+            None => Poll::Ready(None),
+            Some(w) if w.outcome.is_some() => {
+                Poll::Ready(st.pending.remove(&xid).and_then(|w| w.outcome))
+            }
+            Some(w) => {
+                if !w.waker.as_ref().is_some_and(|o| o.will_wake(waker)) {
+                    w.waker = Some(waker.clone());
+                }
+                match &st.lease.caller {
+                    Some((x, o)) if *x == xid && o.will_wake(waker) => {}
+                    _ => st.lease.caller = Some((xid, waker.clone())),
+                }
+                Poll::Pending
+            }
+        };
+        if res.is_ready() && st.lease.caller.as_ref().is_some_and(|(x, _)| *x == xid) {
+            st.lease.caller = None;
+        }
+        let task = if for_task || prev & TASK_WANTS != 0 {
+            st.lease.task.clone()
+        } else {
+            None
+        };
+        drop(st);
+        if let Some(t) = task {
+            t.wake();
+        }
+        res
+    }
+
+    /// A wake-up from the transport (the reader waker): to the waiting
+    /// call that asked for it, or else to the reader task.
+    pub(crate) fn reader_wake(&self) {
+        let w = {
+            let mut st = lock(&self.state);
+            let l = &mut st.lease;
+            match l.caller.take() {
+                Some((xid, w)) => {
+                    l.handed = Some(xid);
+                    Some(w)
+                }
+                None => l.task.clone(),
+            }
+        };
+        if let Some(w) = w {
+            w.wake();
+        }
     }
 
     /// Whether calls may still wait here.
@@ -136,6 +322,8 @@ impl Pending {
                 wakers.extend(w.waker.take());
                 false
             });
+            st.lease.caller = None;
+            st.lease.handed = None;
         }
         if !wakers.is_empty() {
             tracing::debug!(
@@ -182,12 +370,20 @@ impl Pending {
 
     /// Hands `outcome` to the call waiting for `xid`, if any.
     pub(crate) fn complete(&self, xid: u32, outcome: Outcome) {
+        self.complete_from(xid, outcome, None);
+    }
+
+    /// [`Pending::complete`] by a waiting call reading the transport
+    /// itself (`me`: its waker, not woken: it looks right after).
+    pub(crate) fn complete_from(&self, xid: u32, outcome: Outcome, me: Option<&Waker>) {
         let waker = {
             let mut st = lock(&self.state);
             match st.pending.get_mut(&xid) {
                 Some(w) if w.outcome.is_none() => {
                     w.outcome = Some(outcome);
-                    w.waker.take()
+                    w.waker
+                        .take()
+                        .filter(|w| !me.is_some_and(|m| m.will_wake(w)))
                 }
                 _ => {
                     drop(st);
@@ -202,6 +398,18 @@ impl Pending {
         if let Some(w) = waker {
             w.wake();
         }
+    }
+}
+
+/// The connection's reader waker (`inline.rs`): every poll of a transport
+/// that [`Transport::polls_recv`](crate::Transport::polls_recv) is made
+/// with it.
+impl Wake for Pending {
+    fn wake(self: Arc<Self>) {
+        self.reader_wake();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.reader_wake();
     }
 }
 
@@ -245,5 +453,104 @@ mod tests {
         assert_eq!(p.sweep(b), None, "nothing left to time out");
         assert!(matches!(poll(&p, 2), Poll::Ready(Some(_))));
         assert!(matches!(poll(&p, 2), Poll::Ready(None)), "taken once");
+    }
+
+    /// Counts its wake-ups.
+    #[derive(Default)]
+    struct Count(std::sync::atomic::AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn counter() -> (Arc<Count>, Waker) {
+        let c = Arc::new(Count::default());
+        (c.clone(), Waker::from(c))
+    }
+
+    fn n(c: &Count) -> usize {
+        c.0.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn the_transport_wakes_the_waiting_caller_then_the_task_once_it_stops_waiting() {
+        let p = Pending::new();
+        let t = Instant::now() + Duration::from_secs(30);
+        let (task, task_w) = counter();
+        let (caller, caller_w) = counter();
+        p.set_task_waker(&task_w);
+        p.register(1, t);
+        assert!(p.lease_for_caller());
+        assert!(!p.lease_for_caller(), "one reader at a time");
+        assert!(!p.lease_for_task(), "held by the caller");
+        assert!(p.release_by_caller(1, &caller_w, false).is_pending());
+        assert_eq!(n(&task), 1, "the task asked while the caller read");
+        p.reader_wake();
+        assert_eq!((n(&caller), n(&task)), (1, 1), "the waiting caller");
+        // The caller was handed the wake-up but stops waiting before it
+        // reads: the task must read in its place.
+        p.unregister(1);
+        assert_eq!((n(&caller), n(&task)), (1, 2));
+        p.reader_wake();
+        assert_eq!((n(&caller), n(&task)), (1, 3), "nobody waits: the task");
+    }
+
+    #[test]
+    fn a_caller_that_stops_waiting_takes_no_more_wake_ups() {
+        let p = Pending::new();
+        let t = Instant::now() + Duration::from_secs(30);
+        let (task, task_w) = counter();
+        let (caller, caller_w) = counter();
+        p.set_task_waker(&task_w);
+        p.register(1, t);
+        assert!(p.lease_for_caller());
+        assert!(p.release_by_caller(1, &caller_w, false).is_pending());
+        p.unregister(1);
+        p.reader_wake();
+        assert_eq!((n(&caller), n(&task)), (0, 1));
+        // Same when the outcome arrives through the task first.
+        p.register(2, t);
+        assert!(p.lease_for_caller());
+        assert!(p.release_by_caller(2, &caller_w, false).is_pending());
+        assert_eq!(n(&caller), 0);
+        p.complete(2, Outcome::TimedOut);
+        assert_eq!(n(&caller), 1, "woken through its slot");
+        assert!(matches!(
+            p.poll_outcome(2, &mut Context::from_waker(&caller_w)),
+            Poll::Ready(Some(_))
+        ));
+        p.reader_wake();
+        assert_eq!((n(&caller), n(&task)), (1, 2), "the task, not the caller");
+    }
+
+    #[test]
+    fn a_reader_completing_its_own_call_does_not_wake_itself() {
+        let p = Pending::new();
+        let t = Instant::now() + Duration::from_secs(30);
+        let (caller, caller_w) = counter();
+        let (other, other_w) = counter();
+        p.register(1, t);
+        p.register(2, t);
+        let _ = p.poll_outcome(1, &mut Context::from_waker(&caller_w));
+        let _ = p.poll_outcome(2, &mut Context::from_waker(&other_w));
+        assert!(p.lease_for_caller());
+        p.complete_from(1, Outcome::TimedOut, Some(&caller_w));
+        p.complete_from(2, Outcome::TimedOut, Some(&caller_w));
+        assert_eq!((n(&caller), n(&other)), (0, 1));
+        assert!(matches!(
+            p.release_by_caller(1, &caller_w, false),
+            Poll::Ready(Some(Outcome::TimedOut))
+        ));
+        // Something left for the task wakes it when the transport is
+        // given back.
+        let (task, task_w) = counter();
+        p.set_task_waker(&task_w);
+        assert!(p.lease_for_caller());
+        let _ = p.release_by_caller(2, &caller_w, true);
+        assert_eq!(n(&task), 1);
+        assert!(p.lease_for_task());
+        p.release_by_task();
     }
 }

@@ -36,6 +36,8 @@ pub(super) async fn run<T: Transport>(
     let mut armed_at: Option<Instant> = None;
     let stopping = |stop: &watch::Receiver<u8>| *stop.borrow() != STOP_NONE;
     let mut rearm = false;
+    // The waker this task last gave the inline receive (`inline.rs`).
+    let mut task_waker: Option<std::task::Waker> = None;
     macro_rules! rearm {
         () => {{
             let want = conn.pending.armed();
@@ -57,7 +59,10 @@ pub(super) async fn run<T: Transport>(
         // messages keep coming (registering costs a lock per message);
         // the task registers only when it is about to sleep.
         let step = {
-            let recv = conn.transport.recv();
+            // A transport polled by any task (`inline.rs`) is polled here
+            // with the connection's reader waker; its wake-ups reach this
+            // task through `task_waker`. Otherwise through a future.
+            let recv = (!conn.inline).then(|| conn.transport.recv());
             tokio::pin!(recv);
             std::future::poll_fn(|cx| {
                 if conn.ctl.take() {
@@ -66,8 +71,21 @@ pub(super) async fn run<T: Transport>(
                 if armed_at.is_some() && sweep.is_elapsed() {
                     return Poll::Ready(Step::Sweep);
                 }
-                if let Poll::Ready(r) = recv.as_mut().poll(cx) {
-                    return Poll::Ready(Step::Recv(r));
+                match recv.as_mut().as_pin_mut() {
+                    Some(recv) => {
+                        if let Poll::Ready(r) = recv.poll(cx) {
+                            return Poll::Ready(Step::Recv(r));
+                        }
+                    }
+                    None => {
+                        if !task_waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                            conn.pending.set_task_waker(cx.waker());
+                            task_waker = Some(cx.waker().clone());
+                        }
+                        if let Poll::Ready(r) = conn.poll_next_inline() {
+                            return Poll::Ready(Step::Recv(r));
+                        }
+                    }
                 }
                 if conn.ctl.poll_wait(cx).is_ready() {
                     return Poll::Ready(Step::Ctl);

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder, XdrError};
-use tokio::sync::Semaphore;
 use tokio::time::{timeout_at, Instant};
 use tracing::Instrument;
 
@@ -215,7 +214,7 @@ struct ClientInner {
     /// Shared with every other client sending on the same connections, so
     /// XIDs are unique among all their outstanding calls.
     xids: SharedXids,
-    in_flight: Semaphore,
+    in_flight: crate::Limit,
     config: ClientConfig,
     /// Where calls are encoded (no allocation per call; see
     /// [`PayloadEncoder::in_arena`]).
@@ -379,7 +378,7 @@ impl Client {
             inner: Arc::new(ClientInner {
                 source,
                 xids,
-                in_flight: Semaphore::new(config.max_in_flight.max(1)),
+                in_flight: crate::Limit::new(config.max_in_flight),
                 config,
                 arena: Mutex::new(bytes::BytesMut::new()),
             }),
@@ -488,15 +487,11 @@ impl Client {
             after: self.timeout,
         };
         // A free slot is taken without a future (or a timer).
-        let _permit = match inner.in_flight.try_acquire() {
-            Ok(p) => p,
-            Err(tokio::sync::TryAcquireError::Closed) => return Err(RpcError::Shutdown),
-            Err(tokio::sync::TryAcquireError::NoPermits) => {
-                timeout_at(deadline, inner.in_flight.acquire())
-                    .await
-                    .map_err(|_| timed_out())?
-                    .map_err(|_| RpcError::Shutdown)?
-            }
+        let _slot = match inner.in_flight.try_take() {
+            Some(s) => s,
+            None => timeout_at(deadline, inner.in_flight.take())
+                .await
+                .map_err(|_| timed_out())?,
         };
         let mut sends = 0u32;
         let mut tries = 0u32;

@@ -64,6 +64,7 @@ mod codec;
 mod conn;
 pub mod drc;
 mod error;
+mod limit;
 pub mod mem;
 pub mod msg;
 pub mod record;
@@ -81,6 +82,7 @@ pub use codec::{Marshal, Unmarshal};
 pub use conn::{Connection, ServeLimits};
 pub use drc::{ReplyCache, ReplyCacheConfig};
 pub use error::{AuthSysError, MessageError, RecordError, RpcError, TransportError};
+pub use limit::{Limit, OwnedSlot, Slot};
 pub use server::{Server, ServerConfig, DEFAULT_CALLBACK_WAIT};
 pub use service::{
     encode_reply, encode_success, AuthPolicy, BoxFuture, CallInfo, Dispatch, ProcError, Services,

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::{watch, Semaphore};
+
+use crate::limit::Limit;
 use tracing::Instrument;
 
 use crate::backchannel::Backchannels;
@@ -59,7 +61,7 @@ impl Default for ServerConfig {
 struct Inner {
     services: Arc<Services>,
     config: ServerConfig,
-    global: Arc<Semaphore>,
+    global: Arc<Limit>,
     connections: Mutex<Vec<Connection>>,
     stop: watch::Sender<bool>,
     listeners: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -103,7 +105,7 @@ impl Server {
         Self {
             inner: Arc::new(Inner {
                 services: Arc::new(services),
-                global: Arc::new(Semaphore::new(config.max_in_flight.max(1))),
+                global: Arc::new(Limit::new(config.max_in_flight)),
                 backchannels,
                 config,
                 connections: Mutex::new(Vec::new()),

@@ -46,7 +46,7 @@ use rpcrdma_sync::{lock, Signal};
 use rpcrdma_xdr::Payload;
 use std::task::{Context, Poll};
 
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -72,7 +72,7 @@ pub struct ServeLimits {
     pub per_connection: usize,
     /// A semaphore shared by several connections (a server's global
     /// limit), if any.
-    pub global: Option<Arc<Semaphore>>,
+    pub global: Option<Arc<crate::Limit>>,
 }
 
 impl Default for ServeLimits {

@@ -8,12 +8,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::Poll;
 
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::pending::Outcome;
 use super::{Conn, Connection, ServeLimits, STOP_ABORT, STOP_NONE};
+use crate::limit::{Limit, OwnedSlot};
 use crate::service::{BoxFuture, Dispatch, Services};
 use crate::transport::{Received, Transport};
 use crate::util::Tracker;
@@ -27,7 +28,7 @@ pub(super) async fn run<T: Transport>(
 ) {
     tracing::debug!("connection open");
     let tracker = Tracker::new();
-    let local = Arc::new(Semaphore::new(limits.per_connection.max(1)));
+    let local = Arc::new(Limit::new(limits.per_connection));
     let mut aborted = false;
     // The sweep timer lives across messages (registered once, cheap to
     // poll again); control work (stop, re-arm) arrives through `ctl`.
@@ -238,25 +239,22 @@ enum Step<R> {
     Recv(R),
 }
 
-type Permits = (
-    Option<tokio::sync::OwnedSemaphorePermit>,
-    Option<tokio::sync::OwnedSemaphorePermit>,
-);
+type Permits = (OwnedSlot, Option<OwnedSlot>);
 
-/// The permits of a call, if both are free now.
-fn try_acquire(local: &Arc<Semaphore>, global: Option<&Arc<Semaphore>>) -> Option<Permits> {
-    let a = local.clone().try_acquire_owned().ok()?;
+/// The slots of a call, if both are free now.
+fn try_acquire(local: &Arc<Limit>, global: Option<&Arc<Limit>>) -> Option<Permits> {
+    let a = local.try_take_owned()?;
     let b = match global {
-        Some(g) => Some(g.clone().try_acquire_owned().ok()?),
+        Some(g) => Some(g.try_take_owned()?),
         None => None,
     };
-    Some((Some(a), b))
+    Some((a, b))
 }
 
-async fn acquire(local: &Arc<Semaphore>, global: Option<&Arc<Semaphore>>) -> Permits {
-    let a = local.clone().acquire_owned().await.ok();
+async fn acquire(local: &Arc<Limit>, global: Option<&Arc<Limit>>) -> Permits {
+    let a = local.clone().take_owned().await;
     let b = match global {
-        Some(g) => g.clone().acquire_owned().await.ok(),
+        Some(g) => Some(g.clone().take_owned().await),
         None => None,
     };
     (a, b)

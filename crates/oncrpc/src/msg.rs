@@ -162,16 +162,20 @@ impl OpaqueAuth {
             "opaque_auth body of {} bytes exceeds the RFC 5531 limit of 400",
             self.body.len()
         );
-        enc.put_u32(self.flavor.0);
-        enc.put_opaque(&self.body);
+        if self.body.is_empty() {
+            enc.put_u32s([self.flavor.0, 0]);
+        } else {
+            enc.put_u32(self.flavor.0);
+            enc.put_opaque(&self.body);
+        }
     }
 
     /// Decodes one `opaque_auth`. A body longer than [`MAX_AUTH_BYTES`] is
     /// reported as `Ok(Err(len))` so a server can answer with the right
     /// `auth_stat` instead of dropping the call.
     fn decode(dec: &mut Decoder<'_>) -> Result<Result<Self, u32>, XdrError> {
-        let flavor = AuthFlavor(dec.get_u32()?);
-        let len = dec.get_u32()?;
+        let [flavor, len] = dec.get_u32s()?;
+        let flavor = AuthFlavor(flavor);
         if len as usize > MAX_AUTH_BYTES {
             return Ok(Err(len));
         }
@@ -211,12 +215,14 @@ impl CallHeader {
 
     /// Appends the XDR encoding (`rpcvers` is always [`RPC_VERSION`]).
     pub fn encode(&self, enc: &mut Encoder<'_>) {
-        enc.put_u32(self.xid);
-        enc.put_u32(MsgType::CALL.0);
-        enc.put_u32(RPC_VERSION);
-        enc.put_u32(self.prog);
-        enc.put_u32(self.vers);
-        enc.put_u32(self.proc_);
+        enc.put_u32s([
+            self.xid,
+            MsgType::CALL.0,
+            RPC_VERSION,
+            self.prog,
+            self.vers,
+            self.proc_,
+        ]);
         self.cred.encode(enc);
         self.verf.encode(enc);
     }
@@ -349,8 +355,24 @@ impl ReplyHeader {
 
     /// Appends the XDR encoding.
     pub fn encode(&self, enc: &mut Encoder<'_>) {
-        enc.put_u32(self.xid);
-        enc.put_u32(MsgType::REPLY.0);
+        match &self.body {
+            ReplyBody::Accepted { verf, status } if verf.body.is_empty() => {
+                // The usual reply (an empty verifier): one write.
+                enc.put_u32s([
+                    self.xid,
+                    MsgType::REPLY.0,
+                    ReplyStat::MSG_ACCEPTED.0,
+                    verf.flavor.0,
+                    0,
+                    status.stat().0,
+                ]);
+                if let AcceptedStatus::ProgMismatch { low, high } = status {
+                    enc.put_u32s([*low, *high]);
+                }
+                return;
+            }
+            _ => enc.put_u32s([self.xid, MsgType::REPLY.0]),
+        }
         match &self.body {
             ReplyBody::Accepted { verf, status } => {
                 enc.put_u32(ReplyStat::MSG_ACCEPTED.0);
@@ -428,9 +450,7 @@ fn decode_call_body(xid: u32, dec: &mut Decoder<'_>) -> Result<CallHeader, Messa
     if rpcvers != RPC_VERSION {
         return Err(MessageError::RpcVersion { xid, rpcvers });
     }
-    let prog = dec.get_u32()?;
-    let vers = dec.get_u32()?;
-    let proc_ = dec.get_u32()?;
+    let [prog, vers, proc_] = dec.get_u32s()?;
     let cred = OpaqueAuth::decode(dec)?.map_err(|len| MessageError::CredTooLong { xid, len })?;
     let verf = OpaqueAuth::decode(dec)?.map_err(|len| MessageError::VerfTooLong { xid, len })?;
     Ok(CallHeader {

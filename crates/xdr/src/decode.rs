@@ -159,6 +159,23 @@ impl<'a> Decoder<'a> {
         self.word().map(u32::from_be_bytes)
     }
 
+    /// Reads `N` unsigned 32-bit integers at once (one bounds check).
+    ///
+    /// ```
+    /// let mut d = rpcrdma_xdr::Decoder::new(&[0, 0, 0, 1, 0, 0, 0, 2, 9]);
+    /// assert_eq!(d.get_u32s::<2>().unwrap(), [1, 2]);
+    /// assert!(d.get_u32s::<1>().is_err());
+    /// ```
+    #[inline]
+    pub fn get_u32s<const N: usize>(&mut self) -> Result<[u32; N], XdrError> {
+        let s = self.take(4 * N)?;
+        let mut out = [0u32; N];
+        for (o, w) in out.iter_mut().zip(s.chunks_exact(4)) {
+            *o = u32::from_be_bytes([w[0], w[1], w[2], w[3]]);
+        }
+        Ok(out)
+    }
+
     /// Reads a signed 32-bit integer.
     #[inline]
     pub fn get_i32(&mut self) -> Result<i32, XdrError> {

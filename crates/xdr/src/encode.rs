@@ -79,6 +79,21 @@ impl<'b> Encoder<'b> {
         self.buf.extend_from_slice(&v.to_be_bytes());
     }
 
+    /// Appends `N` unsigned 32-bit integers at once (one capacity check).
+    ///
+    /// ```
+    /// let mut buf = bytes::BytesMut::new();
+    /// rpcrdma_xdr::Encoder::new(&mut buf).put_u32s([1, 2]);
+    /// assert_eq!(&buf[..], &[0, 0, 0, 1, 0, 0, 0, 2]);
+    /// ```
+    #[inline]
+    pub fn put_u32s<const N: usize>(&mut self, words: [u32; N]) {
+        self.buf.reserve(4 * N);
+        for w in words {
+            self.buf.extend_from_slice(&w.to_be_bytes());
+        }
+    }
+
     /// Appends a signed 32-bit integer.
     #[inline]
     pub fn put_i32(&mut self, v: i32) {

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use rpcrdma_oncrpc::{CallInfo, ProcError, Services};
+use rpcrdma_sync::lock;
 
 use crate::callback::callbacks;
 use crate::pattern::{checksum, pattern};
@@ -30,7 +31,7 @@ struct DemoServer {
 
 impl DemoServer {
     fn cached(&self, seed: u64, count: u32) -> Option<(Bytes, u32)> {
-        let c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let c = lock(&self.cache);
         match &*c {
             Some((s, n, d, crc)) if *s == seed && *n == count => Some((d.clone(), *crc)),
             _ => None,
@@ -52,8 +53,7 @@ impl demo_v1::Server for DemoServer {
             None => {
                 let d = pattern(a.seed, a.count as usize);
                 let crc = checksum(&d);
-                *self.cache.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some((a.seed, a.count, d.clone(), crc));
+                *lock(&self.cache) = Some((a.seed, a.count, d.clone(), crc));
                 (d, crc)
             }
         };

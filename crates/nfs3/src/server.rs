@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use rpcrdma_oncrpc::{CallInfo, Credential, ProcError, ReplyCache, ReplyCacheConfig, Services};
+use rpcrdma_sync::lock;
 
 use crate::convert::{self as c, entry3_len, post_op_attr_len, post_op_fh_len, status};
 use crate::fs::{Caller, DirEntry, Export, NfsError, NfsResult};
@@ -837,7 +838,7 @@ impl m::mount_v3::Server for MountService {
             .map_err(|_| ProcError::SystemErr)?;
         Ok(match r {
             Ok(fh) => {
-                let mut mounts = self.mounts.lock().unwrap_or_else(|e| e.into_inner());
+                let mut mounts = lock(&self.mounts);
                 if mounts.len() < MAX_MOUNT_RECORDS {
                     mounts.insert((Self::host(&info), path));
                 }
@@ -852,7 +853,7 @@ impl m::mount_v3::Server for MountService {
     }
 
     async fn dump(&self, _info: CallInfo) -> Result<m::Mountlist, ProcError> {
-        let mounts = self.mounts.lock().unwrap_or_else(|e| e.into_inner());
+        let mounts = lock(&self.mounts);
         let mut list: m::Mountlist = None;
         for (host, dir) in mounts.iter().rev() {
             list = Some(Box::new(m::Mountbody {
@@ -866,19 +867,13 @@ impl m::mount_v3::Server for MountService {
 
     async fn umnt(&self, info: CallInfo, path: m::Dirpath) -> Result<(), ProcError> {
         let host = Self::host(&info);
-        self.mounts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&(host, path));
+        lock(&self.mounts).remove(&(host, path));
         Ok(())
     }
 
     async fn umntall(&self, info: CallInfo) -> Result<(), ProcError> {
         let host = Self::host(&info);
-        self.mounts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|(h, _)| *h != host);
+        lock(&self.mounts).retain(|(h, _)| *h != host);
         Ok(())
     }
 

@@ -62,7 +62,8 @@ pub use limits::{
     QpRequest, Transport, CM_RD_ATOM_MAX, WANTED_INLINE, WANTED_SGE,
 };
 pub use status::{
-    cm_event_name, connect_failure, is_memlock_failure, memlock_text, wc_status, wc_status_name,
+    cm_event_name, connect_failure, disconnect_reason, is_memlock_failure, memlock_text, wc_status,
+    wc_status_name, DEVICE_REMOVED,
 };
 #[cfg(feature = "rdma-core")]
 pub use sys::{Cq, Listener, Mr, Pd, Qp, RdmaCore, Request};

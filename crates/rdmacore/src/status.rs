@@ -3,7 +3,7 @@
 //! the locked-memory limit behind a failed registration.
 
 use bytes::Bytes;
-use rpcrdma_verbs::{ConnectError, WcStatus};
+use rpcrdma_verbs::{ConnectError, DisconnectReason, WcStatus};
 
 use crate::limits::Transport;
 
@@ -144,6 +144,30 @@ pub fn cm_event_name(event: u32) -> &'static str {
     }
 }
 
+/// What the RDMA-CM says when the device goes away (DEVICE_REMOVAL), as a
+/// connection attempt's error and as an established connection's end.
+pub const DEVICE_REMOVED: &str = "the RDMA device was removed";
+
+/// How an RDMA-CM event on an established connection ends it, if it does:
+///
+/// * DISCONNECTED (the peer disconnected, or the queue pair left the
+///   connected state) is [`DisconnectReason::Peer`];
+/// * DEVICE_REMOVAL is [`DisconnectReason::Transport`] ([`DEVICE_REMOVED`]);
+/// * every other event (TIMEWAIT_EXIT, ADDR_CHANGE, ...) leaves the
+///   connection as it is (`None`).
+///
+/// A connection that already has a reason (ours, a failed completion)
+/// keeps it: the first reason wins.
+pub fn disconnect_reason(event: u32) -> Option<DisconnectReason> {
+    match event {
+        cm::DISCONNECTED => Some(DisconnectReason::Peer),
+        cm::DEVICE_REMOVAL => Some(DisconnectReason::Transport {
+            reason: DEVICE_REMOVED.into(),
+        }),
+        _ => None,
+    }
+}
+
 /// The IB CM's reject reason for a consumer (application) reject.
 pub const IB_CM_REJ_CONSUMER_DEFINED: i32 = 28;
 /// The IB CM's reject reason when nobody listens on the service (port).
@@ -225,7 +249,7 @@ pub fn connect_failure(
             reason: format!("{name}: {}", errno_text(status)),
         },
         cm::DEVICE_REMOVAL => ConnectError::Device {
-            reason: "the RDMA device was removed".into(),
+            reason: DEVICE_REMOVED.into(),
         },
         _ => ConnectError::PeerClosed {
             reason: format!("{name}: {}", errno_text(status)),
@@ -334,6 +358,26 @@ mod tests {
             connect_failure(Transport::Ib, cm::DEVICE_REMOVAL, 0, &[]),
             ConnectError::Device { .. }
         ));
+    }
+
+    #[test]
+    fn connection_events() {
+        assert_eq!(
+            disconnect_reason(cm::DISCONNECTED),
+            Some(DisconnectReason::Peer)
+        );
+        assert_eq!(
+            disconnect_reason(cm::DEVICE_REMOVAL),
+            Some(DisconnectReason::Transport {
+                reason: DEVICE_REMOVED.into()
+            })
+        );
+        for e in (0..=15).filter(|e| ![cm::DISCONNECTED, cm::DEVICE_REMOVAL].contains(e)) {
+            assert_eq!(disconnect_reason(e), None, "{}", cm_event_name(e));
+        }
+        // The same removal fails a connection attempt, with the same words.
+        let e = connect_failure(Transport::Iwarp, cm::DEVICE_REMOVAL, 0, &[]);
+        assert!(e.to_string().contains(DEVICE_REMOVED), "{e}");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use clap::Args;
 use rpcrdma_demoprog::{serve_demo, PROGRAM, VERSION};
 use rpcrdma_oncrpc::rpcbind::Rpcbind;
 use rpcrdma_oncrpc::{Server, ServerConfig, Services};
-use rpcrdma_transport::{serve_rdma, ListenConfig};
+use rpcrdma_transport::{serve_rdma, ListenConfig, RdmaService};
 use rpcrdma_verbs::Device;
 
 use super::connect::resolve;
@@ -33,18 +33,72 @@ pub(crate) struct ServeArgs {
     /// Exit after this many seconds (default: run until Ctrl-C / SIGTERM).
     #[arg(long)]
     duration: Option<u64>,
+    #[command(flatten)]
+    memory: MemoryOpts,
+    #[command(flatten)]
+    rdma: RdmaOpts,
+}
+
+/// The memory budget of a server's RPC-over-RDMA connections
+/// (`rpcrdma serve` and `rpcrdma nfs serve`).
+#[derive(Debug, Args)]
+pub(crate) struct MemoryOpts {
     /// Most memory all RPC-over-RDMA connections together may hold for
     /// clients' calls (Read chunk sinks, reply data in flight, idle sink
     /// buffers): a number of bytes with an optional K, M, G or T suffix
     /// (binary: 512M is 512 MiB). Calls beyond it wait; see docs/engine.md.
     #[arg(long, value_name = "SIZE", default_value = "512M", value_parser = parse_size)]
-    max_memory: u64,
+    pub(crate) max_memory: u64,
     /// Most memory one connection may hold (same syntax; at most
-    /// --max-memory).
+    /// --max-memory; a 1 MiB WRITE in flight needs 1 MiB of it).
     #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
-    max_connection_memory: u64,
-    #[command(flatten)]
-    rdma: RdmaOpts,
+    pub(crate) max_connection_memory: u64,
+}
+
+impl MemoryOpts {
+    /// What one connection may hold: --max-connection-memory, at most
+    /// --max-memory.
+    pub(crate) fn per_connection(&self) -> u64 {
+        self.max_connection_memory.min(self.max_memory)
+    }
+
+    /// The listener's configuration: the server engine of `rdma` with this
+    /// budget, the provider's `options` and the queue pair sizes.
+    pub(crate) fn listen_config<O>(&self, rdma: &RdmaOpts, options: O) -> ListenConfig<O> {
+        let mut engine = rdma.server();
+        engine.max_shared_memory = self.max_memory;
+        engine.max_memory = self.per_connection();
+        ListenConfig {
+            engine,
+            options,
+            caps: rdma.caps(),
+        }
+    }
+}
+
+/// Programs registered with rpcbind under a netid, to unregister at exit.
+pub(crate) type Registered<'a> = Vec<(&'a [(u32, u32)], String)>;
+
+/// Runs until `duration` seconds have passed or a signal came, then
+/// unregisters from rpcbind what was registered (best effort), stops the
+/// RPC-over-RDMA listener and lets the calls in progress finish.
+pub(crate) async fn run_until_stopped<D: Device>(
+    duration: Option<u64>,
+    registered: Registered<'_>,
+    svc: RdmaService<D>,
+    server: &Server,
+) {
+    super::stop_signal(duration).await;
+    eprintln!("shutting down: finishing calls in progress");
+    if !registered.is_empty() {
+        if let Ok(rpcb) = Rpcbind::connect_local().await {
+            for (programs, netid) in &registered {
+                let _ = rpcb.unregister_all(programs, netid).await;
+            }
+        }
+    }
+    svc.stop().await;
+    server.shutdown().await;
 }
 
 /// Runs `rpcrdma serve`.
@@ -89,14 +143,7 @@ async fn serve<D: Device + Clone>(
     let mut services = Services::new();
     serve_demo(&mut services);
     let server = Server::new(services, ServerConfig::default());
-    let mut engine = a.rdma.server();
-    engine.max_shared_memory = a.max_memory;
-    engine.max_memory = a.max_connection_memory.min(a.max_memory);
-    let cfg = ListenConfig {
-        engine,
-        options: setup.options.clone(),
-        caps: a.rdma.caps(),
-    };
+    let cfg = a.memory.listen_config(&a.rdma, setup.options.clone());
     let svc = serve_rdma(&server, dev, listen, cfg)
         .await
         .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?;
@@ -105,10 +152,10 @@ async fn serve<D: Device + Clone>(
         "serving the demo program {PROGRAM:#x} v{VERSION} over RPC-over-RDMA ({}) on {rdma_addr}",
         setup.label
     );
-    let per_connection = a.max_connection_memory.min(a.max_memory);
+    let per_connection = a.memory.per_connection();
     println!(
         "memory for clients' calls: at most {} in all, {} per connection",
-        show_size(a.max_memory),
+        show_size(a.memory.max_memory),
         show_size(per_connection)
     );
     let largest = u64::from(cfg_max_message(&a));
@@ -132,7 +179,7 @@ async fn serve<D: Device + Clone>(
     };
 
     let programs = [(PROGRAM, VERSION)];
-    let mut registered = Vec::new();
+    let mut registered: Registered = Vec::new();
     if a.rpcbind {
         let rpcb = Rpcbind::connect_local()
             .await
@@ -142,28 +189,18 @@ async fn serve<D: Device + Clone>(
             .await
             .context("rpcbind registration (rdma) failed")?;
         println!("registered with rpcbind as netid {netid}");
-        registered.push(netid);
+        registered.push((&programs, netid));
         if let Some(t) = tcp_addr {
             let netid = rpcb
                 .register_all(&programs, "tcp", &t)
                 .await
                 .context("rpcbind registration (tcp) failed")?;
             println!("registered with rpcbind as netid {netid}");
-            registered.push(netid);
+            registered.push((&programs, netid));
         }
     }
 
-    super::stop_signal(a.duration).await;
-    eprintln!("shutting down: finishing calls in progress");
-    if !registered.is_empty() {
-        if let Ok(rpcb) = Rpcbind::connect_local().await {
-            for netid in &registered {
-                let _ = rpcb.unregister_all(&programs, netid).await;
-            }
-        }
-    }
-    svc.stop().await;
-    server.shutdown().await;
+    run_until_stopped(a.duration, registered, svc, &server).await;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -30,9 +30,10 @@ mod types;
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
+use rpcrdma_sync::lock;
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 use rustix::io::Errno;
 
@@ -234,10 +235,6 @@ impl Node {
         use std::os::fd::AsRawFd;
         format!("/proc/self/fd/{}", self.fd.as_raw_fd())
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn time_of(t: &rustix::fs::StatxTimestamp) -> Time {

@@ -454,9 +454,12 @@ impl rpcrdma_verbs::Listener for Listener {
             match ev.event {
                 cm::CONNECT_REQUEST => {}
                 cm::DEVICE_REMOVAL => {
-                    return Err(ConnectError::Device {
-                        reason: "the RDMA device was removed".into(),
-                    })
+                    return Err(connect_failure(
+                        self.dev.inner.transport(),
+                        ev.event,
+                        ev.status,
+                        &[],
+                    ))
                 }
                 other => {
                     tracing::debug!(event = cm_event_name(other), "listener event ignored");

@@ -20,7 +20,7 @@ use super::{ffi, RdmaCore};
 use crate::gather::{plan, GatherPlan, Piece, COPY_MAX};
 use crate::limits::QpRequest;
 use crate::recv::{Arrived, Matched, RecvMatcher};
-use crate::status::{cm, cm_event_name, wc_status, wc_status_name};
+use crate::status::{cm, cm_event_name, disconnect_reason, wc_status, wc_status_name};
 use crate::Options;
 
 /// Receive work request ids carry this bit (flushed completions have no
@@ -271,23 +271,17 @@ pub(crate) fn established(shared: Arc<QpShared>, cm: Arc<CmId>, ird: u16, ord: u
                 }
             };
             let Some(qp) = weak.upgrade() else { break };
-            match ev.event {
-                cm::DISCONNECTED => {
-                    qp.set_reason(DisconnectReason::Peer);
-                    qp.send_disconnect();
-                }
-                cm::DEVICE_REMOVAL => {
-                    qp.set_reason(DisconnectReason::Transport {
-                        reason: "the RDMA device was removed".into(),
-                    });
-                    qp.send_disconnect();
-                }
-                cm::TIMEWAIT_EXIT => break,
-                other => tracing::debug!(
-                    event = cm_event_name(other),
+            if let Some(reason) = disconnect_reason(ev.event) {
+                qp.set_reason(reason);
+                qp.send_disconnect();
+            } else if ev.event == cm::TIMEWAIT_EXIT {
+                break;
+            } else {
+                tracing::debug!(
+                    event = cm_event_name(ev.event),
                     status = ev.status,
                     "connection event"
-                ),
+                );
             }
         }
         // `cm` is dropped here: the id goes once the queue pair is gone too.

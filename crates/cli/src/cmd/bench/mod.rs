@@ -2,8 +2,8 @@
 //! against ONC RPC over TCP and raw TCP (`rpc.rs`), over message sizes with
 //! `--sweep` (`sweep.rs`, drawn by `plot.rs`), or with N connections
 //! against a multi-threaded server with `--clients` (`scale.rs`); `bench
-//! verbs` measures the software iWARP provider against raw TCP
-//! (`verbs.rs`). Every bench reports the wake-up state its raw TCP round
+//! verbs` measures a verbs provider (software iWARP, or an RDMA device with
+//! `--provider rdma-core`) against raw TCP (`verbs.rs`). Every bench reports the wake-up state its raw TCP round
 //! trips saw, and `--pin` runs it on one CPU (`wake.rs`).
 
 pub(crate) mod call_loop;
@@ -60,9 +60,10 @@ pub(crate) struct BenchArgs {
 /// What to measure (default: the RPC-level comparison).
 #[derive(Debug, Subcommand)]
 enum BenchTarget {
-    /// The software iWARP verbs provider against raw TCP on loopback,
-    /// between the same two threads: 1 MiB RDMA Write and RDMA Read
-    /// throughput, 64-byte Send/Recv ping-pong round trip.
+    /// A verbs provider (software iWARP on loopback, or an RDMA device
+    /// with --provider rdma-core) against raw TCP on loopback, between the
+    /// same two threads: 1 MiB RDMA Write and RDMA Read throughput, 64-byte
+    /// Send/Recv ping-pong round trip.
     Verbs(verbs::VerbsArgs),
     /// A fixed number of NULL round trips (or READ or WRITE calls) over
     /// one path (RPC-over-RDMA, ONC RPC/TCP or raw TCP) and nothing else:

@@ -143,11 +143,68 @@ impl RpcBenchArgs {
 }
 
 /// Where the server thread's endpoints listen.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Addrs {
     pub(crate) rdma: SocketAddr,
     pub(crate) rpc_tcp: SocketAddr,
     pub(crate) echo: SocketAddr,
     pub(crate) sink: SocketAddr,
+}
+
+/// How a bench server's thread is started: [`on_thread`] (one
+/// current-thread runtime) or `scale`'s runtime on every CPU.
+pub(crate) type Spawn = fn(
+    &str,
+    std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<()>> + Send>>,
+) -> std::thread::JoinHandle<anyhow::Result<()>>;
+
+/// The bench server ([`server`]) on a thread of its own, listening.
+pub(crate) struct BenchServer {
+    /// Where each of its endpoints listens.
+    pub(crate) addrs: Addrs,
+    thread: std::thread::JoinHandle<anyhow::Result<()>>,
+    stop: oneshot::Sender<()>,
+}
+
+impl BenchServer {
+    /// Starts [`server`] on a thread made by `spawn` and waits (30 s at
+    /// most) until it listens; its error if it failed to.
+    pub(crate) fn start<D: Device + Clone>(
+        args: &RpcBenchArgs,
+        dev: &D,
+        options: &D::Options,
+        spawn: Spawn,
+    ) -> anyhow::Result<BenchServer> {
+        let (atx, arx) = std_mpsc::channel();
+        let (stop, stop_rx) = oneshot::channel();
+        let thread = spawn(
+            "bench-server",
+            Box::pin(server(
+                args.clone(),
+                dev.clone(),
+                options.clone(),
+                atx,
+                stop_rx,
+            )),
+        );
+        let Ok(addrs) = arx.recv_timeout(Duration::from_secs(30)) else {
+            return Err(match thread.join() {
+                Ok(Err(e)) => e.context("the benchmark server did not start"),
+                _ => anyhow!("the benchmark server did not start"),
+            });
+        };
+        Ok(BenchServer {
+            addrs,
+            thread,
+            stop,
+        })
+    }
+
+    /// Stops the server and waits for its thread.
+    pub(crate) fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
 }
 
 /// The server thread: every endpoint the client measures against.
@@ -572,31 +629,13 @@ impl WithDevice for Threads {
         setup: Setup<D>,
     ) -> anyhow::Result<(Results, String)> {
         let Threads { args, bar } = self;
-        let (atx, arx) = std_mpsc::channel();
-        let (stop_tx, stop_rx) = oneshot::channel();
-        let srv = on_thread(
-            "bench-server",
-            server(
-                args.clone(),
-                dev.clone(),
-                setup.options.clone(),
-                atx,
-                stop_rx,
-            ),
-        );
-        let Ok(addrs) = arx.recv_timeout(Duration::from_secs(30)) else {
-            return Err(match srv.join() {
-                Ok(Err(e)) => e.context("the benchmark server did not start"),
-                _ => anyhow!("the benchmark server did not start"),
-            });
-        };
+        let srv = BenchServer::start(&args, &dev, &setup.options, on_thread)?;
         let cli = on_thread(
             "bench-client",
-            client(args.clone(), dev, setup.options, addrs, bar.clone()),
+            client(args.clone(), dev, setup.options, srv.addrs, bar.clone()),
         );
         let res = cli.join().map_err(|_| anyhow!("client thread panicked"))?;
-        let _ = stop_tx.send(());
-        let _ = srv.join();
+        srv.stop();
         bar.finish_and_clear();
         Ok((res?, setup.label))
     }

@@ -21,7 +21,6 @@
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -33,9 +32,8 @@ use rpcrdma_oncrpc::Client;
 use rpcrdma_verbs::Device;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
 
-use super::rpc::{server, Addrs, BenchClients, RpcBenchArgs};
+use super::rpc::{BenchClients, BenchServer, RpcBenchArgs};
 use super::sweep::one_call;
 use super::wake::{cpu_seconds, Seen};
 use super::{num, on_thread};
@@ -293,24 +291,8 @@ impl WithDevice for Threads {
         setup: Setup<D>,
     ) -> anyhow::Result<(Vec<Step>, String, usize)> {
         let Threads { rpc, sc, bar } = self;
-        let (atx, arx) = std_mpsc::channel();
-        let (stop_tx, stop_rx) = oneshot::channel();
-        let srv = on_all_cpus(
-            "bench-server",
-            server(
-                rpc.clone(),
-                dev.clone(),
-                setup.options.clone(),
-                atx,
-                stop_rx,
-            ),
-        );
-        let Ok(a): Result<Addrs, _> = arx.recv_timeout(Duration::from_secs(30)) else {
-            return Err(match srv.join() {
-                Ok(Err(e)) => e.context("the benchmark server did not start"),
-                _ => anyhow!("the benchmark server did not start"),
-            });
-        };
+        let srv = BenchServer::start(&rpc, &dev, &setup.options, on_all_cpus)?;
+        let a = srv.addrs;
         let credits = rpc
             .rdma
             .client()
@@ -388,8 +370,7 @@ impl WithDevice for Threads {
             anyhow::Ok(())
         }
         .await;
-        let _ = stop_tx.send(());
-        let _ = srv.join();
+        srv.stop();
         bar.finish_and_clear();
         result?;
         Ok((steps, setup.label, credits))

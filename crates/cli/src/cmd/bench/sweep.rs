@@ -19,7 +19,6 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
@@ -36,7 +35,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
-use super::rpc::{negotiated_version, server, Addrs, BenchClients, RpcBenchArgs};
+use super::rpc::{negotiated_version, Addrs, BenchClients, BenchServer, RpcBenchArgs};
 use super::wake::Seen;
 use super::{num, on_thread};
 use crate::cmd::provider::{Setup, WithDevice};
@@ -429,24 +428,7 @@ impl WithDevice for Threads {
         setup: Setup<D>,
     ) -> anyhow::Result<Sweep> {
         let Threads { rpc, sw, bar } = self;
-        let (atx, arx) = std_mpsc::channel();
-        let (stop_tx, stop_rx) = oneshot::channel();
-        let srv = on_thread(
-            "bench-server",
-            server(
-                rpc.clone(),
-                dev.clone(),
-                setup.options.clone(),
-                atx,
-                stop_rx,
-            ),
-        );
-        let Ok(addrs) = arx.recv_timeout(Duration::from_secs(30)) else {
-            return Err(match srv.join() {
-                Ok(Err(e)) => e.context("the benchmark server did not start"),
-                _ => anyhow!("the benchmark server did not start"),
-            });
-        };
+        let srv = BenchServer::start(&rpc, &dev, &setup.options, on_thread)?;
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         listener.set_nonblocking(true)?;
         let stream = listener.local_addr()?;
@@ -456,12 +438,11 @@ impl WithDevice for Threads {
         });
         let cli = on_thread(
             "bench-client",
-            client(rpc, sw, dev, setup.options, addrs, stream, bar.clone()),
+            client(rpc, sw, dev, setup.options, srv.addrs, stream, bar.clone()),
         );
         let res = cli.join().map_err(|_| anyhow!("client thread panicked"))?;
-        let _ = stop_tx.send(());
+        srv.stop();
         let _ = sink_stop_tx.send(());
-        let _ = srv.join();
         let _ = sink.join();
         bar.finish_and_clear();
         let (throughput, round_trips, version) = res?;

@@ -13,7 +13,8 @@
 //! connections kept open, in interleaved batches of 100 round trips (the
 //! order flips from batch to batch): a virtual machine's wake-up time
 //! changes every few seconds, and interleaving makes both sides see the
-//! same mix. No side busy-polls. Progress goes to stderr; the result is a
+//! same mix. No side busy-polls (unless `--poll-cq` asks the rdma-core
+//! provider to). Progress goes to stderr; the result is a
 //! table, or one JSON object with `--json`.
 
 use std::net::SocketAddr;

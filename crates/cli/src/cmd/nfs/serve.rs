@@ -12,13 +12,13 @@ use rpcrdma_nfs3::fs::{Export, ExportConfig, IdentityMode, Squash};
 use rpcrdma_nfs3::proto::{mount3, nfs3};
 use rpcrdma_oncrpc::rpcbind::Rpcbind;
 use rpcrdma_oncrpc::{Server, ServerConfig, Services};
-use rpcrdma_transport::{serve_rdma, ListenConfig};
+use rpcrdma_transport::serve_rdma;
 use rpcrdma_verbs::Device;
 
 use crate::cmd::connect::resolve;
 use crate::cmd::provider::{Setup, WithDevice};
 use crate::cmd::rdma_opts::RdmaOpts;
-use crate::cmd::serve::parse_size;
+use crate::cmd::serve::{run_until_stopped, MemoryOpts, Registered};
 
 /// Arguments of `rpcrdma nfs serve`.
 #[derive(Debug, Args)]
@@ -63,14 +63,8 @@ pub(crate) struct ServeArgs {
     /// Exit after this many seconds (default: run until Ctrl-C / SIGTERM).
     #[arg(long)]
     duration: Option<u64>,
-    /// Most memory all RPC-over-RDMA connections together may hold for
-    /// clients' calls (as `rpcrdma serve`; K, M, G, T suffixes).
-    #[arg(long, value_name = "SIZE", default_value = "512M", value_parser = parse_size)]
-    max_memory: u64,
-    /// Most memory one connection may hold (at most --max-memory; a 1 MiB
-    /// WRITE in flight needs 1 MiB of it).
-    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
-    max_connection_memory: u64,
+    #[command(flatten)]
+    memory: MemoryOpts,
     #[command(flatten)]
     rdma: RdmaOpts,
 }
@@ -141,14 +135,7 @@ async fn serve<D: Device + Clone>(
     rpcrdma_nfs3::server::register(&mut services, export.clone());
     let server = Server::new(services, ServerConfig::default());
 
-    let mut engine = a.rdma.server();
-    engine.max_shared_memory = a.max_memory;
-    engine.max_memory = a.max_connection_memory.min(a.max_memory);
-    let lcfg = ListenConfig {
-        engine,
-        options: setup.options.clone(),
-        caps: a.rdma.caps(),
-    };
+    let lcfg = a.memory.listen_config(&a.rdma, setup.options.clone());
     let svc = serve_rdma(&server, dev, listen, lcfg)
         .await
         .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?;
@@ -187,7 +174,7 @@ async fn serve<D: Device + Clone>(
 
     let nfs = [(nfs3::nfs_v3::PROGRAM, nfs3::nfs_v3::VERSION)];
     let mnt = [(mount3::mount_v3::PROGRAM, mount3::mount_v3::VERSION)];
-    let mut registered: Vec<(&[(u32, u32)], String)> = Vec::new();
+    let mut registered: Registered = Vec::new();
     if a.rpcbind {
         let rpcb = Rpcbind::connect_local().await.context(
             "cannot reach rpcbind on 127.0.0.1:111 (install and start `rpcbind`, or drop --rpcbind)",
@@ -212,16 +199,6 @@ async fn serve<D: Device + Clone>(
         println!("registered with rpcbind");
     }
 
-    crate::cmd::stop_signal(a.duration).await;
-    eprintln!("shutting down: finishing calls in progress");
-    if !registered.is_empty() {
-        if let Ok(rpcb) = Rpcbind::connect_local().await {
-            for (progs, netid) in &registered {
-                let _ = rpcb.unregister_all(progs, netid).await;
-            }
-        }
-    }
-    svc.stop().await;
-    server.shutdown().await;
+    run_until_stopped(a.duration, registered, svc, &server).await;
     Ok(ExitCode::SUCCESS)
 }

@@ -80,10 +80,7 @@ pub struct ConnectorHandle<D: Device> {
 impl<D: Device> ConnectorHandle<D> {
     /// The most recent connection, if any.
     pub fn transport(&self) -> Option<RdmaTransport<D>> {
-        self.current
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        rpcrdma_sync::lock(&self.current).clone()
     }
 }
 

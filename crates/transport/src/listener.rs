@@ -59,10 +59,7 @@ impl<D: Device> RdmaService<D> {
 
     /// The connections accepted so far that are still open.
     pub fn connections(&self) -> Vec<RdmaTransport<D>> {
-        self.connections
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        rpcrdma_sync::lock(&self.connections).clone()
     }
 
     /// Stops accepting (open connections are closed by

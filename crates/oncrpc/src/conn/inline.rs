@@ -40,11 +40,13 @@ impl<T: Transport> Conn<T> {
         xid: u32,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Outcome>> {
-        if let Poll::Ready(o) = self.pending.poll_outcome(xid, cx) {
-            return Poll::Ready(o);
+        if !self.inline {
+            return self.pending.poll_outcome(xid, cx);
         }
-        if !self.inline || self.stashed.load(Ordering::Acquire) || !self.pending.lease_for_caller()
-        {
+        if let Ok(p) = self.pending.poll_outcome_or_ask(xid, cx) {
+            return p;
+        }
+        if self.stashed.load(Ordering::Acquire) || !self.pending.lease_for_caller() {
             // The reader task (or another caller) reads, and hands this
             // call its outcome.
             return Poll::Pending;
@@ -93,7 +95,7 @@ impl<T: Transport> Conn<T> {
         }
         let mut rcx = Context::from_waker(&self.reader_waker);
         let r = self.transport.poll_recv(&mut rcx);
-        self.pending.release_by_task();
+        self.pending.release_by_task(r.is_pending());
         r
     }
 }

@@ -73,6 +73,13 @@ const HELD: u8 = 1;
 /// holder left something for it: wake it when the transport is given
 /// back.
 const TASK_WANTS: u8 = 2;
+/// [`Pending::held`]: the last poll of the transport ended waiting (its
+/// wake-ups are registered with the reader waker) and nothing woke the
+/// reader waker since. A call that starts waiting then need not poll the
+/// transport first: it only asks for the next wake-up
+/// ([`Pending::poll_outcome_or_ask`]). Cleared by every wake-up before it
+/// takes the lock, so a caller that sees it under the lock is woken.
+const ARMED: u8 = 4;
 
 /// A waker to wake once the lock is released.
 #[derive(Default)]
@@ -188,6 +195,42 @@ impl Pending {
         Poll::Pending
     }
 
+    /// [`Pending::poll_outcome`] for a call that reads the transport
+    /// itself when needed: `Ok` if it need not read now (its outcome, or a
+    /// wait for the next wake-up of a transport whose wake-ups are
+    /// registered and did not come yet: [`ARMED`]), `Err(())` if it must
+    /// poll the transport (the outcome slot keeps its waker either way).
+    pub(crate) fn poll_outcome_or_ask(
+        &self,
+        xid: u32,
+        cx: &mut Context<'_>,
+    ) -> Result<Poll<Option<Outcome>>, ()> {
+        let mut st = lock(&self.state);
+        match st.pending.get_mut(&xid) {
+            Some(w) if w.outcome.is_none() => {
+                match &w.waker {
+                    Some(old) if old.will_wake(cx.waker()) => {}
+                    _ => w.waker = Some(cx.waker().clone()),
+                }
+                if self.held.load(Ordering::Acquire) != ARMED {
+                    return Err(());
+                }
+                match &st.lease.caller {
+                    Some((x, o)) if *x == xid && o.will_wake(cx.waker()) => {}
+                    _ => st.lease.caller = Some((xid, cx.waker().clone())),
+                }
+                Ok(Poll::Pending)
+            }
+            _ => {
+                let outcome = st.pending.remove(&xid).and_then(|w| w.outcome);
+                let wakes = st.stop_waiting(xid);
+                drop(st);
+                wakes.wake();
+                Ok(Poll::Ready(outcome))
+            }
+        }
+    }
+
     /// Stops waiting for `xid` (a wait given up; harmless once the
     /// outcome was taken).
     pub(crate) fn unregister(&self, xid: u32) {
@@ -202,7 +245,9 @@ impl Pending {
     /// someone else reads it now (that one hands the call its outcome).
     pub(crate) fn lease_for_caller(&self) -> bool {
         self.held
-            .compare_exchange(0, HELD, Ordering::Acquire, Ordering::Relaxed)
+            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |c| {
+                (c & HELD == 0).then_some(HELD | (c & TASK_WANTS))
+            })
             .is_ok()
     }
 
@@ -231,16 +276,19 @@ impl Pending {
         }
     }
 
-    /// The reader task gives the transport back.
-    pub(crate) fn release_by_task(&self) {
-        self.held.store(0, Ordering::Release);
+    /// The reader task gives the transport back; `waiting`: its poll
+    /// ended waiting ([`ARMED`]).
+    pub(crate) fn release_by_task(&self, waiting: bool) {
+        self.held
+            .store(if waiting { ARMED } else { 0 }, Ordering::Release);
     }
 
     /// A waiting call gives the transport back. `xid` and `waker`: the
     /// caller that read it, which still waits for its outcome unless that
     /// is there already (then returned, as by [`Pending::poll_outcome`]),
     /// and takes the next wake-up of the transport. `for_task`: the caller
-    /// left something for the reader task.
+    /// left something for the reader task (else its last poll ended
+    /// waiting: [`ARMED`]).
     pub(crate) fn release_by_caller(
         &self,
         xid: u32,
@@ -248,7 +296,9 @@ impl Pending {
         for_task: bool,
     ) -> Poll<Option<Outcome>> {
         let mut st = lock(&self.state);
-        let prev = self.held.swap(0, Ordering::AcqRel);
+        let prev = self
+            .held
+            .swap(if for_task { 0 } else { ARMED }, Ordering::AcqRel);
         // This caller read until the transport had nothing more: a
         // wake-up handed to another caller is used up.
         st.lease.handed = None;
@@ -286,6 +336,7 @@ impl Pending {
     /// A wake-up from the transport (the reader waker): to the waiting
     /// call that asked for it, or else to the reader task.
     pub(crate) fn reader_wake(&self) {
+        self.held.fetch_and(!ARMED, Ordering::AcqRel);
         let w = {
             let mut st = lock(&self.state);
             let l = &mut st.lease;
@@ -551,6 +602,49 @@ mod tests {
         let _ = p.release_by_caller(2, &caller_w, true);
         assert_eq!(n(&task), 1);
         assert!(p.lease_for_task());
-        p.release_by_task();
+        p.release_by_task(false);
+    }
+
+    #[test]
+    fn a_new_wait_asks_for_the_next_wake_up_only_while_the_transport_is_armed() {
+        let p = Pending::new();
+        let t = Instant::now() + Duration::from_secs(30);
+        let (caller, caller_w) = counter();
+        let mut cx = Context::from_waker(&caller_w);
+        p.register(1, t);
+        assert!(
+            p.poll_outcome_or_ask(1, &mut cx).is_err(),
+            "never polled: read"
+        );
+        assert!(p.lease_for_caller());
+        // The caller's last poll ended waiting: armed.
+        assert!(p.release_by_caller(1, &caller_w, false).is_pending());
+        p.register(2, t);
+        assert!(matches!(
+            p.poll_outcome_or_ask(2, &mut cx),
+            Ok(Poll::Pending)
+        ));
+        p.reader_wake();
+        assert_eq!(n(&caller), 1);
+        assert!(
+            p.poll_outcome_or_ask(2, &mut cx).is_err(),
+            "woken: the transport must be read"
+        );
+        // A poll that did not end waiting (something left for the task)
+        // leaves the transport unarmed.
+        assert!(p.lease_for_caller());
+        let _ = p.release_by_caller(2, &caller_w, true);
+        assert!(p.poll_outcome_or_ask(2, &mut cx).is_err());
+        assert!(p.lease_for_task());
+        p.release_by_task(true);
+        assert!(matches!(
+            p.poll_outcome_or_ask(2, &mut cx),
+            Ok(Poll::Pending)
+        ));
+        p.complete(2, Outcome::TimedOut);
+        assert!(matches!(
+            p.poll_outcome_or_ask(2, &mut cx),
+            Ok(Poll::Ready(Some(Outcome::TimedOut)))
+        ));
     }
 }

@@ -415,13 +415,24 @@ impl<P: ProtectionDomain> Engine<P> {
             .iter()
             .map(|&len| self.budget.take_pooled(len))
             .collect();
-        let pooled: u64 = bufs.iter().flatten().map(|b| b.len() as u64).sum();
-        let fresh: u64 = lens
+        let mut pooled: u64 = bufs.iter().flatten().map(|b| b.len() as u64).sum();
+        let mut fresh: u64 = lens
             .iter()
             .zip(&bufs)
             .filter(|(_, b)| b.is_none())
             .map(|(&l, _)| l as u64)
             .sum();
+        if pooled > 0 && self.mem_used + pooled + fresh > self.cfg.max_memory {
+            // Pooled buffers are charged whole and may be larger than
+            // their chunks: if that is what does not fit, take fresh
+            // ones of the chunks' sizes (else a call that fits the limit
+            // could wait for ever on an idle connection).
+            for b in bufs.iter_mut().filter_map(Option::take) {
+                self.budget.put_back(b);
+            }
+            pooled = 0;
+            fresh = lens.iter().map(|&l| l as u64).sum();
+        }
         let conn_ok = self.mem_used + pooled + fresh <= self.cfg.max_memory;
         // A connection that holds memory already leaves the budget's
         // headroom to those that hold none (spec note E21).

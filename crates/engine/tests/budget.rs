@@ -417,3 +417,60 @@ fn a_server_cannot_make_the_client_allocate_beyond_its_chunks() {
     assert_eq!(pair.client.engine.stats().sink_bytes_allocated, 4096 + 4160);
     pair.assert_no_leaks();
 }
+
+/// A WRITE-like call whose data are several DDP-eligible opaques (one Read
+/// chunk each).
+fn multi_write_call(xid: u32, parts: &[Bytes]) -> Payload {
+    let mut pe = PayloadEncoder::new();
+    let mut e = pe.encoder();
+    for w in [xid, 0, 2, 0x2000_0099, 1, 3, 0, 0, 0, 0] {
+        e.put_u32(w);
+    }
+    for p in parts {
+        e.put_opaque_ddp(p.clone());
+    }
+    pe.finish()
+}
+
+/// An idle pooled sink larger than a chunk needs never keeps a call that
+/// fits the connection's limit waiting: with a 4 MiB limit and a 4 MiB
+/// sink left in the pool by an earlier call, a call with two 2 MiB Read
+/// chunks (4 MiB in all, on an otherwise idle connection) is admitted
+/// with fresh sinks rather than waiting for ever for memory that nothing
+/// will release.
+#[test]
+fn a_larger_pooled_sink_never_keeps_a_fitting_call_waiting() {
+    let mut pair = Pair::with(PairOptions::v1().server_memory(4 * MIB));
+    pair.send_call(
+        1,
+        multi_write_call(1, &[Bytes::from(vec![1; 4 * MIB as usize])]),
+        small(),
+    );
+    pair.serve(|xid, _| reply(xid, None));
+    assert!(pair
+        .client
+        .take_event(|e| matches!(e, Event::Reply { xid: 1, .. }))
+        .is_some());
+    assert_eq!(pair.server.engine.memory_in_use(), 0);
+    assert_eq!(pair.server.engine.memory_budget().pooled(), 4 * MIB);
+    let half = Bytes::from(vec![2; 2 * MIB as usize]);
+    pair.send_call(2, multi_write_call(2, &[half.clone(), half]), small());
+    pair.serve(|xid, message| {
+        let mut d = Decoder::with_ddp(message);
+        d.skip(40).unwrap();
+        for _ in 0..2 {
+            assert_eq!(d.get_opaque_ddp(4 << 20).unwrap(), vec![2; 2 << 20]);
+        }
+        reply(xid, None)
+    });
+    assert_eq!(pair.server.engine.calls_waiting(), 0);
+    assert!(
+        pair.client
+            .take_event(|e| matches!(e, Event::Reply { xid: 2, .. }))
+            .is_some(),
+        "call 2 still waits: {:?}",
+        pair.server.engine.stats()
+    );
+    assert!(pair.server.engine.memory_in_use() <= 4 * MIB);
+    pair.assert_no_leaks();
+}

@@ -343,7 +343,9 @@ impl<P: ProtectionDomain> Engine<P> {
         }
         if total > self.cfg.max_memory || total > self.budget.limit() {
             // Its sinks could never fit the memory budget: an RPC-level
-            // error where the Send holds the RPC header (spec note E21).
+            // error (spec note E21). It needs only the XID, which is the
+            // transport header's (RFC 8166 §4.2.1), so an RDMA_NOMSG call,
+            // whose RPC header sits in the unread chunk, gets one too.
             self.stats.calls_refused_for_memory += 1;
             tracing::debug!(
                 xid,
@@ -351,11 +353,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 limit = self.cfg.max_memory.min(self.budget.limit()),
                 "call's Read chunks can never fit the memory budget"
             );
-            if nomsg {
-                self.send_error(version, xid, ErrorBody::BadHeader);
-            } else {
-                self.reply_rpc_error(call, SYSTEM_ERR);
-            }
+            self.reply_rpc_error(call, SYSTEM_ERR);
             return;
         }
 

@@ -67,8 +67,8 @@ pub(crate) struct ServeArgs {
     /// clients' calls (as `rpcrdma serve`; K, M, G, T suffixes).
     #[arg(long, value_name = "SIZE", default_value = "512M", value_parser = parse_size)]
     max_memory: u64,
-    /// Most memory one connection may hold (at most --max-memory; a 1 MiB
-    /// WRITE in flight needs 1 MiB of it).
+    /// Most memory one connection may hold (at least 4K, at most
+    /// --max-memory; a 1 MiB WRITE in flight needs 1 MiB of it).
     #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
     max_connection_memory: u64,
     #[command(flatten)]
@@ -94,6 +94,11 @@ pub(crate) fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     a.rdma.check()?;
+    crate::cmd::serve::check_memory_limits(
+        &a.rdma.server(),
+        a.max_memory,
+        a.max_connection_memory,
+    )?;
     let params = a.rdma.params();
     let provider = a.rdma.provider.clone();
     rt.block_on(provider.run(params, NfsServe { a, listen, tcp }))
@@ -142,8 +147,7 @@ async fn serve<D: Device + Clone>(
     let server = Server::new(services, ServerConfig::default());
 
     let mut engine = a.rdma.server();
-    engine.max_shared_memory = a.max_memory;
-    engine.max_memory = a.max_connection_memory.min(a.max_memory);
+    crate::cmd::serve::set_memory_limits(&mut engine, a.max_memory, a.max_connection_memory)?;
     let lcfg = ListenConfig {
         engine,
         options: setup.options.clone(),

@@ -481,3 +481,62 @@ fn a_larger_pooled_sink_never_keeps_a_fitting_call_waiting() {
     assert!(pair.server.engine.memory_in_use() <= 4 * MIB);
     pair.assert_no_leaks();
 }
+
+/// The other way round: a client that enabled its backchannel is the
+/// responder of the server's reverse-direction calls (RFC 8167), and
+/// their Read chunk sinks are admitted against the client's own budget
+/// like any responder's: one larger than the client's per-connection
+/// limit is refused with `SYSTEM_ERR` and nothing is allocated for it;
+/// ones that fit wait their turn and complete. (Without the backchannel
+/// enabled a reverse call is refused before anything is allocated: E5.)
+#[test]
+fn reverse_calls_are_bounded_by_the_clients_budget() {
+    let mut o = PairOptions::default();
+    o.client.max_memory = MIB;
+    let mut pair = Pair::with(o);
+    // A first forward exchange settles the version.
+    pair.send_call(1, write_call(1, Bytes::new()), small());
+    pair.serve(|xid, _| reply(xid, None));
+    pair.client.engine.enable_backchannel().unwrap();
+    pair.server.engine.peer_backchannel_ready(pair.now).unwrap();
+    let big = Bytes::from(vec![3; 2 * MIB as usize]);
+    pair.server
+        .engine
+        .send_call(pair.now, 700, write_call(700, big), small())
+        .unwrap();
+    for x in 0..3u32 {
+        let data = Bytes::from(vec![x as u8; (MIB / 2) as usize]);
+        pair.server
+            .engine
+            .send_call(pair.now, 701 + x, write_call(701 + x, data), small())
+            .unwrap();
+    }
+    let mut answered = 0;
+    for _ in 0..50 {
+        pair.drive();
+        assert!(pair.client.engine.memory_in_use() <= MIB);
+        while let Some(Event::Call { token, xid, .. }) =
+            pair.client.take_event(|e| matches!(e, Event::Call { .. }))
+        {
+            assert_ne!(xid, 700);
+            pair.client
+                .engine
+                .send_reply(token, reply(xid, None))
+                .unwrap();
+            answered += 1;
+        }
+    }
+    assert_eq!(answered, 3);
+    match pair
+        .server
+        .take_event(|e| matches!(e, Event::Reply { xid: 700, .. }))
+    {
+        Some(Event::Reply { message, .. }) => assert_eq!(&message.inline()[20..24], &[0, 0, 0, 5]),
+        other => panic!("{other:?}"),
+    }
+    let s = pair.client.engine.stats();
+    assert_eq!(s.calls_refused_for_memory, 1);
+    assert!(s.sink_bytes_allocated <= 3 * MIB / 2, "{s:?}");
+    assert_eq!(pair.client.engine.memory_in_use(), 0);
+    pair.assert_no_leaks();
+}

@@ -59,8 +59,12 @@ fn init_logging(filter: Option<&str>) {
         .init();
 }
 
-/// Restores the default action of SIGPIPE, so that `rpcrdma ... | head`
-/// ends quietly instead of failing on a broken pipe (Rust ignores SIGPIPE).
+/// Restores the default action of SIGPIPE, so that `rpcrdma decode ... |
+/// head` ends quietly instead of failing on a broken pipe (Rust ignores
+/// SIGPIPE). Only for the commands that talk to no network peer: a socket
+/// written with `writev` (the software iWARP provider, ONC RPC over TCP)
+/// raises SIGPIPE too when its peer has reset it, and with the default
+/// action one hostile client would end `rpcrdma serve`.
 #[cfg(unix)]
 #[allow(unsafe_code)]
 fn default_sigpipe() {
@@ -76,8 +80,10 @@ fn default_sigpipe() {
 fn default_sigpipe() {}
 
 fn main() -> std::process::ExitCode {
-    default_sigpipe();
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Decode(_) | Command::Xdrgen(_)) {
+        default_sigpipe();
+    }
     init_logging(cli.log.as_deref());
     match cmd::run(cli.command) {
         Ok(code) => code,

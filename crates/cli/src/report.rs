@@ -18,8 +18,8 @@ use std::fmt::Write as _;
 
 use rpcrdma_wire::private_data::FORMAT_VERSION;
 use rpcrdma_wire::{
-    ChunkLists, ErrorBody, Header, Message, PrivateData, ReadSegment, Rejection, Segment, V2Body,
-    V2Header, Verdict, WriteChunk,
+    ChunkLists, ErrCode, ErrorBody, Header, Message, PrivateData, ReadSegment, Rejection, Segment,
+    V2Body, V2Header, Verdict, WriteChunk,
 };
 use rpcrdma_xdr::Encode;
 use serde::Serialize;
@@ -208,6 +208,18 @@ pub fn describe_rpc(payload: &[u8]) -> Option<String> {
     }
 }
 
+/// An `rdma_err` value as its version names it: RFC 8166 (whose draft
+/// renamed `ERR_CHUNK` to `ERR_BADHEADER`; `--json` keeps the latter for
+/// both versions) or draft-cel-01's `RDMA2_ERR_*`.
+fn err_name(vers: u32, code: ErrCode) -> String {
+    match (vers, code.name()) {
+        (2, Some(n)) => format!("RDMA2_{}", n.replace("BADHEADER", "BAD_HEADER")),
+        (_, Some(n)) if code == ErrCode::BADHEADER => format!("{n} (ERR_CHUNK)"),
+        (_, Some(n)) => n.to_owned(),
+        (_, None) => format!("rdma_err {}", code.0),
+    }
+}
+
 fn segment_text(s: &Segment) -> String {
     format!(
         "handle {:#010x} length {} offset {:#018x}",
@@ -313,16 +325,16 @@ pub fn message_text(result: &Result<Message, Rejection>) -> String {
                 chunks_text(&mut out, c);
             }
             if let Some(e) = h.error() {
+                let name = err_name(h.vers(), e.code());
                 match e {
                     ErrorBody::Vers { low, high } => {
                         let _ = writeln!(
                             out,
-                            "  error        ERR_VERS: sender supports versions {low} to {high}"
+                            "  error        {name}: sender supports versions {low} to {high}"
                         );
                     }
-                    other => {
-                        let _ =
-                            writeln!(out, "  error        {}", other.code().name().unwrap_or("?"));
+                    _ => {
+                        let _ = writeln!(out, "  error        {name}");
                     }
                 }
             }
@@ -348,7 +360,8 @@ pub fn message_text(result: &Result<Message, Rejection>) -> String {
                 );
             }
             let _ = write!(out, "  payload      {} bytes", m.payload.len());
-            if let Some(rpc) = describe_rpc(&m.payload) {
+            // What follows an error body is pad, not an RPC message.
+            if let Some(rpc) = describe_rpc(&m.payload).filter(|_| h.error().is_none()) {
                 let _ = write!(out, ": {rpc}");
             }
             out.push('\n');
@@ -357,8 +370,16 @@ pub fn message_text(result: &Result<Message, Rejection>) -> String {
             let _ = writeln!(out, "INVALID: {}", r.error);
             match &r.verdict {
                 Verdict::Reply(reply) => {
-                    let name = reply.body.code().name().unwrap_or("?");
-                    let _ = writeln!(out, "  action       reply RDMA_ERROR {name} (xid {:#010x}, vers {}, credits {})", reply.xid, reply.vers, reply.credits);
+                    let code = reply.body.code();
+                    let generic = code.name().unwrap_or("?");
+                    let (proc_name, name, v1_terms) = if reply.vers == 2 {
+                        // And the same reply in the terms `--json` uses.
+                        let v1_terms = format!("; RDMA_ERROR {generic} in Version One terms");
+                        ("RDMA2_ERROR", err_name(2, code), v1_terms)
+                    } else {
+                        ("RDMA_ERROR", generic.to_owned(), String::new())
+                    };
+                    let _ = writeln!(out, "  action       reply {proc_name} {name} (xid {:#010x}, vers {}, credits {}{v1_terms})", reply.xid, reply.vers, reply.credits);
                     let _ = writeln!(out, "  reply        {}", hex::encode(reply.to_bytes()));
                 }
                 Verdict::Discard => out.push_str("  action       discard silently (no reply)\n"),

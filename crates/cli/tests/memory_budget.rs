@@ -67,12 +67,39 @@ impl Drop for Server {
 }
 
 impl Server {
+    /// Panics if the server process has ended (it must outlive any peer).
+    fn assert_alive(&mut self, after: &str) {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            panic!("rpcrdma serve ended ({status}) after {after}");
+        }
+    }
+
+    /// The server refused a connection: panics saying how it ended, if it
+    /// did (waiting for its exit a while), or with `error`.
+    fn explain_refusal(&mut self, error: std::io::Error, after: &str) -> ! {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(5) {
+            self.assert_alive(after);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("rpcrdma serve refused a connection after {after}: {error}");
+    }
+
+    /// `rpcrdma serve` with the test's budget.
     fn start() -> Self {
+        Self::start_with(&[
+            "--max-memory",
+            &format!("{}M", BUDGET / MIB),
+            "--max-connection-memory",
+            &format!("{}M", PER_CONNECTION / MIB),
+        ])
+    }
+
+    /// `rpcrdma serve` with these options (none: the default budget).
+    fn start_with(options: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_rpcrdma"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--max-memory"])
-            .arg(format!("{}M", BUDGET / MIB))
-            .arg("--max-connection-memory")
-            .arg(format!("{}M", PER_CONNECTION / MIB))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(options)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -170,7 +197,8 @@ fn honest(addr: SocketAddr, op: &str, size: u32) {
         .expect("run rpcrdma call");
     assert!(
         out.status.success(),
-        "honest {op} failed: {}{}",
+        "honest {op} failed ({}): {}{}",
+        out.status,
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -178,6 +206,21 @@ fn honest(addr: SocketAddr, op: &str, size: u32) {
 
 fn words(ws: &[u32]) -> Vec<u8> {
     ws.iter().flat_map(|w| w.to_be_bytes()).collect()
+}
+
+/// How a hostile client answers the server's RDMA Read Requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reads {
+    /// Never.
+    Never,
+    /// At once, with the data asked for.
+    Answer,
+    /// With the data asked for, after this delay each.
+    Slowly(Duration),
+    /// One octet short (the last segment ends early).
+    Short,
+    /// Four octets too many.
+    Long,
 }
 
 /// A hostile client speaking iWARP by hand (MPA revision 1, no CRC).
@@ -188,27 +231,38 @@ struct Hostile {
 
 impl Hostile {
     async fn connect(addr: SocketAddr) -> Self {
-        let mut s = TcpStream::connect(addr).await.expect("connect");
+        Self::try_connect(addr).await.expect("MPA connection")
+    }
+
+    /// Connects and exchanges the MPA Request and Reply.
+    async fn try_connect(addr: SocketAddr) -> std::io::Result<Self> {
+        let mut s = TcpStream::connect(addr).await?;
         s.set_nodelay(true).unwrap();
+        // A hostile peer ends with a reset, whatever is still unsent.
+        s.set_zero_linger()?;
         let pd = PrivateData::new(1024, 1024, false).to_bytes();
         s.write_all(&StartFrame::new(true, 1, false, None, &pd).to_bytes())
-            .await
-            .unwrap();
+            .await?;
         let mut head = [0u8; 20];
-        s.read_exact(&mut head).await.expect("MPA Reply");
+        s.read_exact(&mut head).await?;
         let mut rest = vec![0u8; usize::from(u16::from_be_bytes([head[18], head[19]]))];
-        s.read_exact(&mut rest).await.expect("private data");
+        s.read_exact(&mut rest).await?;
         let (rx, tx) = s.into_split();
-        Self {
+        Ok(Self {
             rx,
             tx: Arc::new(tokio::sync::Mutex::new(tx)),
-        }
+        })
     }
 
     /// Sends `CALLS` WRITE calls of `CHUNK` bytes, each in a Read chunk.
     async fn send_calls(&self, first_xid: u32) {
+        self.send_calls_of(first_xid, CALLS, CHUNK).await;
+    }
+
+    /// Sends `calls` WRITE calls of `chunk` bytes, each in a Read chunk.
+    async fn send_calls_of(&self, first_xid: u32, calls: u32, chunk: u32) {
         let mut tx = self.tx.lock().await;
-        for i in 0..CALLS {
+        for i in 0..calls {
             let xid = first_xid + i;
             // RDMA_MSG v1, Read list: one segment at XDR position 44 (the
             // call header and the opaque's length word), STag/TO made up.
@@ -220,14 +274,14 @@ impl Hostile {
                 1,
                 44,
                 0x7700_0000 | i,
-                CHUNK,
+                chunk,
                 0,
                 0x10_0000,
                 0,
                 0,
                 0,
             ]);
-            m.extend(words(&[xid, 0, 2, 0x2000_0099, 1, 3, 0, 0, 0, 0, CHUNK]));
+            m.extend(words(&[xid, 0, 2, 0x2000_0099, 1, 3, 0, 0, 0, 0, chunk]));
             tx.write_all(&fpdu(&send_ulpdu(i + 1, &m), false))
                 .await
                 .unwrap();
@@ -247,40 +301,95 @@ impl Hostile {
 
     /// Reads everything the server sends; answers its RDMA Read Requests
     /// with data when `answer`. Returns the Sends (replies) seen.
-    async fn serve(mut self, answer: bool, replies_wanted: usize) -> usize {
+    async fn serve(self, answer: bool, replies_wanted: usize) -> usize {
+        let mode = if answer { Reads::Answer } else { Reads::Never };
+        self.serve_as(mode, replies_wanted, usize::MAX).await.0
+    }
+
+    /// Reads everything the server sends, answering its RDMA Read
+    /// Requests as `mode` says, until `replies_wanted` Sends (replies) or
+    /// `reads_wanted` Read Requests came, or the server closed the
+    /// connection. Returns (Sends, Read Requests) seen.
+    async fn serve_as(
+        mut self,
+        mode: Reads,
+        replies_wanted: usize,
+        reads_wanted: usize,
+    ) -> (usize, usize) {
         let mut replies = 0;
-        while replies < replies_wanted {
+        let mut reads = 0;
+        while replies < replies_wanted && reads < reads_wanted {
             let Some(u) = self.read_ulpdu().await else {
                 break;
             };
             let Some(seg) = DdpSegment::parse(&u) else {
                 continue;
             };
-            if seg.opcode == OP_READ_REQUEST && answer {
+            if seg.opcode == OP_READ_REQUEST {
+                reads += 1;
+            }
+            if seg.opcode == OP_READ_REQUEST && mode != Reads::Never {
                 let w = |i: usize| u32::from_be_bytes(seg.payload[i..i + 4].try_into().unwrap());
                 let (stag, to, size) = (w(0), (u64::from(w(4)) << 32) | u64::from(w(8)), w(12));
-                let data = vec![0x5a; 16 << 10];
-                let mut tx = self.tx.lock().await;
-                let mut off = 0u32;
-                while off < size {
-                    let n = (size - off).min(16 << 10);
-                    let last = off + n == size;
-                    let mut v = Vec::with_capacity(14 + n as usize);
-                    // Tagged, Last only on the final segment, DDP version 1.
-                    v.push(if last { 0xc1 } else { 0x81 });
-                    v.push(0x40 | OP_READ_RESPONSE);
-                    v.extend_from_slice(&stag.to_be_bytes());
-                    v.extend_from_slice(&(to + u64::from(off)).to_be_bytes());
-                    v.extend_from_slice(&data[..n as usize]);
-                    tx.write_all(&fpdu(&v, false)).await.unwrap();
-                    off += n;
+                if let Reads::Slowly(d) = mode {
+                    tokio::time::sleep(d).await;
+                }
+                // A wrong length: one octet short, or four too many, in the
+                // Read Response's last segment.
+                let size_sent = match mode {
+                    Reads::Short => size - 1,
+                    Reads::Long => size + 4,
+                    _ => size,
+                };
+                let respond = read_response(self.tx.clone(), stag, to, size_sent, mode);
+                if matches!(mode, Reads::Short | Reads::Long) {
+                    // The server stops reading at the wrong length: write
+                    // from another task and keep reading here, to see the
+                    // connection end.
+                    tokio::spawn(respond);
+                } else if !respond.await {
+                    return (replies, reads);
                 }
             } else if matches!(seg.opcode, 3..=6) {
                 replies += 1;
             }
         }
-        replies
+        (replies, reads)
     }
+}
+
+/// Writes an RDMA Read Response of `size` octets to `stag`/`to` in 16 KiB
+/// segments (the last one a little longer for [`Reads::Long`]); false if
+/// the server closed the connection meanwhile.
+async fn read_response(
+    tx: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
+    stag: u32,
+    to: u64,
+    size: u32,
+    mode: Reads,
+) -> bool {
+    let data = vec![0x5a; (16 << 10) + 4];
+    let mut tx = tx.lock().await;
+    let mut off = 0u32;
+    while off < size {
+        let mut n = (size - off).min(16 << 10);
+        if mode == Reads::Long && size - off - n < 8 {
+            n = size - off;
+        }
+        let last = off + n == size;
+        let mut v = Vec::with_capacity(14 + n as usize);
+        // Tagged, Last only on the final segment, DDP version 1.
+        v.push(if last { 0xc1 } else { 0x81 });
+        v.push(0x40 | OP_READ_RESPONSE);
+        v.extend_from_slice(&stag.to_be_bytes());
+        v.extend_from_slice(&(to + u64::from(off)).to_be_bytes());
+        v.extend_from_slice(&data[..n as usize]);
+        if tx.write_all(&fpdu(&v, false)).await.is_err() {
+            return false;
+        }
+        off += n;
+    }
+    true
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -398,4 +507,245 @@ fn serve_stays_within_its_memory_budget_under_hostile_read_chunks() {
             OVERHEAD_VSZ / MIB
         );
     }
+}
+
+/// The attack of issue 9 against `rpcrdma serve` with its default budget
+/// (512 MiB in all, 64 MiB per connection): one client opens 8
+/// connections and on each sends 64 WRITE calls with a 16 MiB Read
+/// chunk, never answering the RDMA Reads (without the budget: 8.5 GB of
+/// address space). The server's virtual and resident memory grow by at
+/// most the budget plus the fixed overhead, and an honest client still
+/// completes NULL, a verified 1 MiB READ and a verified 1 MiB WRITE.
+#[test]
+fn the_issue_attack_against_the_default_budget() {
+    const DEFAULT_BUDGET: u64 = 512 * MIB;
+    let server = Server::start_with(&[]);
+    let addr = server.addr;
+    honest(addr, "null", 0);
+    honest(addr, "read", 1 << 20);
+    honest(addr, "write", 1 << 20);
+    std::thread::sleep(Duration::from_millis(200));
+    let (vsz0, rss0) = server.memory();
+
+    let rt = runtime();
+    let sampler = Sampler::start(server.child.id());
+    let readers: Vec<_> = rt.block_on(async {
+        let mut v = Vec::new();
+        for c in 0..8u32 {
+            let h = Hostile::connect(addr).await;
+            h.send_calls_of(100_000 * (c + 1), 64, 16 << 20).await;
+            v.push(tokio::spawn(h.serve(false, usize::MAX)));
+        }
+        v
+    });
+    rt.block_on(async { tokio::time::sleep(Duration::from_millis(500)).await });
+    honest(addr, "null", 0);
+    honest(addr, "read", 1 << 20);
+    honest(addr, "write", 1 << 20);
+    let (vsz1, rss1) = sampler.finish();
+    for r in readers {
+        r.abort();
+    }
+    drop(rt);
+    eprintln!(
+        "default budget: baseline VmSize {} MiB VmRSS {} MiB; 8 x 64 x 16 MiB never answered: peak {} / {} MiB",
+        vsz0 / MIB,
+        rss0 / MIB,
+        vsz1 / MIB,
+        rss1 / MIB
+    );
+    assert!(
+        vsz1 <= vsz0 + DEFAULT_BUDGET + OVERHEAD_VSZ,
+        "VmSize {} MiB > baseline {} + budget {} + overhead {} MiB",
+        vsz1 / MIB,
+        vsz0 / MIB,
+        DEFAULT_BUDGET / MIB,
+        OVERHEAD_VSZ / MIB
+    );
+    assert!(
+        rss1 <= rss0 + DEFAULT_BUDGET + OVERHEAD_RSS,
+        "VmRSS {} MiB > baseline {} + budget {} + overhead {} MiB",
+        rss1 / MIB,
+        rss0 / MIB,
+        DEFAULT_BUDGET / MIB,
+        OVERHEAD_RSS / MIB
+    );
+}
+
+/// Hostile peers that answer the RDMA Reads wrongly or slowly, against
+/// the test's budget (64 MiB, 16 MiB per connection):
+///
+/// 1. four connections answer each Read one octet short or four octets
+///    long: the server ends each of them at its first Read Response
+///    (RFC 5040 length checks in the software iWARP provider) and their
+///    memory comes back — shown by three never-answering connections
+///    that then each still get their RDMA Reads issued (the dead
+///    connections' 4 × 16 MiB would otherwise hold the whole budget);
+/// 2. three connections answer every Read, but only after a delay: their
+///    calls complete in turn, within the budget, while an honest client
+///    completes its calls.
+///
+/// Memory is sampled throughout and must stay under the budget plus the
+/// fixed overhead.
+#[test]
+fn hostile_peers_answering_wrongly_or_slowly_stay_within_the_budget() {
+    let server = Server::start();
+    let addr = server.addr;
+    honest(addr, "null", 0);
+    honest(addr, "read", 1 << 20);
+    honest(addr, "write", 1 << 20);
+    std::thread::sleep(Duration::from_millis(200));
+    let (vsz0, rss0) = server.memory();
+    let sampler = Sampler::start(server.child.id());
+    let rt = runtime();
+
+    // 1. Wrong lengths: each connection is closed by the server.
+    let ended = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for (c, mode) in [Reads::Short, Reads::Long, Reads::Short, Reads::Long]
+            .into_iter()
+            .enumerate()
+        {
+            let h = Hostile::connect(addr).await;
+            h.send_calls_of(20_000 * (c as u32 + 1), 8, CHUNK).await;
+            tasks.push(tokio::spawn(h.serve_as(mode, usize::MAX, usize::MAX)));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(
+                tokio::time::timeout(PATIENCE, t)
+                    .await
+                    .expect(
+                        "the server closes a connection whose Read Response has the wrong length",
+                    )
+                    .unwrap(),
+            );
+        }
+        out
+    });
+    for (replies, reads) in ended {
+        assert_eq!(replies, 0, "no call of a wrong-length peer is answered");
+        assert!(reads >= 1);
+    }
+    // Their memory is back: three new connections each get Reads issued.
+    let reads = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for c in 0..3u32 {
+            let h = Hostile::connect(addr).await;
+            h.send_calls_of(40_000 * (c + 1), 4, CHUNK).await;
+            tasks.push(tokio::spawn(h.serve_as(Reads::Never, usize::MAX, 1)));
+        }
+        let mut n = Vec::new();
+        for t in tasks {
+            n.push(
+                tokio::time::timeout(PATIENCE, t)
+                    .await
+                    .expect("memory of the closed connections came back")
+                    .unwrap()
+                    .1,
+            );
+        }
+        n
+    });
+    assert_eq!(reads, [1, 1, 1]);
+    honest(addr, "write", 1 << 20);
+
+    // 2. Slow answers.
+    let meanwhile = std::thread::spawn(move || {
+        honest(addr, "null", 0);
+        honest(addr, "write", 1 << 20);
+        honest(addr, "read", 1 << 20);
+    });
+    let replies = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for c in 0..3u32 {
+            let h = Hostile::connect(addr).await;
+            h.send_calls_of(60_000 * (c + 1), 8, CHUNK).await;
+            tasks.push(tokio::spawn(h.serve_as(
+                Reads::Slowly(Duration::from_millis(100)),
+                8,
+                usize::MAX,
+            )));
+        }
+        let mut n = 0;
+        for t in tasks {
+            n += tokio::time::timeout(PATIENCE, t)
+                .await
+                .expect("the slow peers' calls complete")
+                .unwrap()
+                .0;
+        }
+        n
+    });
+    meanwhile
+        .join()
+        .expect("the honest client's calls complete");
+    assert_eq!(replies, 3 * 8, "every slow WRITE was answered");
+    let (vsz1, rss1) = sampler.finish();
+    drop(rt);
+    eprintln!(
+        "wrong lengths and slow answers: baseline VmSize {} MiB VmRSS {} MiB; peak {} / {} MiB",
+        vsz0 / MIB,
+        rss0 / MIB,
+        vsz1 / MIB,
+        rss1 / MIB
+    );
+    assert!(
+        rss1 <= rss0 + BUDGET + OVERHEAD_RSS,
+        "VmRSS {} MiB > baseline {} + budget {} + overhead {} MiB",
+        rss1 / MIB,
+        rss0 / MIB,
+        BUDGET / MIB,
+        OVERHEAD_RSS / MIB
+    );
+    assert!(
+        vsz1 <= vsz0 + BUDGET + OVERHEAD_VSZ,
+        "VmSize {} MiB > baseline {} + budget {} + overhead {} MiB",
+        vsz1 / MIB,
+        vsz0 / MIB,
+        BUDGET / MIB,
+        OVERHEAD_VSZ / MIB
+    );
+}
+
+/// Peers that break the iWARP protocol (an RDMA Read Response of the
+/// wrong length) or reset their connection with RDMA Reads outstanding
+/// are cut off, and that never ends `rpcrdma serve` itself: a write to a
+/// socket its peer has reset (or that the server has shut down after a
+/// Terminate) must fail with an error the connection handles (EPIPE), not
+/// raise a SIGPIPE that kills the process. Before the fix the server died
+/// of SIGPIPE within a few such peers. Thirty in turn, then an honest
+/// client.
+#[test]
+fn peers_breaking_the_protocol_never_end_the_server() {
+    let mut server = Server::start();
+    let addr = server.addr;
+    for round in 0..30u32 {
+        // A runtime per peer: dropping it resets the peer's connection
+        // (the writer of its Read Response included).
+        let mode = [Reads::Short, Reads::Long, Reads::Never][round as usize % 3];
+        let rt = runtime();
+        let outcome = rt.block_on(async {
+            let h = Hostile::try_connect(addr).await?;
+            h.send_calls_of(1000 * (round + 1), 8, CHUNK).await;
+            // A never-answering peer resets its connection after the
+            // first Read Request, with the Reads still outstanding.
+            let stop = if mode == Reads::Never { 1 } else { usize::MAX };
+            Ok(
+                tokio::time::timeout(PATIENCE, h.serve_as(mode, usize::MAX, stop))
+                    .await
+                    .expect("the server closes the connection"),
+            )
+        });
+        drop(rt);
+        let (replies, reads) = outcome.unwrap_or_else(|e| {
+            server.explain_refusal(e, &format!("{round} protocol-breaking peers"))
+        });
+        assert_eq!(replies, 0);
+        assert!(reads >= 1);
+        server.assert_alive(&format!("{} protocol-breaking peers", round + 1));
+    }
+    honest(addr, "null", 0);
+    honest(addr, "write", 1 << 20);
+    server.assert_alive("the honest client");
 }

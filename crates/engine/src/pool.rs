@@ -15,7 +15,9 @@
 //! sink is delivered only up to the length the responder says it wrote,
 //! and a responder that claims more than it wrote sees nothing either way
 //! (the region grants it remote write, never remote read). The stale
-//! octets are always data this connection received earlier.
+//! octets are data this end received earlier: on this connection, or on
+//! another one that shares its memory budget (a listener's connections
+//! share one pool, `budget.rs`); the peer can read none of them.
 
 use std::collections::VecDeque;
 

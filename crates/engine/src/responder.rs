@@ -343,7 +343,9 @@ impl<P: ProtectionDomain> Engine<P> {
         }
         if total > self.cfg.max_memory || total > self.budget.limit() {
             // Its sinks could never fit the memory budget: an RPC-level
-            // error where the Send holds the RPC header (spec note E21).
+            // error (spec note E21). It needs only the XID, which is the
+            // transport header's (RFC 8166 §4.2.1), so an RDMA_NOMSG call,
+            // whose RPC header sits in the unread chunk, gets one too.
             self.stats.calls_refused_for_memory += 1;
             tracing::debug!(
                 xid,
@@ -351,11 +353,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 limit = self.cfg.max_memory.min(self.budget.limit()),
                 "call's Read chunks can never fit the memory budget"
             );
-            if nomsg {
-                self.send_error(version, xid, ErrorBody::BadHeader);
-            } else {
-                self.reply_rpc_error(call, SYSTEM_ERR);
-            }
+            self.reply_rpc_error(call, SYSTEM_ERR);
             return;
         }
 
@@ -415,13 +413,24 @@ impl<P: ProtectionDomain> Engine<P> {
             .iter()
             .map(|&len| self.budget.take_pooled(len))
             .collect();
-        let pooled: u64 = bufs.iter().flatten().map(|b| b.len() as u64).sum();
-        let fresh: u64 = lens
+        let mut pooled: u64 = bufs.iter().flatten().map(|b| b.len() as u64).sum();
+        let mut fresh: u64 = lens
             .iter()
             .zip(&bufs)
             .filter(|(_, b)| b.is_none())
             .map(|(&l, _)| l as u64)
             .sum();
+        if pooled > 0 && self.mem_used + pooled + fresh > self.cfg.max_memory {
+            // Pooled buffers are charged whole and may be larger than
+            // their chunks: if that is what does not fit, take fresh
+            // ones of the chunks' sizes (else a call that fits the limit
+            // could wait for ever on an idle connection).
+            for b in bufs.iter_mut().filter_map(Option::take) {
+                self.budget.put_back(b);
+            }
+            pooled = 0;
+            fresh = lens.iter().map(|&l| l as u64).sum();
+        }
         let conn_ok = self.mem_used + pooled + fresh <= self.cfg.max_memory;
         // A connection that holds memory already leaves the budget's
         // headroom to those that hold none (spec note E21).

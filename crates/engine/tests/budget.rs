@@ -178,48 +178,55 @@ fn honest_calls_beyond_the_budget_wait_and_complete() {
 }
 
 /// A call whose Read chunks can never fit the budget gets an RPC-level
-/// error at once (`SYSTEM_ERR`), not a wait for ever; an `RDMA_NOMSG` one
-/// (no RPC header in the Send) gets `ERR_BADHEADER`.
+/// error at once (`SYSTEM_ERR`), not a wait for ever, whether its RPC
+/// header is inline (`RDMA_MSG`) or in the Read chunk (`RDMA_NOMSG`).
 #[test]
 fn a_call_that_can_never_fit_is_refused() {
-    let mut pair = Pair::with(PairOptions::v1().server_memory(MIB));
-    let data = Bytes::from(vec![1; 2 * MIB as usize]);
-    pair.send_call(1, write_call(1, data), small());
-    pair.drive();
-    match pair.client.take_event(|e| {
-        matches!(
-            e,
-            Event::Reply { xid: 1, .. } | Event::CallFailed { xid: 1, .. }
-        )
-    }) {
-        // MSG_ACCEPTED, SYSTEM_ERR.
-        Some(Event::Reply { message, .. }) => assert_eq!(&message.inline()[20..24], &[0, 0, 0, 5]),
-        other => panic!("{other:?}"),
+    for opts in [PairOptions::v1(), PairOptions::default()] {
+        let mut pair = Pair::with(opts.server_memory(MIB));
+        let data = Bytes::from(vec![1; 2 * MIB as usize]);
+        pair.send_call(1, write_call(1, data), small());
+        pair.drive();
+        match pair.client.take_event(|e| {
+            matches!(
+                e,
+                Event::Reply { xid: 1, .. } | Event::CallFailed { xid: 1, .. }
+            )
+        }) {
+            // MSG_ACCEPTED, SYSTEM_ERR.
+            Some(Event::Reply { message, .. }) => {
+                assert_eq!(&message.inline()[20..24], &[0, 0, 0, 5])
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(pair.server.engine.stats().calls_refused_for_memory, 1);
+        assert_eq!(pair.server.engine.stats().sink_bytes_allocated, 0);
+        // A Long call (everything in a Position-Zero Read chunk) that big.
+        let mut pe = PayloadEncoder::new();
+        let mut e = pe.encoder();
+        for w in [2u32, 0, 2, 0x2000_0099, 1, 1, 0, 0, 0, 0] {
+            e.put_u32(w);
+        }
+        e.put_fixed_opaque(&vec![7; 2 * MIB as usize]);
+        pair.send_call(2, pe.finish(), small());
+        pair.drive();
+        match pair.client.take_event(|e| {
+            matches!(
+                e,
+                Event::Reply { xid: 2, .. } | Event::CallFailed { xid: 2, .. }
+            )
+        }) {
+            // The RPC XID is the transport header's (RFC 8166 §4.2.1), so an
+            // RPC-level reply needs nothing from the unread call: SYSTEM_ERR.
+            Some(Event::Reply { message, .. }) => {
+                assert_eq!(&message.inline()[..], &words(&[2, 1, 0, 0, 0, 5])[..])
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(pair.server.engine.stats().calls_refused_for_memory, 2);
+        assert_eq!(pair.server.engine.stats().sink_bytes_allocated, 0);
+        pair.assert_no_leaks();
     }
-    assert_eq!(pair.server.engine.stats().calls_refused_for_memory, 1);
-    assert_eq!(pair.server.engine.stats().sink_bytes_allocated, 0);
-    // A Long call (everything in a Position-Zero Read chunk) that big.
-    let mut pe = PayloadEncoder::new();
-    let mut e = pe.encoder();
-    for w in [2u32, 0, 2, 0x2000_0099, 1, 1, 0, 0, 0, 0] {
-        e.put_u32(w);
-    }
-    e.put_fixed_opaque(&vec![7; 2 * MIB as usize]);
-    pair.send_call(2, pe.finish(), small());
-    pair.drive();
-    match pair.client.take_event(|e| {
-        matches!(
-            e,
-            Event::Reply { xid: 2, .. } | Event::CallFailed { xid: 2, .. }
-        )
-    }) {
-        Some(Event::CallFailed { error, .. }) => assert!(
-            matches!(error, CallError::RdmaError { code } if code == rpcrdma_wire::ErrCode::BADHEADER),
-            "{error:?}"
-        ),
-        other => panic!("{other:?}"),
-    }
-    pair.assert_no_leaks();
 }
 
 /// Two connections sharing one server budget: the first (its peer never
@@ -415,5 +422,121 @@ fn a_server_cannot_make_the_client_allocate_beyond_its_chunks() {
         .take_event(|e| matches!(e, Event::CallFailed { xid: 2, .. }))
         .is_some());
     assert_eq!(pair.client.engine.stats().sink_bytes_allocated, 4096 + 4160);
+    pair.assert_no_leaks();
+}
+
+/// A WRITE-like call whose data are several DDP-eligible opaques (one Read
+/// chunk each).
+fn multi_write_call(xid: u32, parts: &[Bytes]) -> Payload {
+    let mut pe = PayloadEncoder::new();
+    let mut e = pe.encoder();
+    for w in [xid, 0, 2, 0x2000_0099, 1, 3, 0, 0, 0, 0] {
+        e.put_u32(w);
+    }
+    for p in parts {
+        e.put_opaque_ddp(p.clone());
+    }
+    pe.finish()
+}
+
+/// An idle pooled sink larger than a chunk needs never keeps a call that
+/// fits the connection's limit waiting: with a 4 MiB limit and a 4 MiB
+/// sink left in the pool by an earlier call, a call with two 2 MiB Read
+/// chunks (4 MiB in all, on an otherwise idle connection) is admitted
+/// with fresh sinks rather than waiting for ever for memory that nothing
+/// will release.
+#[test]
+fn a_larger_pooled_sink_never_keeps_a_fitting_call_waiting() {
+    let mut pair = Pair::with(PairOptions::v1().server_memory(4 * MIB));
+    pair.send_call(
+        1,
+        multi_write_call(1, &[Bytes::from(vec![1; 4 * MIB as usize])]),
+        small(),
+    );
+    pair.serve(|xid, _| reply(xid, None));
+    assert!(pair
+        .client
+        .take_event(|e| matches!(e, Event::Reply { xid: 1, .. }))
+        .is_some());
+    assert_eq!(pair.server.engine.memory_in_use(), 0);
+    assert_eq!(pair.server.engine.memory_budget().pooled(), 4 * MIB);
+    let half = Bytes::from(vec![2; 2 * MIB as usize]);
+    pair.send_call(2, multi_write_call(2, &[half.clone(), half]), small());
+    pair.serve(|xid, message| {
+        let mut d = Decoder::with_ddp(message);
+        d.skip(40).unwrap();
+        for _ in 0..2 {
+            assert_eq!(d.get_opaque_ddp(4 << 20).unwrap(), vec![2; 2 << 20]);
+        }
+        reply(xid, None)
+    });
+    assert_eq!(pair.server.engine.calls_waiting(), 0);
+    assert!(
+        pair.client
+            .take_event(|e| matches!(e, Event::Reply { xid: 2, .. }))
+            .is_some(),
+        "call 2 still waits: {:?}",
+        pair.server.engine.stats()
+    );
+    assert!(pair.server.engine.memory_in_use() <= 4 * MIB);
+    pair.assert_no_leaks();
+}
+
+/// The other way round: a client that enabled its backchannel is the
+/// responder of the server's reverse-direction calls (RFC 8167), and
+/// their Read chunk sinks are admitted against the client's own budget
+/// like any responder's: one larger than the client's per-connection
+/// limit is refused with `SYSTEM_ERR` and nothing is allocated for it;
+/// ones that fit wait their turn and complete. (Without the backchannel
+/// enabled a reverse call is refused before anything is allocated: E5.)
+#[test]
+fn reverse_calls_are_bounded_by_the_clients_budget() {
+    let mut o = PairOptions::default();
+    o.client.max_memory = MIB;
+    let mut pair = Pair::with(o);
+    // A first forward exchange settles the version.
+    pair.send_call(1, write_call(1, Bytes::new()), small());
+    pair.serve(|xid, _| reply(xid, None));
+    pair.client.engine.enable_backchannel().unwrap();
+    pair.server.engine.peer_backchannel_ready(pair.now).unwrap();
+    let big = Bytes::from(vec![3; 2 * MIB as usize]);
+    pair.server
+        .engine
+        .send_call(pair.now, 700, write_call(700, big), small())
+        .unwrap();
+    for x in 0..3u32 {
+        let data = Bytes::from(vec![x as u8; (MIB / 2) as usize]);
+        pair.server
+            .engine
+            .send_call(pair.now, 701 + x, write_call(701 + x, data), small())
+            .unwrap();
+    }
+    let mut answered = 0;
+    for _ in 0..50 {
+        pair.drive();
+        assert!(pair.client.engine.memory_in_use() <= MIB);
+        while let Some(Event::Call { token, xid, .. }) =
+            pair.client.take_event(|e| matches!(e, Event::Call { .. }))
+        {
+            assert_ne!(xid, 700);
+            pair.client
+                .engine
+                .send_reply(token, reply(xid, None))
+                .unwrap();
+            answered += 1;
+        }
+    }
+    assert_eq!(answered, 3);
+    match pair
+        .server
+        .take_event(|e| matches!(e, Event::Reply { xid: 700, .. }))
+    {
+        Some(Event::Reply { message, .. }) => assert_eq!(&message.inline()[20..24], &[0, 0, 0, 5]),
+        other => panic!("{other:?}"),
+    }
+    let s = pair.client.engine.stats();
+    assert_eq!(s.calls_refused_for_memory, 1);
+    assert!(s.sink_bytes_allocated <= 3 * MIB / 2, "{s:?}");
+    assert_eq!(pair.client.engine.memory_in_use(), 0);
     pair.assert_no_leaks();
 }

@@ -12,7 +12,10 @@
 //!   chunk is invalidated before the caller's future is gone, the server's
 //!   late RDMA Writes are refused by the client's RDMA layer instead of
 //!   landing in released memory, and the client recovers on a new
-//!   connection.
+//!   connection;
+//! * more calls than the grant whose RPC header is unusable, then good
+//!   calls (issue 9, item 2): each answered as RFC 5531 and RFC 8166
+//!   allow, none holding a credit.
 //!
 //! Raw peers speak MPA/DDP/RDMAP with `rpcrdma-testkit`'s framing over a
 //! plain socket. Nothing depends on timing: states are reached by bytes
@@ -314,4 +317,75 @@ fn client_opcodes(h: &Harness, index: usize) -> Vec<u8> {
         .filter_map(|s| rpcrdma_testkit::mpa::fpdu_ulpdu(&body[s]).and_then(DdpSegment::parse))
         .map(|s| s.opcode)
         .collect()
+}
+
+/// The next Send the server makes to a raw peer, as words.
+async fn next_send(peer: &mut RawPeer) -> Vec<u32> {
+    loop {
+        let u = peer.read_ulpdu().await.expect("a Send from the server");
+        let seg = DdpSegment::parse(&u).expect("DDP");
+        if (3..=6).contains(&seg.opcode) {
+            return seg
+                .payload
+                .chunks(4)
+                .map(|c| u32::from_be_bytes(c.try_into().unwrap()))
+                .collect();
+        }
+    }
+}
+
+/// Issue 9, item 2, end to end: more calls than the server grants whose
+/// RPC header the ONC RPC layer could not use (cut short after the XID
+/// and CALL, or before the verifier; a `msg_type` that is no CALL; a
+/// REPLY sent to the server), then as many good NULL calls, one at a
+/// time. Each unusable call is answered as RFC 5531 and RFC 8166 allow
+/// (`GARBAGE_ARGS`, `RDMA_ERROR` `ERR_BADHEADER` where there is no call,
+/// nothing for a REPLY) and holds no credit: every NULL afterwards
+/// succeeds, none is answered `SYSTEM_ERR`.
+#[tokio::test(flavor = "current_thread")]
+async fn unusable_calls_never_eat_the_grant_over_the_real_transport() {
+    let h = Harness::start().await;
+    let mut peer = RawPeer::connect(h.svc.local_addr()).await;
+    let grant = rpcrdma_engine::EngineConfig::server().credits_grant;
+    let n = grant + 6;
+    for i in 0..n {
+        let xid = 0x1000 + i;
+        let mut msg = words(&[xid, 1, 8, 0, 0, 0, 0]);
+        let (rpc, want): (Vec<u32>, Option<(u32, u32)>) = match i % 4 {
+            // RDMA_MSG reply, GARBAGE_ARGS.
+            0 => (vec![xid, 0], Some((0, 4))),
+            1 => (vec![xid, 0, 2, PROGRAM, VERSION, 0, 0, 0, 0], Some((0, 4))),
+            // RDMA_ERROR, ERR_BADHEADER.
+            2 => (
+                vec![xid, 5, 2, PROGRAM, VERSION, 0, 0, 0, 0, 0],
+                Some((4, 2)),
+            ),
+            // A REPLY to the server: nothing.
+            _ => (vec![xid, 1, 0, 0, 0, 0], None),
+        };
+        msg.extend_from_slice(&words(&rpc));
+        peer.send(&msg).await;
+        if let Some((proc_, code)) = want {
+            let w = next_send(&mut peer).await;
+            assert_eq!((w[0], w[3]), (xid, proc_), "call {i}: {w:x?}");
+            let got = if proc_ == 4 { w[4] } else { w[12] };
+            assert_eq!(got, code, "call {i}: {w:x?}");
+        }
+    }
+    for i in 0..n {
+        let xid = 0x2000 + i;
+        let mut msg = words(&[xid, 1, 8, 0, 0, 0, 0]);
+        msg.extend_from_slice(&words(&rpc_call(xid, procs::NULL)));
+        peer.send(&msg).await;
+        let w = next_send(&mut peer).await;
+        // RDMA_MSG; RPC xid, REPLY, MSG_ACCEPTED, AUTH_NONE, SUCCESS.
+        assert_eq!(
+            (w[0], w[3], w[7], w[8], w[9], w[12]),
+            (xid, 0, xid, 1, 0, 0),
+            "NULL {i}: {w:x?}"
+        );
+    }
+    let server = h.server_transport(peer.local_addr()).await;
+    let s = server.stats();
+    assert_eq!(s.credit_overruns, 0, "{s:?}");
 }

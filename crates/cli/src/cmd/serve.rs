@@ -46,11 +46,13 @@ pub(crate) struct MemoryOpts {
     /// Most memory all RPC-over-RDMA connections together may hold for
     /// clients' calls (Read chunk sinks, reply data in flight, idle sink
     /// buffers): a number of bytes with an optional K, M, G or T suffix
-    /// (binary: 512M is 512 MiB). Calls beyond it wait; see docs/engine.md.
+    /// (binary: 512M is 512 MiB). Calls beyond it wait; calls that could
+    /// never fit get SYSTEM_ERR. At least the largest message received
+    /// inline (4K, or a larger --inline). See docs/engine.md.
     #[arg(long, value_name = "SIZE", default_value = "512M", value_parser = parse_size)]
     pub(crate) max_memory: u64,
-    /// Most memory one connection may hold (same syntax; at most
-    /// --max-memory; a 1 MiB WRITE in flight needs 1 MiB of it).
+    /// Most memory one connection may hold (same syntax; at least 4K, at
+    /// most --max-memory; a 1 MiB WRITE in flight needs 1 MiB of it).
     #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
     pub(crate) max_connection_memory: u64,
 }
@@ -62,17 +64,27 @@ impl MemoryOpts {
         self.max_connection_memory.min(self.max_memory)
     }
 
+    /// Refuses a budget too small to take calls ([`check_memory_limits`]),
+    /// before anything is set up.
+    pub(crate) fn check(&self, rdma: &RdmaOpts) -> anyhow::Result<()> {
+        check_memory_limits(&rdma.server(), self.max_memory, self.max_connection_memory)
+    }
+
     /// The listener's configuration: the server engine of `rdma` with this
-    /// budget, the provider's `options` and the queue pair sizes.
-    pub(crate) fn listen_config<O>(&self, rdma: &RdmaOpts, options: O) -> ListenConfig<O> {
+    /// budget ([`set_memory_limits`]), the provider's `options` and the
+    /// queue pair sizes.
+    pub(crate) fn listen_config<O>(
+        &self,
+        rdma: &RdmaOpts,
+        options: O,
+    ) -> anyhow::Result<ListenConfig<O>> {
         let mut engine = rdma.server();
-        engine.max_shared_memory = self.max_memory;
-        engine.max_memory = self.per_connection();
-        ListenConfig {
+        set_memory_limits(&mut engine, self.max_memory, self.max_connection_memory)?;
+        Ok(ListenConfig {
             engine,
             options,
             caps: rdma.caps(),
-        }
+        })
     }
 }
 
@@ -110,6 +122,7 @@ pub(crate) fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     a.rdma.check()?;
+    a.memory.check(&a.rdma)?;
     let params = a.rdma.params();
     let provider = a.rdma.provider.clone();
     rt.block_on(provider.run(params, Serve { a, listen, tcp }))
@@ -143,7 +156,7 @@ async fn serve<D: Device + Clone>(
     let mut services = Services::new();
     serve_demo(&mut services);
     let server = Server::new(services, ServerConfig::default());
-    let cfg = a.memory.listen_config(&a.rdma, setup.options.clone());
+    let cfg = a.memory.listen_config(&a.rdma, setup.options.clone())?;
     let svc = serve_rdma(&server, dev, listen, cfg)
         .await
         .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?;
@@ -158,14 +171,6 @@ async fn serve<D: Device + Clone>(
         show_size(a.memory.max_memory),
         show_size(per_connection)
     );
-    let largest = u64::from(cfg_max_message(&a));
-    if per_connection < largest {
-        eprintln!(
-            "note: calls whose Read chunks exceed {} (the per-connection memory) are refused with SYSTEM_ERR; the largest message is {}",
-            show_size(per_connection),
-            show_size(largest)
-        );
-    }
     let tcp_addr = match tcp {
         Some(t) => {
             let bound = server
@@ -228,9 +233,74 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     Ok(v)
 }
 
-/// The largest message the server accepts through chunks.
-fn cfg_max_message(a: &ServeArgs) -> u32 {
-    a.rdma.server().max_message
+/// Puts `--max-memory` and `--max-connection-memory` into a server's
+/// engine configuration (the per-connection limit is at most the whole),
+/// after [`check_memory_limits`]. Notes on standard error say what a
+/// budget smaller than the largest message means, and when the
+/// per-connection limit was lowered to the whole.
+pub(crate) fn set_memory_limits(
+    engine: &mut rpcrdma_engine::EngineConfig,
+    max_memory: u64,
+    max_connection_memory: u64,
+) -> anyhow::Result<()> {
+    check_memory_limits(engine, max_memory, max_connection_memory)?;
+    if max_connection_memory > max_memory {
+        eprintln!(
+            "note: --max-connection-memory {} is more than --max-memory {}; one connection may hold at most {}",
+            arg_size(max_connection_memory),
+            arg_size(max_memory),
+            show_size(max_memory)
+        );
+    }
+    engine.max_shared_memory = max_memory;
+    engine.max_memory = max_connection_memory.min(max_memory);
+    let largest = u64::from(engine.max_message);
+    if engine.max_memory < largest {
+        eprintln!(
+            "note: calls whose Read chunks exceed {} (the per-connection memory) are refused with SYSTEM_ERR; the largest message is {}",
+            show_size(engine.max_memory),
+            show_size(largest)
+        );
+    }
+    Ok(())
+}
+
+/// Checks that the budget can take a call: one smaller than the largest
+/// message the server receives inline (its receive buffer) could not hold
+/// the Read chunks of nearly any call too large to come inline, so it is
+/// refused with the flag to raise. Run before anything is set up, so that
+/// a refused budget leaves nothing behind.
+pub(crate) fn check_memory_limits(
+    engine: &rpcrdma_engine::EngineConfig,
+    max_memory: u64,
+    max_connection_memory: u64,
+) -> anyhow::Result<()> {
+    let floor = engine.recv_buffer_size() as u64;
+    for (flag, v) in [
+        ("--max-memory", max_memory),
+        ("--max-connection-memory", max_connection_memory),
+    ] {
+        if v < floor {
+            anyhow::bail!(
+                "{flag} {} is too small: calls larger than the {} this server receives inline bring their data in Read chunks, and a budget below that could hold almost none of them; give at least {} (the defaults are --max-memory 512M, --max-connection-memory 64M)",
+                arg_size(v),
+                show_size(floor),
+                arg_size(floor)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A size as the flags take it: `512M`, `4K`, or bytes.
+fn arg_size(v: u64) -> String {
+    match v {
+        v if v >= 1 << 40 && v % (1 << 40) == 0 => format!("{}T", v >> 40),
+        v if v >= 1 << 30 && v % (1 << 30) == 0 => format!("{}G", v >> 30),
+        v if v >= 1 << 20 && v % (1 << 20) == 0 => format!("{}M", v >> 20),
+        v if v >= 1 << 10 && v % (1 << 10) == 0 => format!("{}K", v >> 10),
+        v => v.to_string(),
+    }
 }
 
 /// A size for people: whole GiB, MiB or KiB when exact, else bytes.

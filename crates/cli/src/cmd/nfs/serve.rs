@@ -88,6 +88,7 @@ pub(crate) fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     a.rdma.check()?;
+    a.memory.check(&a.rdma)?;
     let params = a.rdma.params();
     let provider = a.rdma.provider.clone();
     rt.block_on(provider.run(params, NfsServe { a, listen, tcp }))
@@ -135,7 +136,7 @@ async fn serve<D: Device + Clone>(
     rpcrdma_nfs3::server::register(&mut services, export.clone());
     let server = Server::new(services, ServerConfig::default());
 
-    let lcfg = a.memory.listen_config(&a.rdma, setup.options.clone());
+    let lcfg = a.memory.listen_config(&a.rdma, setup.options.clone())?;
     let svc = serve_rdma(&server, dev, listen, lcfg)
         .await
         .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?;

@@ -1,0 +1,86 @@
+//! `rpcrdma serve` and `rpcrdma nfs serve`: the memory budget's flags
+//! (issue 9, item 8) are documented with their defaults, and a budget too
+//! small to take a call is refused at start with a message that names the
+//! flag, the problem and the fix (nothing is listened on).
+
+use std::process::Command;
+
+fn rpcrdma(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rpcrdma"))
+        .args(args)
+        .output()
+        .expect("run rpcrdma");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn help_documents_both_limits_and_their_defaults() {
+    for cmd in [&["serve", "--help"][..], &["nfs", "serve", "--help"]] {
+        let (code, out, _) = rpcrdma(cmd);
+        assert_eq!(code, 0, "{cmd:?}");
+        let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+        for want in [
+            "--max-memory <SIZE>",
+            "[default: 512M]",
+            "--max-connection-memory <SIZE>",
+            "[default: 64M]",
+        ] {
+            assert!(flat.contains(want), "{cmd:?}: no {want:?} in {out}");
+        }
+    }
+}
+
+#[test]
+fn a_budget_too_small_for_any_call_is_refused_with_a_clear_message() {
+    for (flag, value) in [
+        ("--max-memory", "1"),
+        ("--max-memory", "1K"),
+        ("--max-connection-memory", "2K"),
+    ] {
+        for cmd in [&["serve"][..], &["nfs", "serve", "/tmp"]] {
+            let mut args = cmd.to_vec();
+            args.extend(["--listen", "127.0.0.1:0", "--duration", "1", flag, value]);
+            let (code, _, err) = rpcrdma(&args);
+            assert_eq!(code, 2, "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("{flag} {value} is too small")),
+                "{err}"
+            );
+            assert!(err.contains("at least 4K"), "{err}");
+        }
+    }
+    // Zero is refused by the parser.
+    let (code, _, err) = rpcrdma(&["serve", "--max-memory", "0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("more than zero"), "{err}");
+}
+
+#[test]
+fn a_sane_small_budget_starts_and_says_what_it_means() {
+    let (code, out, err) = rpcrdma(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--duration",
+        "1",
+        "--max-memory",
+        "8M",
+        "--max-connection-memory",
+        "16M",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("memory for clients' calls: at most 8 MiB in all, 8 MiB per connection"),
+        "{out}"
+    );
+    // Larger calls are refused, and the operator is told.
+    assert!(err.contains("are refused with SYSTEM_ERR"), "{err}");
+    assert!(
+        err.contains("--max-connection-memory 16M is more than --max-memory 8M"),
+        "{err}"
+    );
+}

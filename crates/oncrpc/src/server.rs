@@ -155,6 +155,18 @@ impl Server {
         if *self.inner.stop.borrow() {
             conn.ops.shutdown();
         }
+        // A connection that ends leaves the list at once (with its
+        // transport and buffers), not at the next accept.
+        let inner = Arc::downgrade(&self.inner);
+        let watch = conn.clone();
+        tokio::spawn(async move {
+            watch.closed().await;
+            let id = watch.id();
+            drop(watch);
+            if let Some(inner) = inner.upgrade() {
+                lock(&inner.connections).retain(|c| c.id() != id);
+            }
+        });
         conn
     }
 
@@ -231,5 +243,32 @@ impl Server {
         for c in conns {
             c.closed().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem;
+    use crate::transport::Transport;
+
+    /// A connection that ends leaves the server's list at once, with its
+    /// transport, not when the next one is accepted.
+    #[tokio::test]
+    async fn an_ended_connection_leaves_the_list() {
+        let server = Server::new(Services::new(), ServerConfig::default());
+        let (client_end, server_end) = mem::pair(mem::MemConfig::default());
+        let conn = server.serve(server_end);
+        assert_eq!(lock(&server.inner.connections).len(), 1);
+        client_end.close().await;
+        conn.closed().await;
+        let gone = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            while !lock(&server.inner.connections).is_empty() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+        assert!(gone.is_ok(), "the closed connection stayed in the list");
+        server.shutdown().await;
     }
 }

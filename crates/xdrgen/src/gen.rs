@@ -2,7 +2,7 @@
 //! checks, call hints, client stubs, server traits and registration.
 
 use crate::model::*;
-use crate::names::{bare, camel, snake};
+use crate::names::{bare, with_hints};
 use crate::ulb::as_u32;
 use crate::Options;
 
@@ -1014,8 +1014,7 @@ impl Gen<'_> {
     fn alias_item(&mut self, t: &TypeItem, f: &Field) {
         let name = t.rust.clone();
         let ty = self.ty(&f.ty, "");
-        let base = snake(&t.xdr);
-        let base = bare(&base).to_string();
+        let base = t.fn_base.clone();
         let ddp = if f.ddp.is_some() {
             " (DDP-eligible)"
         } else {
@@ -1281,6 +1280,23 @@ impl Gen<'_> {
         }
     }
 
+    /// Statements checking each element of the array `m`.
+    fn check_elements(&mut self, t: &Ty, m: &str, path: &str) {
+        let e = self.var("e");
+        let r = self.m.resolve(t).0.clone();
+        if let Ty::Optional(inner) = &r {
+            // Only the present ones (`.flatten()`, as clippy would have it).
+            let tt = self.ty(inner, self.sup_prefix());
+            self.w.open(&format!("for {e} in {m}.iter().flatten() {{"));
+            self.w.line(&format!("let {e}: &{tt} = {e};"));
+            self.check_stmts(inner, &It::R(e), path);
+        } else {
+            self.w.open(&format!("for {e} in {m}.iter() {{"));
+            self.check_stmts(t, &It::R(e), path);
+        }
+        self.w.close("}");
+    }
+
     /// Statements checking the item `x`, returning `EncodeError` on failure.
     fn check_stmts(&mut self, ty: &Ty, x: &It, path: &str) {
         let ty = &self.m.resolve(ty).0.clone();
@@ -1298,18 +1314,10 @@ impl Gen<'_> {
             Ty::VarArray(t, mx) => {
                 self.w.line(&too_long(&format!("{m}.len()"), *mx));
                 if self.needs_check(t, &mut Vec::new()) {
-                    let e = self.var("e");
-                    self.w.open(&format!("for {e} in {m}.iter() {{"));
-                    self.check_stmts(t, &It::R(e), path);
-                    self.w.close("}");
+                    self.check_elements(t, &m, path);
                 }
             }
-            Ty::Array(t, _) => {
-                let e = self.var("e");
-                self.w.open(&format!("for {e} in {m}.iter() {{"));
-                self.check_stmts(t, &It::R(e), path);
-                self.w.close("}");
-            }
+            Ty::Array(t, _) => self.check_elements(t, &m, path),
             Ty::Optional(t) => {
                 let v = self.var("v");
                 self.w.open(&format!(
@@ -1352,7 +1360,7 @@ struct ArgShape {
 impl Gen<'_> {
     fn arg_shape(&self, pr: &ProcIr, uses_args: bool) -> ArgShape {
         let tys: Vec<String> = pr.args.iter().map(|t| self.ty(t, "super::")).collect();
-        let w = format!("Args{}", bare(&camel(bare(&pr.method))));
+        let w = format!("Args{}", pr.wrapper);
         let hp = if uses_args { "args" } else { "_args" };
         match tys.len() {
             0 => ArgShape {
@@ -1477,8 +1485,7 @@ impl Gen<'_> {
                 .line(&format!("/// Procedure number of `{}`.", pr.xdr));
             self.w.line(&format!(
                 "pub const {}: u32 = {};",
-                crate::names::screaming(&pr.xdr),
-                pr.number
+                pr.rust_const, pr.number
             ));
         }
         self.w.line("");
@@ -1494,7 +1501,7 @@ impl Gen<'_> {
     }
 
     fn wrappers(&mut self, pr: &ProcIr) {
-        let cm = bare(&camel(bare(&pr.method))).to_string();
+        let cm = pr.wrapper.clone();
         for (kind, tys) in [
             ("Args", pr.args.clone()),
             ("Res", pr.result.iter().cloned().collect::<Vec<_>>()),
@@ -1702,9 +1709,9 @@ impl Gen<'_> {
         for pr in &v.procs {
             let a = self.arg_shape(pr, true);
             let r = self.result_ty(pr);
-            let cm = bare(&camel(bare(&pr.method))).to_string();
+            let cm = pr.wrapper.clone();
             let m = bare(&pr.method).to_string();
-            let c = crate::names::screaming(&pr.xdr);
+            let c = pr.rust_const.clone();
             self.w.line("");
             self.w.doc_comments(&pr.doc);
             self.w.line(&format!(
@@ -1728,7 +1735,7 @@ impl Gen<'_> {
                 n => (0..n).map(|i| format!("arg{i}, ")).collect(),
             };
             self.w
-                .line(&format!("self.{m}_with_hints({pass}&hints).await"));
+                .line(&format!("self.{}({pass}&hints).await", with_hints(&m)));
             self.w.close("}");
             self.w.line("");
             self.w
@@ -1739,7 +1746,7 @@ impl Gen<'_> {
             } else {
                 format!("{ps}, ")
             };
-            self.w.open(&format!("pub async fn {m}_with_hints(&self, {ps}hints: &{M}::CallHints) -> {RESULT}<{r}, {M}::RpcError> {{"));
+            self.w.open(&format!("pub async fn {}(&self, {ps}hints: &{M}::CallHints) -> {RESULT}<{r}, {M}::RpcError> {{", with_hints(&m)));
             self.w.line(&format!("let args = {};", a.wrap));
             self.w
                 .line(&format!("args.check().map_err({M}::RpcError::BadArgs)?;"));
@@ -1808,8 +1815,8 @@ impl Gen<'_> {
             .line("let version = services.program(PROGRAM, VERSION);");
         for pr in &v.procs {
             let a = self.arg_shape(pr, true);
-            let cm = bare(&camel(bare(&pr.method))).to_string();
-            let c = crate::names::screaming(&pr.xdr);
+            let cm = pr.wrapper.clone();
+            let c = pr.rust_const.clone();
             self.w.open("{");
             self.w.line("let server = server.clone();");
             self.w

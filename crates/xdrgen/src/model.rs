@@ -133,6 +133,8 @@ pub(crate) struct TypeItem {
     pub(crate) recursive: bool,
     /// Smallest encoding in bytes.
     pub(crate) min_size: u64,
+    /// A typedef's codec functions are `encode_{fn_base}` etc.
+    pub(crate) fn_base: String,
 }
 
 #[derive(Debug, Clone)]
@@ -155,6 +157,11 @@ pub(crate) enum Sz {
 pub(crate) struct ProcIr {
     pub(crate) xdr: String,
     pub(crate) method: String,
+    /// Its number's constant in the version module.
+    pub(crate) rust_const: String,
+    /// The names of its private argument and result wrappers are
+    /// `Args{wrapper}` and `Res{wrapper}`.
+    pub(crate) wrapper: String,
     pub(crate) number: u32,
     pub(crate) result: Option<Ty>,
     pub(crate) args: Vec<Ty>,
@@ -163,7 +170,6 @@ pub(crate) struct ProcIr {
     /// Maximum size of the results, if known.
     pub(crate) max_results: Option<Sz>,
     pub(crate) doc: Vec<String>,
-    pub(crate) pos: Pos,
 }
 
 #[derive(Debug, Clone)]

@@ -328,8 +328,22 @@ impl Parser<'_, '_> {
         loop {
             let start = self.i;
             let name = self.ident("an enum item's name")?;
-            self.expect_punct('=', "after the enum item's name (every item needs a value)")?;
-            let value = self.value("the enum item's value (a number or a constant's name)")?;
+            // rpcgen accepts an item without a value and gives it C's: one
+            // more than the item before, 0 for the first.
+            let value = if self.is_punct('=') {
+                self.bump();
+                self.value("the enum item's value (a number or a constant's name)")?
+            } else if self.is_punct(',') || self.is_punct('}') {
+                match items.last() {
+                    Some((prev, _, _)) => Value::Next {
+                        prev: Ident::clone(prev),
+                        pos: name.pos,
+                    },
+                    None => Value::Num(0, name.pos),
+                }
+            } else {
+                return self.err("`=` and the item's value, `,` or `}` after the enum item's name");
+            };
             let end = self.i - 1;
             let mut doc = self.doc(start, end);
             if self.is_punct(',') {

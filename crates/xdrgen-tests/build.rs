@@ -8,6 +8,9 @@ fn main() {
         "../xdrgen/xdr/mount3.x",
         "xdr/all.x",
         "xdr/nested.x",
+        "xdr/zoo.x",
+        "xdr/odd.x",
+        "xdr/chain.x",
     ] {
         rpcrdma_xdrgen::Builder::new(x)
             .generate_to_out_dir()

@@ -31,3 +31,22 @@ pub mod all {
 pub mod nested {
     include!(concat!(env!("OUT_DIR"), "/nested.rs"));
 }
+
+/// A second file with every construct, written apart from `all.x` (other
+/// names and shapes): implicit enum values, names that differ only in case,
+/// every discriminant type, typedefs of unions and optional data.
+pub mod zoo {
+    include!(concat!(env!("OUT_DIR"), "/zoo.rs"));
+}
+
+/// Rust keywords as type, member, enum-item and union names, comments in
+/// odd places, several programs, procedures of several arguments.
+pub mod odd {
+    include!(concat!(env!("OUT_DIR"), "/odd.rs"));
+}
+
+/// Recursion: lists (direct and through a typedef), a first-child /
+/// next-sibling tree, mutual recursion, a list of unions.
+pub mod chain {
+    include!(concat!(env!("OUT_DIR"), "/chain.rs"));
+}

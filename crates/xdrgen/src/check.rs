@@ -718,7 +718,9 @@ impl Checker<'_, '_> {
             return;
         }
         // List nodes: struct S { ...; S *next; } (also through a typedef of
-        // `S *`) where nothing else leads back to S.
+        // `S *`). The chain of links is walked without recursion; members
+        // that lead back to S otherwise (a first-child / next-sibling tree's
+        // `kids`) make S recursive as well, and nest with a depth limit.
         for id in 0..n {
             let Kind::Struct(fs) = &self.model.types[id].kind else {
                 continue;
@@ -726,27 +728,12 @@ impl Checker<'_, '_> {
             let Some(last) = fs.last() else { continue };
             let (r, _) = self.model.resolve(&last.ty);
             let is_link = matches!(r, Ty::Optional(inner) if matches!(self.model.resolve(inner).0, Ty::Named(t) if *t == id));
-            if !is_link {
-                continue;
-            }
-            let others: Vec<Ty> = fs[..fs.len() - 1].iter().map(|f| f.ty.clone()).collect();
-            let mut back = false;
-            for ty in &others {
-                let mut tmp = Vec::new();
-                collect_named(ty, &mut tmp);
-                for t in tmp {
-                    if t == id || self.reaches(t, id, false) {
-                        back = true;
-                    }
-                }
-            }
-            // The link itself may pass through typedefs only.
-            if !back {
+            if is_link {
                 self.model.types[id].list_node = true;
             }
         }
         for id in 0..n {
-            if !self.model.types[id].list_node && self.reaches_avoiding_lists(id, id) {
+            if self.reaches_avoiding_lists(id, id) {
                 self.model.types[id].recursive = true;
             }
         }
@@ -1063,14 +1050,6 @@ fn typedef_fns(base: &str) -> [String; 5] {
         format!("{base}_to_xdr"),
         format!("{base}_from_xdr"),
     ]
-}
-
-fn collect_named(ty: &Ty, out: &mut Vec<TypeId>) {
-    match ty {
-        Ty::Named(t) => out.push(*t),
-        Ty::Array(t, _) | Ty::VarArray(t, _) | Ty::Optional(t) => collect_named(t, out),
-        _ => {}
-    }
 }
 
 /// Length of the longest prefix ending in `_` shared by all names, if

@@ -500,7 +500,7 @@ impl Gen<'_> {
         if t.recursive {
             self.w.line("Self::xdr_decode_depth(dec, 0)");
         } else if t.list_node {
-            self.list_decode(t, fields);
+            self.list_decode(t, fields, false);
         } else {
             self.w.open("::core::result::Result::Ok(Self {");
             for f in fields {
@@ -519,6 +519,13 @@ impl Gen<'_> {
     fn depth_fn_struct(&mut self, t: &TypeItem, fields: &[Field]) {
         self.w.line("");
         self.depth_fn_head(t);
+        if t.list_node {
+            // The nodes of one list are at one depth; what their other
+            // members nest is one deeper.
+            self.list_decode(t, fields, true);
+            self.w.close("}");
+            return;
+        }
         self.w.open("::core::result::Result::Ok(Self {");
         for f in fields {
             let e = self.dec_expr(&f.ty, f.ddp.is_some(), true);
@@ -570,7 +577,7 @@ impl Gen<'_> {
         self.w.close("}");
     }
 
-    fn list_decode(&mut self, t: &TypeItem, fields: &[Field]) {
+    fn list_decode(&mut self, t: &TypeItem, fields: &[Field], depth: bool) {
         let link = fields.last().map(|f| f.rust.clone()).unwrap_or_default();
         let max = self.o.max_list_len;
         self.w
@@ -580,7 +587,7 @@ impl Gen<'_> {
         // no member name can shadow `dec`.
         let mut inits: Vec<String> = Vec::new();
         for f in &fields[..fields.len() - 1] {
-            let e = self.dec_expr(&f.ty, f.ddp.is_some(), false);
+            let e = self.dec_expr(&f.ty, f.ddp.is_some(), depth);
             inits.push(format!("{}: {e}", f.rust));
         }
         inits.push(format!("{link}: ::core::option::Option::None"));

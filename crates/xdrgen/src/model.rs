@@ -124,12 +124,13 @@ pub(crate) struct TypeItem {
     pub(crate) kind: Kind,
     pub(crate) doc: Vec<String>,
     pub(crate) pos: Pos,
-    /// A linked-list node: its last member is a pointer to its own type
-    /// and nothing else makes it recursive. Encoded, decoded, dropped,
-    /// cloned and compared iteratively.
+    /// A linked-list node: its last member is a pointer to its own type.
+    /// The chain of links is encoded, decoded, dropped, cloned and
+    /// compared iteratively.
     pub(crate) list_node: bool,
-    /// Part of a recursive cycle (other than a list's link): decoded with
-    /// a depth limit.
+    /// Part of a recursive cycle other than a list's link (which may also
+    /// be a list node's, through its other members): decoded with a depth
+    /// limit.
     pub(crate) recursive: bool,
     /// Smallest encoding in bytes.
     pub(crate) min_size: u64,

@@ -94,5 +94,7 @@ int main(void)
     b.arg1 = P;
     b.arg2 = p;
     EMIT("args_two_mix", two_mix_1_argument, &b);
+    char *str = "a string argument";
+    EMIT("args_two_echo", wrapstring, &str);
     return 0;
 }

@@ -106,6 +106,15 @@ fn odd_names_match_rpcgen_byte_for_byte() {
     assert_eq!(all, seen, "every odd vector is checked");
 }
 
+/// A string result, decoded by hand.
+struct Str(String);
+
+impl rpcrdma_oncrpc::Unmarshal for Str {
+    fn unmarshal(dec: &mut rpcrdma_xdr::Decoder<'_>) -> Result<Self, rpcrdma_xdr::XdrError> {
+        Ok(Str(dec.get_string(u32::MAX)?.to_string()))
+    }
+}
+
 /// Raw arguments: the bytes rpcgen's C encoded for a call.
 struct Raw(Bytes);
 
@@ -145,6 +154,10 @@ impl two_v::Server for Two {
             foo_bar: a.x + a.x_2,
             foo_baz: b.x as i32,
         })
+    }
+
+    async fn echo(&self, _info: CallInfo, s: String) -> Result<String, ProcError> {
+        Ok(s + "!")
     }
 }
 
@@ -213,9 +226,23 @@ async fn several_programs_and_arguments_as_rpcgen_encodes_them() {
         foo_baz: 0,
     };
     assert_eq!(m, want);
-    let m2 = two_v::Client::new(rpc)
+    let two = two_v::Client::new(rpc.clone());
+    let m2 = two
         .mix(Point { x: 1, x_2: -1 }, Point2 { x: -4_294_967_296 })
         .await
         .unwrap();
     assert_eq!(m2, want);
+    // `string TWO_ECHO(string)`: rpcgen's xdr_wrapstring, an unbounded string.
+    let Str(e) = rpc
+        .call(
+            PROG_TWO,
+            TWO_V,
+            two_v::TWO_ECHO,
+            &Raw(Bytes::from(g["args_two_echo"].clone())),
+            &hints,
+        )
+        .await
+        .unwrap();
+    assert_eq!(e, "a string argument!");
+    assert_eq!(two.echo("x".into()).await.unwrap(), "x!");
 }

@@ -58,6 +58,9 @@ pub(crate) enum TypeSpec {
     Quadruple(Pos),
     /// `bool`.
     Bool,
+    /// `string` as a procedure's argument or result: rpcgen takes it as
+    /// an unbounded string (`string<>`).
+    ProcString,
     /// A type name (also `struct NAME`, `enum NAME`, `union NAME`).
     Named(Ident),
     /// An enum defined in place.

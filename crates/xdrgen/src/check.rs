@@ -490,6 +490,7 @@ impl Checker<'_, '_> {
             TypeSpec::Float => Ty::F32,
             TypeSpec::Double => Ty::F64,
             TypeSpec::Bool => Ty::Bool,
+            TypeSpec::ProcString => Ty::Str(u32::MAX),
             TypeSpec::Quadruple(pos) => {
                 self.err(*pos, "`quadruple` (128-bit float, RFC 4506 §4.8) is not supported: Rust has no 128-bit float type and rpcgen cannot encode it either; use `opaque NAME[16]` and convert");
                 Ty::I32

@@ -715,9 +715,14 @@ impl Parser<'_, '_> {
 
     fn proc_type(&mut self, what: &str) -> PResult<TypeSpec> {
         match self.peek() {
-            Tok::Ident(s) if s == "opaque" || s == "string" => Err(self.rep.diag(
+            // rpcgen takes `string` here (an unbounded string), not `opaque`.
+            Tok::Ident(s) if s == "string" => {
+                self.bump();
+                Ok(TypeSpec::ProcString)
+            }
+            Tok::Ident(s) if s == "opaque" => Err(self.rep.diag(
                 self.pos(),
-                format!("`{s}` cannot be a procedure's argument or result directly: declare `typedef {s} NAME<MAX>;` and use NAME"),
+                "`opaque` cannot be a procedure's argument or result directly: declare `typedef opaque NAME<MAX>;` and use NAME",
             )),
             Tok::Ident(s) if s == "void" => Err(self.rep.diag(
                 self.pos(),

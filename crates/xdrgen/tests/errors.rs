@@ -273,6 +273,25 @@ fn pragmas_attach_before_or_after_on_the_same_line() {
 }
 
 #[test]
+fn string_may_be_a_procedure_argument_or_result_as_in_rpcgen() {
+    let code = generate(
+        "program P { version V { string F(string, int) = 1; } = 1; } = 1;",
+        "s.x",
+        &Options::default(),
+    )
+    .unwrap();
+    assert!(
+        code.contains("pub async fn f(&self, arg0: ::std::string::String, arg1: i32) -> ::core::result::Result<::std::string::String,"),
+        "{code}"
+    );
+    fails(
+        "program P { version V { int F(opaque) = 1; } = 1; } = 1;",
+        "1:31",
+        "`opaque` cannot be a procedure's argument or result directly",
+    );
+}
+
+#[test]
 fn enum_items_without_a_value_take_the_c_value() {
     // rpcgen accepts them and its C gives each one more than the item
     // before (0 for the first), also after a negative or named value.

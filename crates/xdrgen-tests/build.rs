@@ -11,6 +11,7 @@ fn main() {
         "xdr/zoo.x",
         "xdr/odd.x",
         "xdr/chain.x",
+        "xdr/stress.x",
     ] {
         rpcrdma_xdrgen::Builder::new(x)
             .generate_to_out_dir()

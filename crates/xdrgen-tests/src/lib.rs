@@ -50,3 +50,9 @@ pub mod odd {
 pub mod chain {
     include!(concat!(env!("OUT_DIR"), "/chain.rs"));
 }
+
+/// Shapes that stretch the generated Rust: nine arguments, ten case labels
+/// on one arm, typedefs of optional arrays of optional data.
+pub mod stress {
+    include!(concat!(env!("OUT_DIR"), "/stress.rs"));
+}

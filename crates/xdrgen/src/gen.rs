@@ -1416,6 +1416,14 @@ impl Gen<'_> {
         }
     }
 
+    /// A procedure of many arguments (rpcgen -N style) gives methods of
+    /// as many parameters, as the `.x` file asks.
+    fn many_args(&mut self, pr: &ProcIr) {
+        if pr.args.len() >= 5 {
+            self.w.line("#[allow(clippy::too_many_arguments)]");
+        }
+    }
+
     fn result_ty(&self, pr: &ProcIr) -> String {
         pr.result
             .as_ref()
@@ -1725,6 +1733,7 @@ impl Gen<'_> {
                 "/// Calls `{}` (procedure {}) with the hints of [`Ulb::{m}`].",
                 pr.xdr, pr.number
             ));
+            self.many_args(pr);
             self.w.open(&format!(
                 "pub async fn {}(&self{}) -> {RESULT}<{r}, {M}::RpcError> {{",
                 pr.method, a.params
@@ -1753,6 +1762,7 @@ impl Gen<'_> {
             } else {
                 format!("{ps}, ")
             };
+            self.many_args(pr);
             self.w.open(&format!("pub async fn {}(&self, {ps}hints: &{M}::CallHints) -> {RESULT}<{r}, {M}::RpcError> {{", with_hints(&m)));
             self.w.line(&format!("let args = {};", a.wrap));
             self.w
@@ -1800,6 +1810,7 @@ impl Gen<'_> {
                 .params
                 .replace(", args:", ", _args:")
                 .replace(", arg", ", _arg");
+            self.many_args(pr);
             self.w.open(&format!(
                 "fn {}(&self, _info: {M}::CallInfo{params}) -> impl ::core::future::Future<Output = {RESULT}<{r}, {M}::ProcError>> + Send {{",
                 pr.method

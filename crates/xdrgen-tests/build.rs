@@ -12,6 +12,7 @@ fn main() {
         "xdr/odd.x",
         "xdr/chain.x",
         "xdr/stress.x",
+        "xdr/names.x",
     ] {
         rpcrdma_xdrgen::Builder::new(x)
             .generate_to_out_dir()

@@ -56,3 +56,8 @@ pub mod chain {
 pub mod stress {
     include!(concat!(env!("OUT_DIR"), "/stress.rs"));
 }
+
+/// Rust keywords as program, version and procedure names.
+pub mod names {
+    include!(concat!(env!("OUT_DIR"), "/names.rs"));
+}

@@ -83,3 +83,15 @@ async fn nine_arguments_and_nested_optional_arrays() {
         "ST_V is not implemented: PROC_UNAVAIL"
     );
 }
+
+#[test]
+fn keywords_name_programs_versions_and_procedures() {
+    use rpcrdma_xdrgen_tests::names;
+    // `program type { version mod { ...; int new(int) = 3; } ... }`
+    assert_eq!((names::TYPE, names::MOD, names::MATCH), (77, 1, 2));
+    assert_eq!(names::r#mod::NEW, 3);
+    assert_eq!(names::r#where::PROGRAM, names::SELF);
+    // `union u switch (int d) { case 1: u_ptr next; ... }; typedef u *u_ptr;`
+    let u = names::U::Case1(Some(Box::new(names::U::Case2)));
+    assert_eq!(names::U::from_xdr(&u.to_xdr()).unwrap(), u);
+}

@@ -13,6 +13,7 @@ fn main() {
         "xdr/chain.x",
         "xdr/stress.x",
         "xdr/names.x",
+        "xdr/prelude.x",
     ] {
         rpcrdma_xdrgen::Builder::new(x)
             .generate_to_out_dir()

@@ -61,3 +61,8 @@ pub mod stress {
 pub mod names {
     include!(concat!(env!("OUT_DIR"), "/names.rs"));
 }
+
+/// Types named like the items of Rust's prelude.
+pub mod prelude_names {
+    include!(concat!(env!("OUT_DIR"), "/prelude.rs"));
+}

@@ -95,3 +95,15 @@ fn keywords_name_programs_versions_and_procedures() {
     let u = names::U::Case1(Some(Box::new(names::U::Case2)));
     assert_eq!(names::U::from_xdr(&u.to_xdr()).unwrap(), u);
 }
+
+#[test]
+fn types_may_be_named_like_the_prelude() {
+    use rpcrdma_xdrgen_tests::prelude_names::{Clone, Drop, From, Iterator, User};
+    let u = User {
+        f: From { a: 1 },
+        c: vec![Clone { s: "c".into() }],
+        d: Some(Box::new(Drop { a: 2 })),
+        i: [Iterator { a: 3 }, Iterator { a: 4 }],
+    };
+    assert_eq!(User::from_xdr(&u.to_xdr()).unwrap(), u);
+}

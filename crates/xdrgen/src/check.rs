@@ -829,15 +829,8 @@ impl Checker<'_, '_> {
     /// Rust name (the RPC language is case-sensitive: `point` and `POINT`
     /// both become `Point`, so the later one is numbered, `Point2`).
     fn check_rust_names(&mut self) {
-        // Types: their own names, and (for the prelude traits whose methods
-        // the generated code calls) names that would hide them.
         let natural: Vec<String> = self.model.types.iter().map(|t| t.rust.clone()).collect();
-        for (t, r) in self
-            .model
-            .types
-            .iter_mut()
-            .zip(distinct(&natural, "", PRELUDE_TRAITS))
-        {
+        for (t, r) in self.model.types.iter_mut().zip(distinct(&natural, "", &[])) {
             t.rust = r;
         }
         // A typedef's codec functions: encode_B, decode_B, check_B,
@@ -1016,31 +1009,6 @@ impl Checker<'_, '_> {
         });
     }
 }
-
-/// Traits of the prelude whose methods the generated code calls (`.clone()`,
-/// `u32::try_from`, `i64::from`, `.collect()`): a type of that name would
-/// hide them, so it is numbered (`From2`).
-const PRELUDE_TRAITS: &[&str] = &[
-    "Clone",
-    "From",
-    "Into",
-    "TryFrom",
-    "TryInto",
-    "Iterator",
-    "IntoIterator",
-    "FromIterator",
-    "Extend",
-    "Default",
-    "PartialEq",
-    "Eq",
-    "PartialOrd",
-    "Ord",
-    "ToString",
-    "ToOwned",
-    "AsRef",
-    "AsMut",
-    "Drop",
-];
 
 /// The codec functions of a typedef whose base name is `base`.
 fn typedef_fns(base: &str) -> [String; 5] {

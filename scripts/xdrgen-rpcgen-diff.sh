@@ -11,7 +11,7 @@
 #   3. the fresh C output must equal the golden vectors checked in for
 #      `cargo test` (crates/xdrgen-tests/tests/golden/*.txt);
 #      `--update` rewrites them instead;
-#   4. rpcgen accepts demo.x and its C compiles.
+#   4. rpcgen accepts demo.x and xdr/stress.x and their C compiles.
 # Installs rpcsvc-proto, libtirpc-dev and gcc with apt-get when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,10 +73,10 @@ XDRGEN_C_VECTORS="$work/all.txt" XDRGEN_C_NFS_VECTORS="$work/nfs.txt" \
     cargo test -q -p rpcrdma-xdrgen-tests --test golden --test nfs_golden \
     --test golden_zoo --test golden_odd --test golden_chain
 
-for x in crates/demoprog/demo.x; do
+for x in crates/demoprog/demo.x crates/xdrgen-tests/xdr/stress.x; do
     base=$(basename "$x" .x)
     cp "$x" "$work/$base.x"
-    (cd "$work" && rpcgen -h "$base.x" -o "$base.h" && rpcgen -c "$base.x" -o "${base}_xdr.c" \
+    (cd "$work" && rpcgen -N -h "$base.x" -o "$base.h" && rpcgen -N -c "$base.x" -o "${base}_xdr.c" \
         && gcc -c -Wall -Wno-unused-variable -I/usr/include/tirpc "${base}_xdr.c" -o "${base}_xdr.o")
     echo "rpcgen accepts $x and its C compiles"
 done

@@ -1455,13 +1455,32 @@ impl Gen<'_> {
     fn version(&mut self, p: &ProgramIr, v: &VersionIr) {
         self.in_module = true;
         self.w.doc_comments(&v.doc);
+        // A module's outer doc links from the enclosing scope (and a link
+        // cannot name a raw identifier).
+        let link = |item: &str| {
+            if v.module.starts_with("r#") {
+                format!("`{item}`")
+            } else {
+                format!("[`{item}`]({}::{item})", v.module)
+            }
+        };
         self.w.line(&format!(
-            "/// Version {} (`{}`) of program {:#x} (`{}`): [`Client`] stubs, the",
-            v.number, v.xdr, p.number, p.xdr
+            "/// Version {} (`{}`) of program {:#x} (`{}`): {} stubs, the",
+            v.number,
+            v.xdr,
+            p.number,
+            p.xdr,
+            link("Client")
         ));
-        self.w
-            .line("/// [`Server`] trait and its [`register`]ing into `Services`, and the");
-        self.w.line("/// Upper-Layer Binding ([`Ulb`], `hints_*`).");
+        self.w.line(&format!(
+            "/// {} trait and its {}ing into `Services`, and the",
+            link("Server"),
+            link("register")
+        ));
+        self.w.line(&format!(
+            "/// Upper-Layer Binding ({}, `hints_*`).",
+            link("Ulb")
+        ));
         self.w.line("///");
         self.w
             .line("/// | proc | name | DDP-eligible results (Write chunks) | maximum results |");

@@ -408,3 +408,19 @@ fn write_chunks_are_sized_for_the_items_that_may_land_in_them() {
     let code = generate(src, "s.x", &Options::default()).unwrap();
     assert!(code.contains(".ddp_result(10).ddp_result(1000)"), "{code}");
 }
+
+#[test]
+fn version_module_docs_link_from_the_enclosing_scope() {
+    // rustdoc resolves a module's outer doc links from its parent: the
+    // links name the module (none for a raw identifier, which a link
+    // cannot spell).
+    let code = generate(
+        "program P { version V1 { void N(void) = 0; } = 1; version mod { void M(void) = 0; } = 2; } = 1;",
+        "d.x",
+        &Options::default(),
+    )
+    .unwrap();
+    assert!(code.contains("[`Client`](v1::Client) stubs"), "{code}");
+    assert!(code.contains("[`register`](v1::register)ing"));
+    assert!(code.contains("(`mod`) of program 0x1 (`P`): `Client` stubs"));
+}

@@ -496,3 +496,51 @@ async fn several_arguments_travel_as_rpcgen_encodes_them() {
     let fed = keeper.fed.lock().unwrap().clone();
     assert_eq!(fed, vec![(Feeding::Dog(3), -4, true); 2]);
 }
+
+#[test]
+fn bounds_given_by_constants_and_enum_items_are_checked_on_decode() {
+    use rpcrdma_xdr::XdrError;
+    let words =
+        |w: &[u32]| Bytes::from(w.iter().flat_map(|x| x.to_be_bytes()).collect::<Vec<u8>>());
+    // smallraw<ZOO_DEC = 12>: 13 bytes claimed.
+    assert!(matches!(
+        smallraw_from_xdr(&words(&[13, 0, 0, 0, 0])),
+        Err(XdrError::TooLong {
+            len: 13,
+            max: 12,
+            ..
+        })
+    ));
+    // label = string<ZOO_DEC>.
+    assert!(matches!(
+        label_from_xdr(&words(&[13, 0, 0, 0, 0])),
+        Err(XdrError::TooLong { max: 12, .. })
+    ));
+    // animals = animal<DOG = 5>: six items.
+    assert!(matches!(
+        animals_from_xdr(&words(&[6, 0, 0, 0, 0, 0, 0])),
+        Err(XdrError::TooLong { len: 6, max: 5, .. })
+    ));
+    // An enum value that is no item (G1), also as a union discriminant.
+    assert!(matches!(
+        animal_t_from_xdr(&words(&[7])),
+        Err(XdrError::BadDiscriminant { .. })
+    ));
+    assert!(matches!(
+        Feeding::from_xdr(&words(&[7, 0])),
+        Err(XdrError::BadDiscriminant { .. })
+    ));
+    // A union without a default arm refuses unlisted discriminants.
+    assert!(matches!(
+        Byint::from_xdr(&words(&[1])),
+        Err(XdrError::BadDiscriminant { .. })
+    ));
+    // The encode side: xdr_check refuses what the bounds forbid.
+    let mut p = pen_a();
+    p.s5 = "six!!!".into();
+    assert!(p.xdr_check().is_err());
+    assert!(check_animals(&vec![Animal::Cat; 6]).is_err());
+    assert!(Feeding::Default(Animal::Cat, String::new())
+        .xdr_check()
+        .is_err());
+}

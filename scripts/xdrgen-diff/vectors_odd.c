@@ -82,6 +82,9 @@ int main(void)
     f.flagged_u.p = P;
     EMIT("flagged_true", flagged, &f);
 
+    guarded gd = {{-1}};
+    EMIT("guarded", guarded, &gd);
+
     mixedCase mc = {3, 4};
     EMIT("mixedCase", mixedCase, &mc);
 

@@ -82,6 +82,8 @@ fn odd_names_match_rpcgen_byte_for_byte() {
         Point2 { x: 42 }
     );
     seen.push("POINT");
+    // `#ifndef ODD_NOT_DEFINED ... const ODD_GUARD = 1; #else ... = 2;`
+    vector!(seen, g, "guarded", Guarded, Guarded { g: [-1] });
     vector!(seen, g, "flagged_false", Flagged, Flagged::False);
     vector!(
         seen,

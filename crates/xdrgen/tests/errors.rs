@@ -424,3 +424,39 @@ fn version_module_docs_link_from_the_enclosing_scope() {
     assert!(code.contains("[`register`](v1::register)ing"));
     assert!(code.contains("(`mod`) of program 0x1 (`P`): `Client` stubs"));
 }
+
+#[test]
+fn preprocessor_conditionals_read_as_cpp_reads_them_for_rpcgen() {
+    // rpcgen runs the file through cpp; with nothing defined, `#ifdef`
+    // and `#if 0` blocks drop out, `#ifndef` and `#else` stay.
+    let src = "#ifdef RPC_HDR\n%#include <x.h>\nstruct s { quadruple q; };\n#endif\n\
+        #if 0\nconst A = 1;\n#elif defined(FOO) || !(1 && 0)\nconst A = 2;\n#else\nconst A = 3;\n#endif\n\
+        #ifndef _X_H /* a guard */\nconst B = 4;\n#else\nconst B = 5;\n#endif\n\
+        #if 1\n#ifdef NOPE\nconst C = 6;\n#else\nconst C = 7;\n#endif\n#endif\n\
+        #if 0\n this is not RPC language @ $\n#endif\n";
+    let code = generate(src, "c.x", &Options::default()).unwrap();
+    for want in [
+        "pub const A: u32 = 2;",
+        "pub const B: u32 = 4;",
+        "pub const C: u32 = 7;",
+    ] {
+        assert!(code.contains(want), "missing `{want}` in {code}");
+    }
+    assert!(!code.contains("pub struct S"));
+    fails(
+        "#if 1\nconst A = 1;\n",
+        "1:1",
+        "never closed: expected `#endif`",
+    );
+    fails("const A = 1;\n#endif\n", "2:1", "`#endif` without `#if`");
+    fails(
+        "#if 0\n#else\n#else\n#endif\n",
+        "3:1",
+        "`#else` after `#else`",
+    );
+    fails(
+        "#if 1 +\n#endif\n",
+        "1:1",
+        "cannot read the condition `1 +`",
+    );
+}

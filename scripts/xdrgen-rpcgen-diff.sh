@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Differential test of rpcrdma-xdrgen against rpcgen (docs/xdrgen.md):
 #   1. rpcgen (Debian's rpcsvc-proto) generates C from
-#      crates/xdrgen-tests/xdr/all.x and crates/xdrgen/xdr/{nfs3,mount3}.x;
-#      scripts/xdrgen-diff/vectors_{all,nfs}.c encode fixed values with it
-#      and libtirpc and print their bytes;
-#   2. the Rust generated from the same file encodes the same values and
+#      crates/xdrgen-tests/xdr/{all,zoo,odd,chain}.x and
+#      crates/xdrgen/xdr/{nfs3,mount3}.x; scripts/xdrgen-diff/vectors_*.c
+#      encode fixed values with it and libtirpc and print their bytes;
+#   2. the Rust generated from the same files encodes the same values and
 #      must produce the same bytes, and decode rpcgen's bytes back to the
-#      same values (crates/xdrgen-tests/tests/golden.rs, run against the
-#      fresh C output);
+#      same values (crates/xdrgen-tests/tests/golden*.rs, nfs_golden.rs,
+#      run against the fresh C output);
 #   3. the fresh C output must equal the golden vectors checked in for
-#      `cargo test` (crates/xdrgen-tests/tests/golden/all.txt);
+#      `cargo test` (crates/xdrgen-tests/tests/golden/*.txt);
 #      `--update` rewrites them instead;
-#   4. rpcgen accepts demo.x and its C compiles.
+#   4. rpcgen accepts demo.x and xdr/stress.x and their C compiles.
 # Installs rpcsvc-proto, libtirpc-dev and gcc with apt-get when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,13 +32,19 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp crates/xdrgen-tests/xdr/all.x crates/xdrgen/xdr/nfs3.x crates/xdrgen/xdr/mount3.x \
-    scripts/xdrgen-diff/vectors_all.c scripts/xdrgen-diff/vectors_nfs.c "$work/"
+    crates/xdrgen-tests/xdr/zoo.x crates/xdrgen-tests/xdr/odd.x crates/xdrgen-tests/xdr/chain.x \
+    scripts/xdrgen-diff/*.c scripts/xdrgen-diff/emit.h "$work/"
 (
     cd "$work"
-    rpcgen -N -h all.x -o all.h
-    rpcgen -N -c all.x -o all_xdr.c
-    gcc -Wall -Wno-unused-variable -I/usr/include/tirpc -o vectors_all vectors_all.c all_xdr.c -ltirpc
-    ./vectors_all > all.txt
+    # -Dbool=bool_t: rpcgen's C for a fixed array of bool (odd.x) declares
+    # a `bool *` where it means `bool_t *`.
+    for x in all zoo odd chain; do
+        rpcgen -N -h $x.x -o $x.h
+        rpcgen -N -c $x.x -o ${x}_xdr.c
+        gcc -Wall -Wno-unused-variable -Dbool=bool_t -I/usr/include/tirpc -I. \
+            -o vectors_$x vectors_$x.c ${x}_xdr.c -ltirpc
+        ./vectors_$x > $x.txt
+    done
     for x in nfs3 mount3; do
         rpcgen -h $x.x -o $x.h
         rpcgen -c $x.x -o ${x}_xdr.c
@@ -46,10 +52,11 @@ cp crates/xdrgen-tests/xdr/all.x crates/xdrgen/xdr/nfs3.x crates/xdrgen/xdr/moun
     gcc -Wall -Wno-unused-variable -I/usr/include/tirpc -o vectors_nfs vectors_nfs.c nfs3_xdr.c mount3_xdr.c -ltirpc
     ./vectors_nfs > nfs.txt
 )
-count=$(cat "$work/all.txt" "$work/nfs.txt" | wc -l)
-echo "rpcgen + libtirpc encoded $count values (all.x, nfs3.x, mount3.x)"
+sets="all zoo odd chain nfs"
+count=$(for set in $sets; do cat "$work/$set.txt"; done | wc -l)
+echo "rpcgen + libtirpc encoded $count values (all.x, zoo.x, odd.x, chain.x, nfs3.x, mount3.x)"
 
-for set in all nfs; do
+for set in $sets; do
     golden=crates/xdrgen-tests/tests/golden/$set.txt
     if [ $update -eq 1 ]; then
         cp "$work/$set.txt" "$golden"
@@ -61,12 +68,15 @@ for set in all nfs; do
 done
 
 XDRGEN_C_VECTORS="$work/all.txt" XDRGEN_C_NFS_VECTORS="$work/nfs.txt" \
-    cargo test -q -p rpcrdma-xdrgen-tests --test golden --test nfs_golden
+    XDRGEN_C_ZOO_VECTORS="$work/zoo.txt" XDRGEN_C_ODD_VECTORS="$work/odd.txt" \
+    XDRGEN_C_CHAIN_VECTORS="$work/chain.txt" \
+    cargo test -q -p rpcrdma-xdrgen-tests --test golden --test nfs_golden \
+    --test golden_zoo --test golden_odd --test golden_chain
 
-for x in crates/demoprog/demo.x; do
+for x in crates/demoprog/demo.x crates/xdrgen-tests/xdr/stress.x; do
     base=$(basename "$x" .x)
     cp "$x" "$work/$base.x"
-    (cd "$work" && rpcgen -h "$base.x" -o "$base.h" && rpcgen -c "$base.x" -o "${base}_xdr.c" \
+    (cd "$work" && rpcgen -N -h "$base.x" -o "$base.h" && rpcgen -N -c "$base.x" -o "${base}_xdr.c" \
         && gcc -c -Wall -Wno-unused-variable -I/usr/include/tirpc "${base}_xdr.c" -o "${base}_xdr.o")
     echo "rpcgen accepts $x and its C compiles"
 done

@@ -8,6 +8,12 @@ fn main() {
         "../xdrgen/xdr/mount3.x",
         "xdr/all.x",
         "xdr/nested.x",
+        "xdr/zoo.x",
+        "xdr/odd.x",
+        "xdr/chain.x",
+        "xdr/stress.x",
+        "xdr/names.x",
+        "xdr/prelude.x",
     ] {
         rpcrdma_xdrgen::Builder::new(x)
             .generate_to_out_dir()

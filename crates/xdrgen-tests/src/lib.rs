@@ -31,3 +31,38 @@ pub mod all {
 pub mod nested {
     include!(concat!(env!("OUT_DIR"), "/nested.rs"));
 }
+
+/// A second file with every construct, written apart from `all.x` (other
+/// names and shapes): implicit enum values, names that differ only in case,
+/// every discriminant type, typedefs of unions and optional data.
+pub mod zoo {
+    include!(concat!(env!("OUT_DIR"), "/zoo.rs"));
+}
+
+/// Rust keywords as type, member, enum-item and union names, comments in
+/// odd places, several programs, procedures of several arguments.
+pub mod odd {
+    include!(concat!(env!("OUT_DIR"), "/odd.rs"));
+}
+
+/// Recursion: lists (direct and through a typedef), a first-child /
+/// next-sibling tree, mutual recursion, a list of unions.
+pub mod chain {
+    include!(concat!(env!("OUT_DIR"), "/chain.rs"));
+}
+
+/// Shapes that stretch the generated Rust: nine arguments, ten case labels
+/// on one arm, typedefs of optional arrays of optional data.
+pub mod stress {
+    include!(concat!(env!("OUT_DIR"), "/stress.rs"));
+}
+
+/// Rust keywords as program, version and procedure names.
+pub mod names {
+    include!(concat!(env!("OUT_DIR"), "/names.rs"));
+}
+
+/// Types named like the items of Rust's prelude.
+pub mod prelude_names {
+    include!(concat!(env!("OUT_DIR"), "/prelude.rs"));
+}

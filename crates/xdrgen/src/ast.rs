@@ -18,6 +18,14 @@ pub(crate) enum Value {
     Num(i128, Pos),
     /// A constant or enumerator name.
     Name(Ident),
+    /// An enum item written without a value (rpcgen's C reading): one
+    /// more than the item before it, `prev`.
+    Next {
+        /// The item before.
+        prev: Ident,
+        /// Where the item without a value is.
+        pos: Pos,
+    },
 }
 
 impl Value {
@@ -26,6 +34,7 @@ impl Value {
         match self {
             Value::Num(_, p) => *p,
             Value::Name(i) => i.pos,
+            Value::Next { pos, .. } => *pos,
         }
     }
 }
@@ -49,6 +58,9 @@ pub(crate) enum TypeSpec {
     Quadruple(Pos),
     /// `bool`.
     Bool,
+    /// `string` as a procedure's argument or result: rpcgen takes it as
+    /// an unbounded string (`string<>`).
+    ProcString,
     /// A type name (also `struct NAME`, `enum NAME`, `union NAME`).
     Named(Ident),
     /// An enum defined in place.

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use crate::ast::*;
 use crate::error::{Pos, Reporter};
 use crate::model::*;
-use crate::names::{bare, camel, screaming, snake};
+use crate::names::{bare, camel, distinct, numbered, screaming, snake, with_hints};
 
 /// A name in the constant namespace.
 #[derive(Debug, Clone)]
@@ -56,7 +56,7 @@ pub(crate) fn check(spec: &Spec, rep: &mut Reporter<'_>) -> Model {
                 c.lower_program(p);
             }
         }
-        c.check_program_names(spec);
+        c.check_program_names();
     }
     c.model
 }
@@ -176,6 +176,7 @@ impl Checker<'_, '_> {
         match v {
             Value::Num(n, _) => Some(*n),
             Value::Name(id) => self.eval_name(id),
+            Value::Next { prev, .. } => self.eval_name(prev).map(|v| v + 1),
         }
     }
 
@@ -204,6 +205,7 @@ impl Checker<'_, '_> {
             list_node: false,
             recursive: false,
             min_size: 0,
+            fn_base: String::new(),
         });
         self.model.types.len() - 1
     }
@@ -329,6 +331,11 @@ impl Checker<'_, '_> {
                 doc: doc.clone(),
             });
         }
+        // `a = 1, A = 2` both become `A`.
+        let natural: Vec<String> = items.iter().map(|i| i.rust.clone()).collect();
+        for (i, r) in items.iter_mut().zip(distinct(&natural, "", &[])) {
+            i.rust = r;
+        }
         Kind::Enum(items)
     }
 
@@ -347,15 +354,12 @@ impl Checker<'_, '_> {
                 continue;
             }
             let f = self.lower_decl(d, xdr, rust);
-            if let Some(prev) = fields.iter().find(|g| g.rust == f.rust) {
-                let msg = format!(
-                    "members `{}` and `{}` both become the Rust field `{}`: rename one",
-                    prev.xdr, f.xdr, f.rust
-                );
-                self.err(d.name.pos, msg);
-                continue;
-            }
             fields.push(f);
+        }
+        // `int x; int X;` are two members that both become `x`.
+        let natural: Vec<String> = fields.iter().map(|f| f.rust.clone()).collect();
+        for (f, r) in fields.iter_mut().zip(distinct(&natural, "_", &[])) {
+            f.rust = r;
         }
         Kind::Struct(fields)
     }
@@ -486,6 +490,7 @@ impl Checker<'_, '_> {
             TypeSpec::Float => Ty::F32,
             TypeSpec::Double => Ty::F64,
             TypeSpec::Bool => Ty::Bool,
+            TypeSpec::ProcString => Ty::Str(u32::MAX),
             TypeSpec::Quadruple(pos) => {
                 self.err(*pos, "`quadruple` (128-bit float, RFC 4506 §4.8) is not supported: Rust has no 128-bit float type and rpcgen cannot encode it either; use `opaque NAME[16]` and convert");
                 Ty::I32
@@ -538,13 +543,12 @@ impl Checker<'_, '_> {
                 None => discr.clone(),
             };
             let mut seen: HashMap<i64, String> = HashMap::new();
-            let mut variants: HashSet<String> = HashSet::new();
             for (arm, values) in u.arms.iter_mut().zip(raw) {
                 for v in values {
                     let Some(n) = self.eval(&v) else { continue };
                     let label = match &v {
                         Value::Num(n, _) => n.to_string(),
-                        Value::Name(i) => i.name.clone(),
+                        Value::Name(i) | Value::Next { prev: i, .. } => i.name.clone(),
                     };
                     let ok = match &discr {
                         Ty::I32 => i32::try_from(n).is_ok(),
@@ -601,14 +605,10 @@ impl Checker<'_, '_> {
                                 "False".into()
                             }
                         }
-                        (Value::Name(i), _, _) => camel(&i.name),
+                        (Value::Name(i) | Value::Next { prev: i, .. }, _, _) => camel(&i.name),
                         (Value::Num(..), _, _) if n < 0 => format!("CaseMinus{}", -(n as i128)),
                         (Value::Num(..), _, _) => format!("Case{n}"),
                     };
-                    if !variants.insert(variant.clone()) {
-                        self.err(v.pos(), format!("case `{label}` would become the Rust variant `{variant}`, which another case already uses"));
-                        continue;
-                    }
                     arm.cases.push(Case {
                         value: n,
                         label,
@@ -616,9 +616,23 @@ impl Checker<'_, '_> {
                     });
                 }
             }
-            if variants.contains("Default") {
-                u.default_variant = "DefaultArm".into();
+            // `case a:` and `case A:` both become `A`.
+            let mut natural: Vec<String> = u
+                .arms
+                .iter()
+                .flat_map(|a| a.cases.iter().map(|c| c.variant.clone()))
+                .collect();
+            let dv = if natural.iter().any(|v| v == "Default") {
+                "DefaultArm"
+            } else {
+                "Default"
+            };
+            natural.push(dv.to_string());
+            let mut names = distinct(&natural, "", &[]).into_iter();
+            for c in u.arms.iter_mut().flat_map(|a| a.cases.iter_mut()) {
+                c.variant = names.next().unwrap_or_default();
             }
+            u.default_variant = names.next().unwrap_or_default();
             self.model.types[id].kind = Kind::Union(u);
         }
     }
@@ -705,7 +719,9 @@ impl Checker<'_, '_> {
             return;
         }
         // List nodes: struct S { ...; S *next; } (also through a typedef of
-        // `S *`) where nothing else leads back to S.
+        // `S *`). The chain of links is walked without recursion; members
+        // that lead back to S otherwise (a first-child / next-sibling tree's
+        // `kids`) make S recursive as well, and nest with a depth limit.
         for id in 0..n {
             let Kind::Struct(fs) = &self.model.types[id].kind else {
                 continue;
@@ -713,27 +729,12 @@ impl Checker<'_, '_> {
             let Some(last) = fs.last() else { continue };
             let (r, _) = self.model.resolve(&last.ty);
             let is_link = matches!(r, Ty::Optional(inner) if matches!(self.model.resolve(inner).0, Ty::Named(t) if *t == id));
-            if !is_link {
-                continue;
-            }
-            let others: Vec<Ty> = fs[..fs.len() - 1].iter().map(|f| f.ty.clone()).collect();
-            let mut back = false;
-            for ty in &others {
-                let mut tmp = Vec::new();
-                collect_named(ty, &mut tmp);
-                for t in tmp {
-                    if t == id || self.reaches(t, id, false) {
-                        back = true;
-                    }
-                }
-            }
-            // The link itself may pass through typedefs only.
-            if !back {
+            if is_link {
                 self.model.types[id].list_node = true;
             }
         }
         for id in 0..n {
-            if !self.model.types[id].list_node && self.reaches_avoiding_lists(id, id) {
+            if self.reaches_avoiding_lists(id, id) {
                 self.model.types[id].recursive = true;
             }
         }
@@ -824,84 +825,69 @@ impl Checker<'_, '_> {
         }
     }
 
+    /// Gives every type, typedef codec function and constant a distinct
+    /// Rust name (the RPC language is case-sensitive: `point` and `POINT`
+    /// both become `Point`, so the later one is numbered, `Point2`).
     fn check_rust_names(&mut self) {
-        let mut seen: HashMap<String, String> = HashMap::new();
-        let mut errs = Vec::new();
-        for t in &self.model.types {
-            if let Some(prev) = seen.insert(t.rust.clone(), t.xdr.clone()) {
-                errs.push((
-                    t.pos,
-                    format!(
-                        "types `{prev}` and `{}` both become the Rust type `{}`: rename one",
-                        t.xdr, t.rust
-                    ),
-                ));
-            }
-            if let Kind::Enum(items) = &t.kind {
-                let mut vs = HashSet::new();
-                for it in items {
-                    if !vs.insert(it.rust.clone()) {
-                        errs.push((
-                            t.pos,
-                            format!(
-                                "enum `{}`: two items become the Rust variant `{}`: rename one",
-                                t.xdr, it.rust
-                            ),
-                        ));
-                    }
-                }
-            }
+        let natural: Vec<String> = self.model.types.iter().map(|t| t.rust.clone()).collect();
+        for (t, r) in self.model.types.iter_mut().zip(distinct(&natural, "", &[])) {
+            t.rust = r;
         }
-        let mut cs: HashMap<String, String> = HashMap::new();
-        for c in &self.model.consts {
-            if let Some(prev) = cs.insert(c.rust.clone(), c.xdr.clone()) {
-                errs.push((Pos::default(), format!("constants `{prev}` and `{}` both become the Rust constant `{}`: rename one", c.xdr, c.rust)));
+        // A typedef's codec functions: encode_B, decode_B, check_B,
+        // B_to_xdr, B_from_xdr, for a base B distinct from every other's.
+        let mut fns: HashSet<String> = HashSet::new();
+        for t in &mut self.model.types {
+            if !matches!(t.kind, Kind::Alias(_)) {
+                continue;
             }
+            let natural = bare(&snake(&t.xdr)).to_string();
+            let base = std::iter::once(natural.clone())
+                .chain((2..).map(|k| bare(&numbered(&natural, "_", k)).to_string()))
+                .find(|b| typedef_fns(b).iter().all(|f| !fns.contains(f)))
+                .unwrap_or_default();
+            fns.extend(typedef_fns(&base));
+            t.fn_base = base;
         }
-        for (p, m) in errs {
-            self.err(p, m);
+        let natural: Vec<String> = self.model.consts.iter().map(|c| c.rust.clone()).collect();
+        for (c, r) in self
+            .model
+            .consts
+            .iter_mut()
+            .zip(distinct(&natural, "_", &[]))
+        {
+            c.rust = r;
         }
     }
 
-    /// Program and version constants share the namespace of `const`s;
-    /// version modules must differ.
-    fn check_program_names(&mut self, spec: &Spec) {
-        let mut consts: HashMap<String, String> = self
+    /// Program and version constants share the namespace of `const`s, and
+    /// version modules one namespace: names that meet are numbered.
+    fn check_program_names(&mut self) {
+        let consts: Vec<&str> = self.model.consts.iter().map(|c| c.rust.as_str()).collect();
+        let natural: Vec<String> = self
             .model
-            .consts
+            .programs
             .iter()
-            .map(|c| (c.rust.clone(), c.xdr.clone()))
+            .flat_map(|p| {
+                std::iter::once(p.rust_const.clone())
+                    .chain(p.versions.iter().map(|v| v.rust_const.clone()))
+            })
             .collect();
-        let mut modules: HashMap<String, String> = HashMap::new();
-        let mut errs = Vec::new();
-        for def in &spec.defs {
-            let Def::Program(p) = def else { continue };
-            let mut names = vec![(screaming(&p.name.name), p.name.clone())];
-            names.extend(
-                p.versions
-                    .iter()
-                    .map(|v| (screaming(&v.name.name), v.name.clone())),
-            );
-            for (rust, id) in names {
-                if let Some(prev) = consts.insert(rust.clone(), id.name.clone()) {
-                    errs.push((
-                        id.pos,
-                        format!(
-                            "`{}` and `{prev}` both become the Rust constant `{rust}`: rename one",
-                            id.name
-                        ),
-                    ));
-                }
-            }
-            for v in &p.versions {
-                let m = snake(&v.name.name);
-                if let Some(prev) = modules.insert(m.clone(), v.name.name.clone()) {
-                    errs.push((v.name.pos, format!("versions `{prev}` and `{}` both become the Rust module `{m}`: rename one", v.name.name)));
-                }
+        let mut names = distinct(&natural, "_", &consts).into_iter();
+        for p in &mut self.model.programs {
+            p.rust_const = names.next().unwrap_or_default();
+            for v in &mut p.versions {
+                v.rust_const = names.next().unwrap_or_default();
             }
         }
-        for (p, m) in errs {
-            self.err(p, m);
+        let natural: Vec<String> = self
+            .model
+            .programs
+            .iter()
+            .flat_map(|p| p.versions.iter().map(|v| v.module.clone()))
+            .collect();
+        let mut names = distinct(&natural, "_", &[]).into_iter();
+        for v in self.model.programs.iter_mut().flat_map(|p| &mut p.versions) {
+            v.module = names.next().unwrap_or_default();
         }
     }
 
@@ -952,34 +938,55 @@ impl Checker<'_, '_> {
                 procs.push(ProcIr {
                     xdr: pr.name.name.clone(),
                     method: String::new(),
+                    rust_const: String::new(),
+                    wrapper: String::new(),
                     number: pn,
                     result,
                     args,
                     ddp_results: Vec::new(),
                     max_results: None,
                     doc: pr.doc.clone(),
-                    pos: pr.name.pos,
                 });
             }
             // Method names: the procedure names without their common prefix.
             let names: Vec<&str> = procs.iter().map(|p| p.xdr.as_str()).collect();
             let prefix = common_prefix(&names);
-            let mut methods = HashSet::new();
-            for (pr, ast) in procs.iter_mut().zip(&v.procs) {
+            // Client methods are NAME and NAME_with_hints, next to `new`,
+            // `with_ulb` and `rpc`; procedures whose names meet (`P_get`,
+            // `P_GET`) are numbered.
+            let mut taken: HashSet<String> = ["new", "with_ulb", "rpc"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            for pr in procs.iter_mut() {
                 let mut m = snake(&pr.xdr[prefix..]);
                 if matches!(bare(&m), "new" | "rpc" | "with_ulb" | "client") {
                     m = snake(&pr.xdr);
                 }
-                if !methods.insert(m.clone()) {
-                    self.rep.error(
-                        ast.name.pos,
-                        format!(
-                            "procedures of version `{}` would share the Rust method `{m}`",
-                            v.name.name
-                        ),
-                    );
+                let free = |m: &str| !taken.contains(bare(m)) && !taken.contains(&with_hints(m));
+                if !free(&m) {
+                    m = (2..)
+                        .map(|k| numbered(&m, "_", k))
+                        .find(|c| free(c))
+                        .unwrap_or_default();
                 }
+                taken.insert(bare(&m).to_string());
+                taken.insert(with_hints(&m));
                 pr.method = m;
+            }
+            let natural: Vec<String> = procs.iter().map(|p| screaming(&p.xdr)).collect();
+            for (pr, c) in procs
+                .iter_mut()
+                .zip(distinct(&natural, "_", &["PROGRAM", "VERSION"]))
+            {
+                pr.rust_const = c;
+            }
+            let natural: Vec<String> = procs
+                .iter()
+                .map(|p| bare(&camel(bare(&p.method))).to_string())
+                .collect();
+            for (pr, w) in procs.iter_mut().zip(distinct(&natural, "", &[])) {
+                pr.wrapper = w;
             }
             for (pr, ast) in procs.iter_mut().zip(&v.procs) {
                 crate::ulb::proc_hints(&self.model, pr, &ast.pragmas, self.rep);
@@ -1003,12 +1010,15 @@ impl Checker<'_, '_> {
     }
 }
 
-fn collect_named(ty: &Ty, out: &mut Vec<TypeId>) {
-    match ty {
-        Ty::Named(t) => out.push(*t),
-        Ty::Array(t, _) | Ty::VarArray(t, _) | Ty::Optional(t) => collect_named(t, out),
-        _ => {}
-    }
+/// The codec functions of a typedef whose base name is `base`.
+fn typedef_fns(base: &str) -> [String; 5] {
+    [
+        format!("encode_{base}"),
+        format!("decode_{base}"),
+        format!("check_{base}"),
+        format!("{base}_to_xdr"),
+        format!("{base}_from_xdr"),
+    ]
 }
 
 /// Length of the longest prefix ending in `_` shared by all names, if

@@ -2,7 +2,7 @@
 //! checks, call hints, client stubs, server traits and registration.
 
 use crate::model::*;
-use crate::names::{bare, camel, snake};
+use crate::names::{bare, with_hints};
 use crate::ulb::as_u32;
 use crate::Options;
 
@@ -500,7 +500,7 @@ impl Gen<'_> {
         if t.recursive {
             self.w.line("Self::xdr_decode_depth(dec, 0)");
         } else if t.list_node {
-            self.list_decode(t, fields);
+            self.list_decode(t, fields, false);
         } else {
             self.w.open("::core::result::Result::Ok(Self {");
             for f in fields {
@@ -519,6 +519,13 @@ impl Gen<'_> {
     fn depth_fn_struct(&mut self, t: &TypeItem, fields: &[Field]) {
         self.w.line("");
         self.depth_fn_head(t);
+        if t.list_node {
+            // The nodes of one list are at one depth; what their other
+            // members nest is one deeper.
+            self.list_decode(t, fields, true);
+            self.w.close("}");
+            return;
+        }
         self.w.open("::core::result::Result::Ok(Self {");
         for f in fields {
             let e = self.dec_expr(&f.ty, f.ddp.is_some(), true);
@@ -570,7 +577,7 @@ impl Gen<'_> {
         self.w.close("}");
     }
 
-    fn list_decode(&mut self, t: &TypeItem, fields: &[Field]) {
+    fn list_decode(&mut self, t: &TypeItem, fields: &[Field], depth: bool) {
         let link = fields.last().map(|f| f.rust.clone()).unwrap_or_default();
         let max = self.o.max_list_len;
         self.w
@@ -580,7 +587,7 @@ impl Gen<'_> {
         // no member name can shadow `dec`.
         let mut inits: Vec<String> = Vec::new();
         for f in &fields[..fields.len() - 1] {
-            let e = self.dec_expr(&f.ty, f.ddp.is_some(), false);
+            let e = self.dec_expr(&f.ty, f.ddp.is_some(), depth);
             inits.push(format!("{}: {e}", f.rust));
         }
         inits.push(format!("{link}: ::core::option::Option::None"));
@@ -1014,8 +1021,7 @@ impl Gen<'_> {
     fn alias_item(&mut self, t: &TypeItem, f: &Field) {
         let name = t.rust.clone();
         let ty = self.ty(&f.ty, "");
-        let base = snake(&t.xdr);
-        let base = bare(&base).to_string();
+        let base = t.fn_base.clone();
         let ddp = if f.ddp.is_some() {
             " (DDP-eligible)"
         } else {
@@ -1281,6 +1287,23 @@ impl Gen<'_> {
         }
     }
 
+    /// Statements checking each element of the array `m`.
+    fn check_elements(&mut self, t: &Ty, m: &str, path: &str) {
+        let e = self.var("e");
+        let r = self.m.resolve(t).0.clone();
+        if let Ty::Optional(inner) = &r {
+            // Only the present ones (`.flatten()`, as clippy would have it).
+            let tt = self.ty(inner, self.sup_prefix());
+            self.w.open(&format!("for {e} in {m}.iter().flatten() {{"));
+            self.w.line(&format!("let {e}: &{tt} = {e};"));
+            self.check_stmts(inner, &It::R(e), path);
+        } else {
+            self.w.open(&format!("for {e} in {m}.iter() {{"));
+            self.check_stmts(t, &It::R(e), path);
+        }
+        self.w.close("}");
+    }
+
     /// Statements checking the item `x`, returning `EncodeError` on failure.
     fn check_stmts(&mut self, ty: &Ty, x: &It, path: &str) {
         let ty = &self.m.resolve(ty).0.clone();
@@ -1298,18 +1321,10 @@ impl Gen<'_> {
             Ty::VarArray(t, mx) => {
                 self.w.line(&too_long(&format!("{m}.len()"), *mx));
                 if self.needs_check(t, &mut Vec::new()) {
-                    let e = self.var("e");
-                    self.w.open(&format!("for {e} in {m}.iter() {{"));
-                    self.check_stmts(t, &It::R(e), path);
-                    self.w.close("}");
+                    self.check_elements(t, &m, path);
                 }
             }
-            Ty::Array(t, _) => {
-                let e = self.var("e");
-                self.w.open(&format!("for {e} in {m}.iter() {{"));
-                self.check_stmts(t, &It::R(e), path);
-                self.w.close("}");
-            }
+            Ty::Array(t, _) => self.check_elements(t, &m, path),
             Ty::Optional(t) => {
                 let v = self.var("v");
                 self.w.open(&format!(
@@ -1352,7 +1367,7 @@ struct ArgShape {
 impl Gen<'_> {
     fn arg_shape(&self, pr: &ProcIr, uses_args: bool) -> ArgShape {
         let tys: Vec<String> = pr.args.iter().map(|t| self.ty(t, "super::")).collect();
-        let w = format!("Args{}", bare(&camel(bare(&pr.method))));
+        let w = format!("Args{}", pr.wrapper);
         let hp = if uses_args { "args" } else { "_args" };
         match tys.len() {
             0 => ArgShape {
@@ -1401,6 +1416,14 @@ impl Gen<'_> {
         }
     }
 
+    /// A procedure of many arguments (rpcgen -N style) gives methods of
+    /// as many parameters, as the `.x` file asks.
+    fn many_args(&mut self, pr: &ProcIr) {
+        if pr.args.len() >= 5 {
+            self.w.line("#[allow(clippy::too_many_arguments)]");
+        }
+    }
+
     fn result_ty(&self, pr: &ProcIr) -> String {
         pr.result
             .as_ref()
@@ -1432,13 +1455,32 @@ impl Gen<'_> {
     fn version(&mut self, p: &ProgramIr, v: &VersionIr) {
         self.in_module = true;
         self.w.doc_comments(&v.doc);
+        // A module's outer doc links from the enclosing scope (and a link
+        // cannot name a raw identifier).
+        let link = |item: &str| {
+            if v.module.starts_with("r#") {
+                format!("`{item}`")
+            } else {
+                format!("[`{item}`]({}::{item})", v.module)
+            }
+        };
         self.w.line(&format!(
-            "/// Version {} (`{}`) of program {:#x} (`{}`): [`Client`] stubs, the",
-            v.number, v.xdr, p.number, p.xdr
+            "/// Version {} (`{}`) of program {:#x} (`{}`): {} stubs, the",
+            v.number,
+            v.xdr,
+            p.number,
+            p.xdr,
+            link("Client")
         ));
-        self.w
-            .line("/// [`Server`] trait and its [`register`]ing into `Services`, and the");
-        self.w.line("/// Upper-Layer Binding ([`Ulb`], `hints_*`).");
+        self.w.line(&format!(
+            "/// {} trait and its {}ing into `Services`, and the",
+            link("Server"),
+            link("register")
+        ));
+        self.w.line(&format!(
+            "/// Upper-Layer Binding ({}, `hints_*`).",
+            link("Ulb")
+        ));
         self.w.line("///");
         self.w
             .line("/// | proc | name | DDP-eligible results (Write chunks) | maximum results |");
@@ -1477,8 +1519,7 @@ impl Gen<'_> {
                 .line(&format!("/// Procedure number of `{}`.", pr.xdr));
             self.w.line(&format!(
                 "pub const {}: u32 = {};",
-                crate::names::screaming(&pr.xdr),
-                pr.number
+                pr.rust_const, pr.number
             ));
         }
         self.w.line("");
@@ -1494,7 +1535,7 @@ impl Gen<'_> {
     }
 
     fn wrappers(&mut self, pr: &ProcIr) {
-        let cm = bare(&camel(bare(&pr.method))).to_string();
+        let cm = pr.wrapper.clone();
         for (kind, tys) in [
             ("Args", pr.args.clone()),
             ("Res", pr.result.iter().cloned().collect::<Vec<_>>()),
@@ -1702,15 +1743,16 @@ impl Gen<'_> {
         for pr in &v.procs {
             let a = self.arg_shape(pr, true);
             let r = self.result_ty(pr);
-            let cm = bare(&camel(bare(&pr.method))).to_string();
+            let cm = pr.wrapper.clone();
             let m = bare(&pr.method).to_string();
-            let c = crate::names::screaming(&pr.xdr);
+            let c = pr.rust_const.clone();
             self.w.line("");
             self.w.doc_comments(&pr.doc);
             self.w.line(&format!(
                 "/// Calls `{}` (procedure {}) with the hints of [`Ulb::{m}`].",
                 pr.xdr, pr.number
             ));
+            self.many_args(pr);
             self.w.open(&format!(
                 "pub async fn {}(&self{}) -> {RESULT}<{r}, {M}::RpcError> {{",
                 pr.method, a.params
@@ -1728,7 +1770,7 @@ impl Gen<'_> {
                 n => (0..n).map(|i| format!("arg{i}, ")).collect(),
             };
             self.w
-                .line(&format!("self.{m}_with_hints({pass}&hints).await"));
+                .line(&format!("self.{}({pass}&hints).await", with_hints(&m)));
             self.w.close("}");
             self.w.line("");
             self.w
@@ -1739,7 +1781,8 @@ impl Gen<'_> {
             } else {
                 format!("{ps}, ")
             };
-            self.w.open(&format!("pub async fn {m}_with_hints(&self, {ps}hints: &{M}::CallHints) -> {RESULT}<{r}, {M}::RpcError> {{"));
+            self.many_args(pr);
+            self.w.open(&format!("pub async fn {}(&self, {ps}hints: &{M}::CallHints) -> {RESULT}<{r}, {M}::RpcError> {{", with_hints(&m)));
             self.w.line(&format!("let args = {};", a.wrap));
             self.w
                 .line(&format!("args.check().map_err({M}::RpcError::BadArgs)?;"));
@@ -1786,6 +1829,7 @@ impl Gen<'_> {
                 .params
                 .replace(", args:", ", _args:")
                 .replace(", arg", ", _arg");
+            self.many_args(pr);
             self.w.open(&format!(
                 "fn {}(&self, _info: {M}::CallInfo{params}) -> impl ::core::future::Future<Output = {RESULT}<{r}, {M}::ProcError>> + Send {{",
                 pr.method
@@ -1808,8 +1852,8 @@ impl Gen<'_> {
             .line("let version = services.program(PROGRAM, VERSION);");
         for pr in &v.procs {
             let a = self.arg_shape(pr, true);
-            let cm = bare(&camel(bare(&pr.method))).to_string();
-            let c = crate::names::screaming(&pr.xdr);
+            let cm = pr.wrapper.clone();
+            let c = pr.rust_const.clone();
             self.w.open("{");
             self.w.line("let server = server.clone();");
             self.w

@@ -40,7 +40,7 @@
 //! | `T x[N]` | `[T; N]` |
 //! | `T x<N>`, `T x<>` | `Vec<T>` |
 //! | `T *x` | `Option<Box<T>>` |
-//! | `enum e { A = 1, ... }` | `#[repr(i32)] enum E { A = 1, ... }` with `value()`/`from_value()`; an unknown value does not decode |
+//! | `enum e { A = 1, ... }` | `#[repr(i32)] enum E { A = 1, ... }` with `value()`/`from_value()`; an unknown value does not decode; an item without `= value` has C's value, as in rpcgen (one more than the item before) |
 //! | `struct s { ... }` | `struct S { pub ... }` |
 //! | `union u switch (d) { case A: T a; ... default: ...; }` | `enum U { A(T), ..., Default(D, T) }`: one variant per case value (fall-through lists give one variant each), named after the case's constant or enum item (`Case5`, `CaseMinus1` for numbers, `True`/`False` for bool); a `void` arm is a unit variant; the default arm carries the discriminant |
 //! | `typedef T name;` | `pub type Name = T;` plus `encode_name`, `decode_name`, `check_name`, `name_to_xdr`, `name_from_xdr` |
@@ -49,7 +49,9 @@
 //!
 //! Names: types and variants become `UpperCamelCase`, members and methods
 //! `snake_case`, constants stay in capitals; Rust keywords become raw
-//! identifiers (`r#type`). Client and server methods are the procedure
+//! identifiers (`r#type`). Names that meet in Rust (`point`, `POINT` →
+//! `Point`; `int x; int X;` → `x`) are numbered after the first
+//! (`Point2`, `x_2`). Client and server methods are the procedure
 //! names without the prefix all of a version's procedures share
 //! (`NFSPROC3_READ` → `read`). Every struct, union and enum implements
 //! `rpcrdma_oncrpc::Marshal` and `Unmarshal` and has `to_xdr()`,
@@ -59,10 +61,11 @@
 //!
 //! **Linked lists** (`struct node { ...; node *next; }`, also through a
 //! typedef of `node *`) keep rpcgen's shape (`next: Option<Box<Node>>`),
-//! but are encoded, decoded, dropped, cloned and compared without
-//! recursion, so a hostile peer cannot overflow the stack; decoding stops
-//! at [`Builder::max_list_len`] nodes. Other recursive types decode at most
-//! [`Builder::max_depth`] levels deep. Every variable-length item is
+//! but their chains are encoded, decoded, dropped, cloned and compared
+//! without recursion, so a hostile peer cannot overflow the stack; decoding
+//! stops at [`Builder::max_list_len`] nodes. What else recurses (also a
+//! list node's other members, as in a first-child / next-sibling tree)
+//! decodes at most [`Builder::max_depth`] levels deep. Every variable-length item is
 //! checked against its maximum before anything is allocated, and no
 //! allocation exceeds what the input could fill.
 //!
@@ -91,7 +94,9 @@
 //! trait's defaults) list a Write chunk for every DDP-eligible item of its
 //! results — as large as the declared maximum, or as the pragma's bound:
 //! a number, a constant, or `args.FIELD` (an unsigned member of the call's
-//! arguments, capped at the declared maximum) — and the maximum size of
+//! arguments, capped at the declared maximum); an item no chunk can be
+//! sized for (unbounded, or inside a variable-length array) and every
+//! later one get none and travel inline — and the maximum size of
 //! the results, computed from the types (DDP items counted at their
 //! bound) or given by `/* @max_results(TERM + ...) */` next to the
 //! procedure. Override any of it at run time by implementing the version's

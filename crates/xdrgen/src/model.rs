@@ -124,15 +124,18 @@ pub(crate) struct TypeItem {
     pub(crate) kind: Kind,
     pub(crate) doc: Vec<String>,
     pub(crate) pos: Pos,
-    /// A linked-list node: its last member is a pointer to its own type
-    /// and nothing else makes it recursive. Encoded, decoded, dropped,
-    /// cloned and compared iteratively.
+    /// A linked-list node: its last member is a pointer to its own type.
+    /// The chain of links is encoded, decoded, dropped, cloned and
+    /// compared iteratively.
     pub(crate) list_node: bool,
-    /// Part of a recursive cycle (other than a list's link): decoded with
-    /// a depth limit.
+    /// Part of a recursive cycle other than a list's link (which may also
+    /// be a list node's, through its other members): decoded with a depth
+    /// limit.
     pub(crate) recursive: bool,
     /// Smallest encoding in bytes.
     pub(crate) min_size: u64,
+    /// A typedef's codec functions are `encode_{fn_base}` etc.
+    pub(crate) fn_base: String,
 }
 
 #[derive(Debug, Clone)]
@@ -155,6 +158,11 @@ pub(crate) enum Sz {
 pub(crate) struct ProcIr {
     pub(crate) xdr: String,
     pub(crate) method: String,
+    /// Its number's constant in the version module.
+    pub(crate) rust_const: String,
+    /// The names of its private argument and result wrappers are
+    /// `Args{wrapper}` and `Res{wrapper}`.
+    pub(crate) wrapper: String,
     pub(crate) number: u32,
     pub(crate) result: Option<Ty>,
     pub(crate) args: Vec<Ty>,
@@ -163,7 +171,6 @@ pub(crate) struct ProcIr {
     /// Maximum size of the results, if known.
     pub(crate) max_results: Option<Sz>,
     pub(crate) doc: Vec<String>,
-    pub(crate) pos: Pos,
 }
 
 #[derive(Debug, Clone)]

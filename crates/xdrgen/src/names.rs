@@ -113,6 +113,45 @@ pub(crate) fn bare(s: &str) -> &str {
     s.strip_prefix("r#").unwrap_or(s)
 }
 
+/// The client method that takes explicit hints: `read` → `read_with_hints`
+/// (`self_` → `self_with_hints`).
+pub(crate) fn with_hints(method: &str) -> String {
+    format!("{}_with_hints", bare(method).trim_end_matches('_'))
+}
+
+/// `name` with `k` appended: `x` → `x_2` (`sep` `"_"`), `Point` →
+/// `Point2` (`sep` `""`), `self_` → `self_2`.
+pub(crate) fn numbered(name: &str, sep: &str, k: usize) -> String {
+    let b = bare(name).trim_end_matches('_');
+    escape(format!("{b}{sep}{k}"))
+}
+
+/// Distinct Rust names for items whose natural Rust names are `natural`,
+/// in order. The RPC language is case-sensitive, so `point` and `POINT`
+/// are two names that both become `Point`: the first keeps it, each later
+/// one gets the smallest number from 2 up appended ([`numbered`]) that
+/// gives a name no other item has, naturally or by numbering. A natural
+/// name in `reserved` is numbered too.
+pub(crate) fn distinct(natural: &[String], sep: &str, reserved: &[&str]) -> Vec<String> {
+    let all: std::collections::HashSet<&str> = natural.iter().map(String::as_str).collect();
+    let mut used: std::collections::HashSet<String> =
+        reserved.iter().map(|r| r.to_string()).collect();
+    let mut out = Vec::with_capacity(natural.len());
+    for n in natural {
+        let name = if used.contains(n) {
+            (2..)
+                .map(|k| numbered(n, sep, k))
+                .find(|c| !used.contains(c) && !all.contains(c.as_str()))
+                .unwrap_or_default()
+        } else {
+            n.clone()
+        };
+        used.insert(name.clone());
+        out.push(name);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,5 +174,27 @@ mod tests {
         assert_eq!(camel("3d"), "T3d");
         assert_eq!(camel("FSINFO3resok"), "Fsinfo3resok");
         assert_eq!(camel("XMLParser"), "XmlParser");
+    }
+
+    #[test]
+    fn names_that_meet_are_numbered() {
+        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            distinct(&v(&["x", "x", "x_2", "x"]), "_", &[]),
+            v(&["x", "x_3", "x_2", "x_4"])
+        );
+        assert_eq!(
+            distinct(&v(&["Point", "Point"]), "", &[]),
+            v(&["Point", "Point2"])
+        );
+        assert_eq!(
+            distinct(&v(&["self_", "self_"]), "_", &[]),
+            v(&["self_", "self_2"])
+        );
+        assert_eq!(
+            distinct(&v(&["Default"]), "", &["Default"]),
+            v(&["Default2"])
+        );
+        assert_eq!(numbered("r#type", "_", 2), "type_2");
     }
 }

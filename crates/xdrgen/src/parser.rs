@@ -328,8 +328,22 @@ impl Parser<'_, '_> {
         loop {
             let start = self.i;
             let name = self.ident("an enum item's name")?;
-            self.expect_punct('=', "after the enum item's name (every item needs a value)")?;
-            let value = self.value("the enum item's value (a number or a constant's name)")?;
+            // rpcgen accepts an item without a value and gives it C's: one
+            // more than the item before, 0 for the first.
+            let value = if self.is_punct('=') {
+                self.bump();
+                self.value("the enum item's value (a number or a constant's name)")?
+            } else if self.is_punct(',') || self.is_punct('}') {
+                match items.last() {
+                    Some((prev, _, _)) => Value::Next {
+                        prev: Ident::clone(prev),
+                        pos: name.pos,
+                    },
+                    None => Value::Num(0, name.pos),
+                }
+            } else {
+                return self.err("`=` and the item's value, `,` or `}` after the enum item's name");
+            };
             let end = self.i - 1;
             let mut doc = self.doc(start, end);
             if self.is_punct(',') {
@@ -701,9 +715,14 @@ impl Parser<'_, '_> {
 
     fn proc_type(&mut self, what: &str) -> PResult<TypeSpec> {
         match self.peek() {
-            Tok::Ident(s) if s == "opaque" || s == "string" => Err(self.rep.diag(
+            // rpcgen takes `string` here (an unbounded string), not `opaque`.
+            Tok::Ident(s) if s == "string" => {
+                self.bump();
+                Ok(TypeSpec::ProcString)
+            }
+            Tok::Ident(s) if s == "opaque" => Err(self.rep.diag(
                 self.pos(),
-                format!("`{s}` cannot be a procedure's argument or result directly: declare `typedef {s} NAME<MAX>;` and use NAME"),
+                "`opaque` cannot be a procedure's argument or result directly: declare `typedef opaque NAME<MAX>;` and use NAME",
             )),
             Tok::Ident(s) if s == "void" => Err(self.rep.diag(
                 self.pos(),

@@ -162,14 +162,12 @@ impl Ctx<'_, '_, '_> {
         }
     }
 
-    /// The reply size of a DDP-eligible item of declared maximum `m`.
-    fn ddp_size(&mut self, m: u32, bound: &DdpBound, what: &str) -> Option<Sz> {
+    /// The reply size of a DDP-eligible item of declared maximum `m`;
+    /// `None` when nothing bounds it (no Write chunk can be sized for it)
+    /// or its bound is in error (reported).
+    fn ddp_size(&mut self, m: u32, bound: &DdpBound) -> Option<Sz> {
         match bound {
-            DdpBound::Declared if m == u32::MAX => {
-                let msg = format!("procedure `{}`: the DDP-eligible result item `{what}` has no maximum size, so no Write chunk can be sized for it: declare `<N>`, or bound it with `@ddp(N)` or `@ddp(args.FIELD)`", self.proc_name);
-                self.rep.error(Pos::default(), msg);
-                None
-            }
+            DdpBound::Declared if m == u32::MAX => None,
             DdpBound::Declared => Some(Sz::C(u64::from(m))),
             DdpBound::Num(n) => Some(Sz::C((*n).min(u64::from(m)))),
             DdpBound::Arg(path, pos) => {
@@ -192,7 +190,7 @@ impl Ctx<'_, '_, '_> {
             Ty::OpaqueFixed(n) => Sz::C(roundup(u64::from(*n))),
             Ty::OpaqueVar(m) | Ty::Str(m) => {
                 let data = match ddp {
-                    Some(b @ (DdpBound::Num(_) | DdpBound::Arg(..))) => self.ddp_size(*m, b, "")?,
+                    Some(b @ (DdpBound::Num(_) | DdpBound::Arg(..))) => self.ddp_size(*m, b)?,
                     _ if *m == u32::MAX => return None,
                     _ => Sz::C(u64::from(*m)),
                 };
@@ -259,94 +257,180 @@ impl Ctx<'_, '_, '_> {
         })
     }
 
-    /// The DDP-eligible items of a result type, in XDR order; a union
-    /// contributes the element-wise largest of its arms.
-    fn ddp_items(
-        &mut self,
-        ty: &Ty,
-        ddp: Option<&DdpBound>,
-        what: &str,
-        visiting: &mut Vec<TypeId>,
-        out: &mut Vec<Sz>,
-    ) -> bool {
+    /// The Write chunks for the DDP-eligible items of a result type, in
+    /// XDR order (G8 in docs/spec-notes.md).
+    fn ddp_items(&mut self, ty: &Ty, ddp: Option<&DdpBound>, visiting: &mut Vec<TypeId>) -> Chunks {
         match ty {
-            Ty::OpaqueVar(m) | Ty::Str(m) => {
-                if let Some(b) = ddp {
-                    match self.ddp_size(*m, b, what) {
-                        Some(s) => out.push(s),
-                        None => return false,
-                    }
-                }
-                true
-            }
+            Ty::OpaqueVar(m) | Ty::Str(m) => match ddp {
+                None => Chunks::default(),
+                Some(b) => match self.ddp_size(*m, b) {
+                    Some(s) => Chunks {
+                        sizes: vec![s],
+                        ..Chunks::default()
+                    },
+                    // Unbounded: this item and every later one travel
+                    // inline or in the Reply chunk.
+                    None => Chunks {
+                        stop: true,
+                        ..Chunks::default()
+                    },
+                },
+            },
             Ty::Array(t, n) => {
-                let mut one = Vec::new();
-                if !self.ddp_items(t, None, what, visiting, &mut one) {
-                    return false;
+                let one = self.ddp_items(t, None, visiting);
+                let mut out = Chunks::default();
+                if one.sizes.is_empty() && !one.stop {
+                    return out;
                 }
-                for _ in 0..(*n).min(64) {
-                    out.extend(one.iter().cloned());
+                for _ in 0..(*n).min(MAX_ARRAY_CHUNKS) {
+                    out.then(one.clone());
                 }
-                true
+                if *n > MAX_ARRAY_CHUNKS {
+                    out.stop = true;
+                }
+                out
             }
             Ty::VarArray(t, _) => {
-                let mut one = Vec::new();
-                if !self.ddp_items(t, None, what, visiting, &mut one) {
-                    return false;
+                // How many elements come is known only when they do: their
+                // items, and every later one, get no Write chunk.
+                let one = self.ddp_items(t, None, visiting);
+                Chunks {
+                    stop: one.stop || !one.sizes.is_empty(),
+                    ..Chunks::default()
                 }
-                if !one.is_empty() {
-                    let msg = format!("procedure `{}`: DDP-eligible result items inside the variable-length array `{what}` cannot each get a Write chunk; give the procedure a bounded, fixed layout", self.proc_name);
-                    self.rep.error(Pos::default(), msg);
-                    return false;
-                }
-                true
             }
-            Ty::Optional(t) => self.ddp_items(t, None, what, visiting, out),
+            Ty::Optional(t) => {
+                let mut one = self.ddp_items(t, None, visiting);
+                one.may_shrink |= !one.sizes.is_empty();
+                one
+            }
             Ty::Named(id) => {
                 if visiting.contains(id) {
-                    return true;
+                    return Chunks::default();
                 }
                 visiting.push(*id);
                 let item = self.model.types[*id].clone();
-                let ok = match &item.kind {
-                    Kind::Enum(_) => true,
-                    Kind::Alias(f) => {
-                        self.ddp_items(&f.ty, ddp.or(f.ddp.as_ref()), &item.xdr, visiting, out)
+                let out = match &item.kind {
+                    Kind::Enum(_) => Chunks::default(),
+                    Kind::Alias(f) => self.ddp_items(&f.ty, ddp.or(f.ddp.as_ref()), visiting),
+                    Kind::Struct(fs) => {
+                        let mut out = Chunks::default();
+                        for f in fs {
+                            let part = self.ddp_items(&f.ty, f.ddp.as_ref(), visiting);
+                            out.then(part);
+                        }
+                        out
                     }
-                    Kind::Struct(fs) => fs.iter().all(|f| {
-                        let w = format!("{}.{}", item.xdr, f.xdr);
-                        self.ddp_items(&f.ty, f.ddp.as_ref(), &w, visiting, out)
-                    }),
                     Kind::Union(u) => {
-                        let mut merged: Vec<Sz> = Vec::new();
-                        let mut ok = true;
-                        for f in u
+                        let fields: Vec<Option<&Field>> = u
                             .arms
                             .iter()
-                            .filter_map(|a| a.field.as_ref())
-                            .chain(u.default.iter().flatten())
-                        {
-                            let mut one = Vec::new();
-                            let w = format!("{}.{}", item.xdr, f.xdr);
-                            ok &= self.ddp_items(&f.ty, f.ddp.as_ref(), &w, visiting, &mut one);
-                            for (i, s) in one.into_iter().enumerate() {
-                                if i < merged.len() {
-                                    let cur = std::mem::replace(&mut merged[i], Sz::C(0));
-                                    merged[i] = max(cur, s);
-                                } else {
-                                    merged.push(s);
-                                }
-                            }
-                        }
-                        out.extend(merged);
-                        ok
+                            .map(|a| a.field.as_ref())
+                            .chain(u.default.as_ref().map(|d| d.as_ref()))
+                            .collect();
+                        let arms: Vec<Chunks> = fields
+                            .into_iter()
+                            .map(|f| match f {
+                                None => Chunks::default(),
+                                Some(f) => self.ddp_items(&f.ty, f.ddp.as_ref(), visiting),
+                            })
+                            .collect();
+                        Chunks::either(arms)
                     }
                 };
                 visiting.pop();
-                ok
+                out
             }
-            _ => true,
+            _ => Chunks::default(),
         }
+    }
+}
+
+/// Chunks provided for at most this many elements of a fixed-length array.
+const MAX_ARRAY_CHUNKS: u32 = 64;
+
+/// The Write chunks a result type's DDP-eligible items get.
+///
+/// The responder puts the k-th DDP-eligible item it encodes into the k-th
+/// Write chunk and sends the items beyond the last chunk inline (RFC 8166
+/// §4.4.6; `rpcrdma_engine`'s reply planning). So a chunk is provided for
+/// each item up to the first one no chunk can be sized for (an unbounded
+/// item, or one inside a variable-length array); and where an item before
+/// another may be absent (optional data, a union arm with fewer items),
+/// the later one may land in an earlier chunk, so each chunk is then as
+/// large as the largest item that can land in it.
+#[derive(Debug, Clone, Default)]
+struct Chunks {
+    /// One size per chunk, in XDR order.
+    sizes: Vec<Sz>,
+    /// Fewer items than `sizes` may come.
+    may_shrink: bool,
+    /// An item may land in an earlier chunk than its place in `sizes`.
+    shifts: bool,
+    /// No chunk may follow `sizes`.
+    stop: bool,
+}
+
+impl Chunks {
+    /// `self` followed by `next`.
+    fn then(&mut self, next: Chunks) {
+        if self.stop {
+            return;
+        }
+        if self.may_shrink && !next.sizes.is_empty() {
+            self.shifts = true;
+        }
+        self.sizes.extend(next.sizes);
+        self.may_shrink |= next.may_shrink;
+        self.shifts |= next.shifts;
+        self.stop = next.stop;
+    }
+
+    /// One of `arms` (a union): the k-th chunk is as large as any arm's
+    /// k-th item, and none is provided past the place where an arm stops.
+    fn either(arms: Vec<Chunks>) -> Chunks {
+        let mut out = Chunks::default();
+        let mut cut = usize::MAX;
+        let longest = arms.iter().map(|a| a.sizes.len()).max().unwrap_or(0);
+        for a in arms {
+            out.may_shrink |= a.may_shrink || a.sizes.len() < longest;
+            out.shifts |= a.shifts;
+            if a.stop {
+                out.stop = true;
+                cut = cut.min(a.sizes.len());
+            }
+            for (i, s) in a.sizes.into_iter().enumerate() {
+                if i < out.sizes.len() {
+                    let cur = std::mem::replace(&mut out.sizes[i], Sz::C(0));
+                    out.sizes[i] = max(cur, s);
+                } else {
+                    out.sizes.push(s);
+                }
+            }
+        }
+        out.sizes.truncate(cut);
+        out
+    }
+
+    /// The chunk sizes to provide.
+    fn finish(self) -> Vec<Sz> {
+        if !self.shifts {
+            return self.sizes;
+        }
+        // An item may land in any earlier chunk: each chunk takes the
+        // largest of the items from its place on.
+        let mut out: Vec<Sz> = Vec::with_capacity(self.sizes.len());
+        let mut acc: Option<Sz> = None;
+        for s in self.sizes.into_iter().rev() {
+            let m = match acc.take() {
+                None => s,
+                Some(a) => max(a, s),
+            };
+            acc = Some(m.clone());
+            out.push(m);
+        }
+        out.reverse();
+        out
     }
 }
 
@@ -381,30 +465,14 @@ pub(crate) fn proc_hints(
             }
         }
     }
-    let before = cx.rep.diags.len();
     let mut ddp = Vec::new();
     let computed = match &pr.result {
         None => Some(Sz::C(0)),
         Some(ty) => {
-            cx.ddp_items(ty, None, "results", &mut Vec::new(), &mut ddp);
+            ddp = cx.ddp_items(ty, None, &mut Vec::new()).finish();
             cx.max_size(ty, None, &mut Vec::new())
         }
     };
-    // Errors found while sizing name the procedure.
-    let pos = pr.pos;
-    for d in &mut cx.rep.diags[before..] {
-        if d.pos == Pos::default() {
-            d.pos = pos;
-        }
-    }
-    let n = cx.rep.diags.len();
-    let fix: Vec<_> = (before..n)
-        .filter(|i| cx.rep.diags[*i].source_line.is_empty())
-        .collect();
-    for i in fix {
-        let m = cx.rep.diags[i].message.clone();
-        cx.rep.diags[i] = cx.rep.diag(pos, m);
-    }
     pr.ddp_results = ddp;
     pr.max_results = match explicit {
         Some(s) => s,

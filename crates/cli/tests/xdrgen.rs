@@ -58,5 +58,10 @@ fn errors_name_file_line_and_column_and_exit_nonzero() {
     let (code, _, err) = run(&[dir.join("missing.x").to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("missing.x"), "{err}");
+    assert_eq!(
+        err.matches("No such file").count(),
+        1,
+        "the reason is said once: {err}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

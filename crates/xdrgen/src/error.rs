@@ -64,8 +64,10 @@ pub enum Error {
     /// The `.x` file has syntax or type errors (at least one).
     #[error("{}", display_all(.0))]
     Source(Vec<Diagnostic>),
-    /// A file could not be read or written.
-    #[error("{path}: {source}")]
+    /// A file could not be read or written. The message names the file;
+    /// the reason is the error's `source()` (a printer of error chains,
+    /// such as `rpcrdma xdrgen`, says both once).
+    #[error("{path}")]
     Io {
         /// The file.
         path: String,

@@ -49,6 +49,29 @@ pub struct Cq {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Overrun;
 
+/// Wakes every waiter but `me`. Called under the queue's lock (a waker
+/// only schedules its task) so the vector keeps its capacity: no
+/// allocation per completion. `me` (the task that publishes completions
+/// it then looks at itself) stays registered: it registers again right
+/// after, so keeping its waker saves a clone and a drop per message, at
+/// the price of at most one spurious wake-up later.
+fn wake_all(waiters: &mut Vec<Waker>, me: Option<&Waker>) {
+    match me {
+        None => {
+            for w in waiters.drain(..) {
+                w.wake();
+            }
+        }
+        Some(m) => waiters.retain(|w| {
+            let mine = m.will_wake(w);
+            if !mine {
+                w.wake_by_ref();
+            }
+            mine
+        }),
+    }
+}
+
 fn register(waiters: &mut Vec<Waker>, w: &Waker) {
     if !waiters.iter().any(|x| x.will_wake(w)) {
         waiters.push(w.clone());
@@ -96,14 +119,41 @@ impl Cq {
             st.q.push_back(wc);
         }
         self.inner.queued.store(st.q.len(), Ordering::Release);
-        // Woken under the lock (a waker only schedules its task) so the
-        // vector keeps its capacity: no allocation per completion.
-        for w in st.waiters.drain(..) {
-            if !me.is_some_and(|m| m.will_wake(&w)) {
-                w.wake();
-            }
-        }
+        wake_all(&mut st.waiters, me);
         res
+    }
+
+    /// Adds the completions `next` yields, under one lock; wakes the
+    /// waiters (except `me`, as [`Cq::push_all`]).
+    pub(crate) fn push_from(
+        &self,
+        mut next: impl FnMut() -> Option<WorkCompletion>,
+        me: Option<&Waker>,
+    ) -> Result<(), Overrun> {
+        let mut res = Ok(());
+        let mut st = self.lock();
+        while let Some(wc) = next() {
+            if st.q.len() >= self.inner.capacity {
+                tracing::error!(capacity = self.inner.capacity, "completion queue overrun");
+                res = Err(Overrun);
+                continue;
+            }
+            st.q.push_back(wc);
+        }
+        self.inner.queued.store(st.q.len(), Ordering::Release);
+        wake_all(&mut st.waiters, me);
+        res
+    }
+
+    /// Whether `other` is a handle of this same queue.
+    pub(crate) fn same_queue(&self, other: &Cq) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Whether a completion is waiting (as last stored; a waiter looks
+    /// under the lock).
+    fn has_queued(&self) -> bool {
+        self.inner.queued.load(Ordering::Acquire) > 0
     }
 
     pub(crate) fn attach(&self, qp: &Arc<QpInner>) {
@@ -158,7 +208,12 @@ impl CompletionQueue for Cq {
         }
         let mut st = self.lock();
         let n = st.q.len().min(max);
-        out.extend(st.q.drain(..n));
+        out.reserve(n);
+        for _ in 0..n {
+            if let Some(wc) = st.q.pop_front() {
+                out.push(wc);
+            }
+        }
         self.inner.queued.store(st.q.len(), Ordering::Release);
         n
     }
@@ -209,7 +264,7 @@ impl CompletionQueue for Cq {
     /// first poll until [`CompletionQueue::pause`], so no task is entered
     /// or left per completion.
     fn poll_wait(&self, cx: &mut Context<'_>) -> Poll<()> {
-        if !self.lock().q.is_empty() {
+        if self.has_queued() {
             return Poll::Ready(());
         }
         let qp = {
@@ -228,15 +283,17 @@ impl CompletionQueue for Cq {
             }
         };
         if let Some(qp) = qp {
-            while qp.wants_read() {
-                match qp.poll_read_ready(cx) {
-                    Poll::Ready(()) => {
-                        qp.read_ready(Some(cx.waker()));
-                        if !self.lock().q.is_empty() {
-                            return Poll::Ready(());
-                        }
-                    }
-                    Poll::Pending => break,
+            // Whether the connection takes input is learnt from the read
+            // itself (under the lock it takes anyway): while it does not,
+            // readiness only leads here again, to the waiters' list.
+            while qp.poll_read_ready(cx).is_ready() {
+                let read = qp.read_ready(Some(cx.waker()));
+                // Published on this thread: the stored length is current.
+                if self.has_queued() {
+                    return Poll::Ready(());
+                }
+                if !read.wants_read {
+                    break;
                 }
             }
         }

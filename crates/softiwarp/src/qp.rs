@@ -37,7 +37,8 @@ const FEW_IOVECS: usize = 8;
 #[derive(Debug)]
 pub(crate) struct QpState {
     pub(crate) conn: Connection,
-    /// Completions collected under the lock, pushed to the CQs after.
+    /// Completions sorted by queue under the lock, pushed to the CQs after
+    /// (only when the two queues differ).
     send_wcs: Vec<WorkCompletion>,
     recv_wcs: Vec<WorkCompletion>,
     reason: Option<DisconnectReason>,
@@ -51,6 +52,8 @@ pub(crate) struct QpInner {
     stream: TcpStream,
     send_cq: Cq,
     recv_cq: Cq,
+    /// Whether `send_cq` and `recv_cq` are the same queue.
+    one_cq: bool,
     /// Wakes the I/O task.
     wake: Signal,
     closed: Closed,
@@ -191,9 +194,15 @@ impl QpInner {
     /// Writes what the connection has queued, as far as the socket takes it.
     fn flush(&self, st: &mut QpState) {
         while st.conn.wants_write() {
-            // A small message takes a few slices: no need to set up
-            // `MAX_IOVECS` of them (a measurable part of a round trip).
-            let res = if st.conn.transmit_slices() <= FEW_IOVECS {
+            // A small message is one slice (its FPDU encoded whole); a few
+            // FPDUs take a few: no need to set up `MAX_IOVECS` of them (a
+            // measurable part of a round trip).
+            let slices = st.conn.transmit_slices();
+            let res = if slices == 1 {
+                let mut iov = [IoSlice::new(&[])];
+                let n = st.conn.transmit_iovecs(&mut iov);
+                self.stream.try_write(if n == 1 { &iov[0] } else { &[] })
+            } else if slices <= FEW_IOVECS {
                 let mut iov = [IoSlice::new(&[]); FEW_IOVECS];
                 let n = st.conn.transmit_iovecs(&mut iov);
                 self.stream.try_write_vectored(&iov[..n])
@@ -219,13 +228,32 @@ impl QpInner {
         }
     }
 
-    /// Moves completions and events out of the connection.
-    fn collect(&self, st: &mut QpState) {
-        while let Some(wc) = st.conn.poll_completion() {
-            if wc.opcode == WcOpcode::Recv {
-                st.recv_wcs.push(wc);
+    /// Hands the connection's completions to the completion queues (under
+    /// the state lock; the CQ locks are leaves), and learns whether it
+    /// closed. A full queue fails the connection. `me`: the task reading
+    /// the socket itself, which is not woken for what it publishes.
+    fn publish(&self, st: &mut QpState, me: Option<&Waker>) {
+        if st.conn.completions_pending() > 0 {
+            let overrun = if self.one_cq {
+                // One queue for both: straight from the connection, one
+                // lock, no intermediate vector.
+                let conn = &mut st.conn;
+                self.send_cq
+                    .push_from(|| conn.poll_completion(), me)
+                    .is_err()
             } else {
-                st.send_wcs.push(wc);
+                self.collect(st);
+                self.send_cq.push_all(&mut st.send_wcs, me).is_err()
+                    | self.recv_cq.push_all(&mut st.recv_wcs, me).is_err()
+            };
+            if overrun {
+                st.conn.handle_transport_error(
+                    "completion queue overrun: size the CQ for the queues attached to it".into(),
+                );
+                self.collect(st);
+                let _ = self.send_cq.push_all(&mut st.send_wcs, None);
+                let _ = self.recv_cq.push_all(&mut st.recv_wcs, None);
+                self.wake.notify();
             }
         }
         while let Some(ev) = st.conn.poll_event() {
@@ -234,112 +262,119 @@ impl QpInner {
                 st.reason = Some(err.disconnect_reason());
             }
         }
-    }
-
-    /// Moves collected completions to the completion queues (under the
-    /// state lock, so the vectors keep their capacity; the CQ locks are
-    /// leaves). A full queue fails the connection.
-    fn publish(&self, st: &mut QpState, me: Option<&Waker>) {
-        let overrun = self.send_cq.push_all(&mut st.send_wcs, me).is_err()
-            | self.recv_cq.push_all(&mut st.recv_wcs, me).is_err();
-        if overrun {
-            st.conn.handle_transport_error(
-                "completion queue overrun: size the CQ for the queues attached to it".into(),
-            );
-            self.collect(st);
-            let _ = self.send_cq.push_all(&mut st.send_wcs, None);
-            let _ = self.recv_cq.push_all(&mut st.recv_wcs, None);
-            self.wake.notify();
-        }
-        if let Some(reason) = st.reason.clone() {
+        if let Some(reason) = &st.reason {
             if !self.closed.is_set() {
-                self.closed.set(reason);
+                self.closed.set(reason.clone());
             }
         }
     }
 
-    /// Runs `f` on the state, then flushes, collects and publishes.
+    /// Moves the connection's completions into the per-queue vectors.
+    fn collect(&self, st: &mut QpState) {
+        while let Some(wc) = st.conn.poll_completion() {
+            if wc.opcode == WcOpcode::Recv {
+                st.recv_wcs.push(wc);
+            } else {
+                st.send_wcs.push(wc);
+            }
+        }
+    }
+
+    /// Runs `f` on the state, then flushes and publishes.
     fn with<R>(&self, f: impl FnOnce(&mut QpState) -> R) -> R {
         let mut st = self.lock();
         let r = f(&mut st);
+        self.after(st, None);
+        r
+    }
+
+    /// Flushes and publishes, then wakes the I/O task if there is work
+    /// for it: writes the socket could not take yet (which may be Read
+    /// Responses queued by a completion-queue waiter's read, on a task
+    /// that does not wait for writability), a close, a shutdown.
+    fn after(&self, mut st: MutexGuard<'_, QpState>, me: Option<&Waker>) {
         self.flush(&mut st);
-        self.collect(&mut st);
-        self.publish(&mut st, None);
+        self.publish(&mut st, me);
         let wake = st.conn.wants_write() || st.conn.wants_close() || st.reason.is_some();
         drop(st);
         if wake {
             self.wake.notify();
         }
-        r
     }
 
-    /// Reads what the socket has, within the budget. Returns false once the
-    /// stream ended or failed. `me`: the completion-queue waiter reading on
-    /// its own task (it is not woken for the completions it publishes).
-    pub(crate) fn read_ready(&self, me: Option<&Waker>) -> bool {
+    /// Reads what the socket has, within the budget. `me`: the
+    /// completion-queue waiter reading on its own task (it is not woken
+    /// for the completions it publishes).
+    pub(crate) fn read_ready(&self, me: Option<&Waker>) -> ReadOutcome {
         if !self.started.load(Ordering::Acquire) {
-            return true;
+            return ReadOutcome {
+                alive: true,
+                wants_read: false,
+            };
         }
         let mut st = self.lock();
         let mut alive = true;
-        for _ in 0..READ_BUDGET {
-            if !st.conn.wants_read() {
-                break;
-            }
+        {
             let mut table = self.pd.table();
-            let st_ref = &mut *st;
-            let mut bufs = st_ref.conn.recv_buffers(&mut table);
-            let (res, asked) = if bufs.direct.is_none() {
-                let asked = bufs.staging.len();
-                (
-                    read_clearing(&self.stream, asked, |s| s.try_read(bufs.staging)),
-                    asked,
-                )
-            } else {
-                let mut iov: [IoSliceMut<'_>; MAX_RECV_SLICES] =
-                    std::array::from_fn(|_| IoSliceMut::new(&mut []));
-                let n = bufs.io_slices(&mut iov);
-                let asked = iov[..n].iter().map(|v| v.len()).sum();
-                let res =
-                    read_clearing(&self.stream, asked, |s| s.try_read_vectored(&mut iov[..n]));
-                (res, asked)
-            };
-            match res {
-                Ok(0) => {
-                    st_ref.conn.handle_eof();
-                    alive = false;
+            for _ in 0..READ_BUDGET {
+                if !st.conn.wants_read() {
                     break;
                 }
-                Ok(n) => {
-                    st_ref.conn.handle_read(n, &mut table);
-                    if n < asked {
-                        // The socket had no more (its readiness is cleared):
-                        // another read now would only say EAGAIN.
+                let st_ref = &mut *st;
+                let mut bufs = st_ref.conn.recv_buffers(&mut table);
+                let (res, asked) = if bufs.direct.is_none() {
+                    let asked = bufs.staging.len();
+                    (
+                        read_clearing(&self.stream, asked, |s| s.try_read(bufs.staging)),
+                        asked,
+                    )
+                } else {
+                    let mut iov: [IoSliceMut<'_>; MAX_RECV_SLICES] =
+                        std::array::from_fn(|_| IoSliceMut::new(&mut []));
+                    let n = bufs.io_slices(&mut iov);
+                    let asked = iov[..n].iter().map(|v| v.len()).sum();
+                    let res =
+                        read_clearing(&self.stream, asked, |s| s.try_read_vectored(&mut iov[..n]));
+                    (res, asked)
+                };
+                match res {
+                    Ok(0) => {
+                        st_ref.conn.handle_eof();
+                        alive = false;
+                        break;
+                    }
+                    Ok(n) => {
+                        st_ref.conn.handle_read(n, &mut table);
+                        if n < asked {
+                            // The socket had no more (its readiness is
+                            // cleared): another read now would only say
+                            // EAGAIN.
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        st_ref.conn.handle_transport_error(e.to_string());
+                        alive = false;
                         break;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    st_ref.conn.handle_transport_error(e.to_string());
-                    alive = false;
-                    break;
-                }
             }
         }
-        self.flush(&mut st);
-        self.collect(&mut st);
-        self.publish(&mut st, me);
-        // Read Responses (or a Terminate) the socket could not take yet:
-        // the I/O task waits for writability (this may run on a
-        // completion-queue waiter's task, which does not).
-        let wake = st.conn.wants_write() || st.conn.wants_close();
-        drop(st);
-        if wake {
-            self.wake.notify();
-        }
-        alive
+        let wants_read = alive && st.conn.wants_read();
+        self.after(st, me);
+        ReadOutcome { alive, wants_read }
     }
+}
+
+/// What [`QpInner::read_ready`] left behind.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReadOutcome {
+    /// False once the stream ended or failed.
+    pub(crate) alive: bool,
+    /// Whether the connection takes more input (reading on is useful).
+    pub(crate) wants_read: bool,
 }
 
 /// One read through `read`; a short read (fewer than `asked` bytes, more
@@ -423,7 +458,7 @@ async fn run(inner: Arc<QpInner>) {
             if readable && inner.consumers.load(Ordering::Acquire) == 0 {
                 match inner.stream.poll_read_ready(cx) {
                     Poll::Ready(Ok(())) => {
-                        stream_alive = inner.read_ready(None);
+                        stream_alive = inner.read_ready(None).alive;
                         continue;
                     }
                     Poll::Ready(Err(e)) => {
@@ -504,6 +539,7 @@ impl Qp {
             }),
             pd,
             stream,
+            one_cq: send_cq.same_queue(&recv_cq),
             send_cq,
             recv_cq,
             wake: Signal::new(),
@@ -532,12 +568,11 @@ impl Qp {
 
 impl QueuePair for Qp {
     fn post_send(&self, wr: SendWr) -> Result<(), PostError> {
-        let pd = self.inner.pd.clone();
-        let r = self.inner.with(|st| {
-            let mut table = pd.table();
-            st.conn.post_send(wr, &mut table)
-        });
-        self.inner.start_io();
+        let inner = &*self.inner;
+        let mut st = inner.lock();
+        let r = st.conn.post_send(wr, &mut inner.pd.table());
+        inner.after(st, None);
+        inner.start_io();
         r
     }
 

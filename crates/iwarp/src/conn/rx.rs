@@ -558,13 +558,18 @@ impl Connection {
                 Phase::AwaitAccept | Phase::Closed => return,
                 Phase::Connected | Phase::Closing => {}
             }
-            let progressed = match self.rx.st {
-                St::Header => self.rx_header(mrs),
-                St::Payload => self.rx_payload(mrs),
-                St::Trailer => self.rx_trailer(mrs),
-            };
-            if !progressed {
-                return;
+            // FPDUs, header, payload and trailer in turn. The phase
+            // changes here only with an error, which the outer loop
+            // looks at.
+            while self.error.is_none() {
+                let progressed = match self.rx.st {
+                    St::Header => self.rx_header(mrs),
+                    St::Payload => self.rx_payload(mrs),
+                    St::Trailer => self.rx_trailer(mrs),
+                };
+                if !progressed {
+                    return;
+                }
             }
         }
     }

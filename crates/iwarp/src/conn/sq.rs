@@ -58,8 +58,16 @@ impl Connection {
             signaled: wr.signaled,
             result: None,
         });
-        self.sq_pending.push_back((seq, wr));
-        self.pump(mrs);
+        let waits = !self.sq_pending.is_empty()
+            || (matches!(wr.op, SendOp::Read { .. }) && self.orq.len() >= usize::from(self.ord));
+        if waits {
+            self.sq_pending.push_back((seq, wr));
+            self.pump(mrs);
+        } else {
+            // Nothing waits before it: encoded now, without a round trip
+            // through the pending queue.
+            self.encode_or_fail(seq, wr, mrs);
+        }
         self.drain_sq();
         Ok(())
     }
@@ -103,12 +111,21 @@ impl Connection {
             let Some((seq, wr)) = self.sq_pending.pop_front() else {
                 break;
             };
-            if let Err(e) = self.encode_wr(seq, wr, mrs) {
-                self.set_sq_result(seq, WcStatus::LocalProtection, 0);
-                self.fail(ConnError::LocalProtection(e), None);
+            if !self.encode_or_fail(seq, wr, mrs) {
                 return;
             }
         }
+    }
+
+    /// Encodes one work request; a local key that fails now (it was
+    /// checked at post time) fails the connection. Returns false then.
+    fn encode_or_fail(&mut self, seq: u64, wr: SendWr, mrs: &mut MrTable) -> bool {
+        if let Err(e) = self.encode_wr(seq, wr, mrs) {
+            self.set_sq_result(seq, WcStatus::LocalProtection, 0);
+            self.fail(ConnError::LocalProtection(e), None);
+            return false;
+        }
+        true
     }
 
     pub(super) fn gather(
@@ -223,7 +240,8 @@ impl Connection {
         Ok(())
     }
 
-    /// Queues one small FPDU whose payload is gathered from `sges`.
+    /// Queues one small FPDU whose payload is copied from `sges` (every
+    /// key is checked before anything is queued).
     pub(super) fn push_small_from(
         &mut self,
         h: &DdpHeader,
@@ -231,26 +249,17 @@ impl Connection {
         total: usize,
         mrs: &MrTable,
     ) -> Result<(), crate::mr::AccessError> {
-        let mut owned: [Option<Bytes>; 4] = Default::default();
         let mut slices: [&[u8]; 4] = [&[]; 4];
-        if sges.len() <= 4 {
-            for (i, s) in sges.iter().enumerate() {
-                if let Sge::Region(r) = s {
-                    owned[i] =
-                        Some(mrs.source(r.lkey, r.addr, r.len as usize, Access::LOCAL_READ)?);
-                }
-            }
-            for (i, s) in sges.iter().enumerate() {
-                slices[i] = match (s, &owned[i]) {
-                    (Sge::Bytes(b), _) => &b[..],
-                    (_, Some(b)) => &b[..],
-                    _ => &[],
-                };
+        if sges.len() <= slices.len() {
+            for (d, s) in slices.iter_mut().zip(sges) {
+                *d = sge_slice(s, mrs)?;
             }
             push_small(&mut self.tx, self.crc, h, &slices[..sges.len()], total);
         } else {
-            let (pieces, _) = Self::gather(sges, mrs)?;
-            let refs: Vec<&[u8]> = pieces.iter().map(|b| &b[..]).collect();
+            let refs = sges
+                .iter()
+                .map(|s| sge_slice(s, mrs))
+                .collect::<Result<Vec<_>, _>>()?;
             push_small(&mut self.tx, self.crc, h, &refs, total);
         }
         Ok(())
@@ -265,15 +274,14 @@ impl Connection {
 
     pub(super) fn queue_read_request(&mut self, seq: Option<u64>, rr: ReadRequest) {
         let msn = self.next_tx_msn(queue::READ_REQUEST);
-        let body = Bytes::copy_from_slice(&rr.to_bytes());
-        push_message(
+        let h = DdpHeader::untagged(true, Opcode::READ_REQUEST, 0, queue::READ_REQUEST, msn, 0);
+        // 18 + 28 octets: within the smallest max_ulpdu (MIN_MAX_ULPDU).
+        push_small(
             &mut self.tx,
             self.crc,
-            self.cfg.max_ulpdu,
-            UNTAGGED_HEADER_LEN,
-            &[body],
+            &h,
+            &[&rr.to_bytes()],
             READ_REQUEST_LEN,
-            |_, _| DdpHeader::untagged(true, Opcode::READ_REQUEST, 0, queue::READ_REQUEST, msn, 0),
         );
         self.orq.push_back(OrqEntry {
             seq,
@@ -284,6 +292,16 @@ impl Connection {
         });
     }
 }
+
+/// The octets of a gather element, borrowed.
+fn sge_slice<'a>(s: &'a Sge, mrs: &'a MrTable) -> Result<&'a [u8], crate::mr::AccessError> {
+    match s {
+        Sge::Bytes(b) => Ok(&b[..]),
+        Sge::Region(r) => mrs.source_slice(r.lkey, r.addr, r.len as usize, Access::LOCAL_READ),
+    }
+}
+
+const _: () = assert!(UNTAGGED_HEADER_LEN + READ_REQUEST_LEN <= super::MIN_MAX_ULPDU);
 
 /// Synchronous checks of a work request's local keys.
 pub(super) fn check_wr(wr: &SendWr, mrs: &MrTable) -> Result<(), PostError> {

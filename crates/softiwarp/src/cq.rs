@@ -4,10 +4,11 @@ use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
+
+use parking_lot::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
-use rpcrdma_sync::lock;
 use rpcrdma_verbs::{CompletionQueue, WorkCompletion};
 
 use crate::qp::QpInner;
@@ -56,6 +57,12 @@ pub(crate) struct Overrun;
 /// after, so keeping its waker saves a clone and a drop per message, at
 /// the price of at most one spurious wake-up later.
 fn wake_all(waiters: &mut Vec<Waker>, me: Option<&Waker>) {
+    if let ([only], Some(m)) = (&waiters[..], me) {
+        if m.will_wake(only) {
+            // The usual case: the publisher is the one waiter.
+            return;
+        }
+    }
     match me {
         None => {
             for w in waiters.drain(..) {
@@ -95,7 +102,7 @@ impl Cq {
     }
 
     fn lock(&self) -> MutexGuard<'_, CqState> {
-        lock(&self.inner.state)
+        self.inner.state.lock()
     }
 
     /// Adds completions; wakes the waiters (except `me`, the task that is
@@ -157,7 +164,7 @@ impl Cq {
     }
 
     pub(crate) fn attach(&self, qp: &Arc<QpInner>) {
-        let mut o = lock(&self.inner.owners);
+        let mut o = self.inner.owners.lock();
         o.retain(|w| w.strong_count() > 0);
         if !o.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(qp))) {
             o.push(Arc::downgrade(qp));
@@ -166,7 +173,7 @@ impl Cq {
 
     /// The one live queue pair feeding this queue, if there is exactly one.
     fn sole_owner(&self) -> Option<Arc<QpInner>> {
-        let mut o = lock(&self.inner.owners);
+        let mut o = self.inner.owners.lock();
         if o.len() > 1 {
             o.retain(|w| w.strong_count() > 0);
         }
@@ -268,7 +275,7 @@ impl CompletionQueue for Cq {
             return Poll::Ready(());
         }
         let qp = {
-            let mut p = lock(&self.inner.poller);
+            let mut p = self.inner.poller.lock();
             match p.as_ref().and_then(Weak::upgrade) {
                 Some(qp) => Some(qp),
                 None => {
@@ -308,7 +315,7 @@ impl CompletionQueue for Cq {
 
     /// Hands the socket back to the I/O task.
     fn pause(&self) {
-        let qp = lock(&self.inner.poller).take().and_then(|w| w.upgrade());
+        let qp = self.inner.poller.lock().take().and_then(|w| w.upgrade());
         if let Some(qp) = qp {
             if qp.consumers.fetch_sub(1, Ordering::AcqRel) == 1 {
                 qp.hand_back_read();

@@ -13,10 +13,12 @@
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use rpcrdma_iwarp::conn::{ConnError, Connection, Event, MAX_RECV_SLICES};
-use rpcrdma_sync::{lock, Signal};
+use rpcrdma_sync::Signal;
 use rpcrdma_verbs::{
     DisconnectReason, PostError, QpCaps, QueuePair, RecvWr, SendWr, WcOpcode, WorkCompletion,
 };
@@ -85,7 +87,7 @@ const MAX_CLOSE_WAITERS: usize = 16;
 
 impl Closed {
     fn lock(&self) -> MutexGuard<'_, (Option<DisconnectReason>, Vec<Waker>)> {
-        lock(&self.0)
+        self.0.lock()
     }
 
     fn is_set(&self) -> bool {
@@ -134,7 +136,7 @@ pub struct Qp {
 
 impl QpInner {
     fn lock(&self) -> MutexGuard<'_, QpState> {
-        lock(&self.state)
+        self.state.lock()
     }
 
     /// Starts processing incoming traffic, once. A new queue pair holds
@@ -201,15 +203,15 @@ impl QpInner {
             let res = if slices == 1 {
                 let mut iov = [IoSlice::new(&[])];
                 let n = st.conn.transmit_iovecs(&mut iov);
-                self.stream.try_write(if n == 1 { &iov[0] } else { &[] })
+                sock_write(&self.stream, &iov[..n])
             } else if slices <= FEW_IOVECS {
                 let mut iov = [IoSlice::new(&[]); FEW_IOVECS];
                 let n = st.conn.transmit_iovecs(&mut iov);
-                self.stream.try_write_vectored(&iov[..n])
+                sock_write(&self.stream, &iov[..n])
             } else {
                 let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
                 let n = st.conn.transmit_iovecs(&mut iov);
-                self.stream.try_write_vectored(&iov[..n])
+                sock_write(&self.stream, &iov[..n])
             };
             match res {
                 Ok(0) => {
@@ -229,33 +231,35 @@ impl QpInner {
     }
 
     /// Hands the connection's completions to the completion queues (under
-    /// the state lock; the CQ locks are leaves), and learns whether it
-    /// closed. A full queue fails the connection. `me`: the task reading
-    /// the socket itself, which is not woken for what it publishes.
+    /// the state lock; the CQ locks are leaves). A full queue fails the
+    /// connection. `me`: the task reading the socket itself, which is not
+    /// woken for what it publishes.
     fn publish(&self, st: &mut QpState, me: Option<&Waker>) {
-        if st.conn.completions_pending() > 0 {
-            let overrun = if self.one_cq {
-                // One queue for both: straight from the connection, one
-                // lock, no intermediate vector.
-                let conn = &mut st.conn;
-                self.send_cq
-                    .push_from(|| conn.poll_completion(), me)
-                    .is_err()
-            } else {
-                self.collect(st);
-                self.send_cq.push_all(&mut st.send_wcs, me).is_err()
-                    | self.recv_cq.push_all(&mut st.recv_wcs, me).is_err()
-            };
-            if overrun {
-                st.conn.handle_transport_error(
-                    "completion queue overrun: size the CQ for the queues attached to it".into(),
-                );
-                self.collect(st);
-                let _ = self.send_cq.push_all(&mut st.send_wcs, None);
-                let _ = self.recv_cq.push_all(&mut st.recv_wcs, None);
-                self.wake.notify();
-            }
+        let overrun = if self.one_cq {
+            // One queue for both: straight from the connection, one lock,
+            // no intermediate vector.
+            let conn = &mut st.conn;
+            self.send_cq
+                .push_from(|| conn.poll_completion(), me)
+                .is_err()
+        } else {
+            self.collect(st);
+            self.send_cq.push_all(&mut st.send_wcs, me).is_err()
+                | self.recv_cq.push_all(&mut st.recv_wcs, me).is_err()
+        };
+        if overrun {
+            st.conn.handle_transport_error(
+                "completion queue overrun: size the CQ for the queues attached to it".into(),
+            );
+            self.collect(st);
+            let _ = self.send_cq.push_all(&mut st.send_wcs, None);
+            let _ = self.recv_cq.push_all(&mut st.recv_wcs, None);
+            self.wake.notify();
         }
+    }
+
+    /// Learns whether the connection closed, and tells the waiters.
+    fn take_events(&self, st: &mut QpState) {
         while let Some(ev) = st.conn.poll_event() {
             if let Event::Closed(err) = ev {
                 tracing::debug!(error = %err, "queue pair closed");
@@ -280,7 +284,7 @@ impl QpInner {
         }
     }
 
-    /// Runs `f` on the state, then flushes and publishes.
+    /// Runs `f` on the state, then [`QpInner::after`].
     fn with<R>(&self, f: impl FnOnce(&mut QpState) -> R) -> R {
         let mut st = self.lock();
         let r = f(&mut st);
@@ -292,9 +296,17 @@ impl QpInner {
     /// for it: writes the socket could not take yet (which may be Read
     /// Responses queued by a completion-queue waiter's read, on a task
     /// that does not wait for writability), a close, a shutdown.
+    #[inline]
     fn after(&self, mut st: MutexGuard<'_, QpState>, me: Option<&Waker>) {
-        self.flush(&mut st);
-        self.publish(&mut st, me);
+        if st.conn.wants_write() {
+            self.flush(&mut st);
+        }
+        if st.conn.completions_pending() > 0 {
+            self.publish(&mut st, me);
+        }
+        if st.conn.events_pending() > 0 || st.reason.is_some() {
+            self.take_events(&mut st);
+        }
         let wake = st.conn.wants_write() || st.conn.wants_close() || st.reason.is_some();
         drop(st);
         if wake {
@@ -324,18 +336,13 @@ impl QpInner {
                 let mut bufs = st_ref.conn.recv_buffers(&mut table);
                 let (res, asked) = if bufs.direct.is_none() {
                     let asked = bufs.staging.len();
-                    (
-                        read_clearing(&self.stream, asked, |s| s.try_read(bufs.staging)),
-                        asked,
-                    )
+                    (sock_read(&self.stream, bufs.staging), asked)
                 } else {
                     let mut iov: [IoSliceMut<'_>; MAX_RECV_SLICES] =
                         std::array::from_fn(|_| IoSliceMut::new(&mut []));
                     let n = bufs.io_slices(&mut iov);
                     let asked = iov[..n].iter().map(|v| v.len()).sum();
-                    let res =
-                        read_clearing(&self.stream, asked, |s| s.try_read_vectored(&mut iov[..n]));
-                    (res, asked)
+                    (sock_read_vectored(&self.stream, &mut iov[..n]), asked)
                 };
                 match res {
                     Ok(0) => {
@@ -377,33 +384,69 @@ pub(crate) struct ReadOutcome {
     pub(crate) wants_read: bool,
 }
 
-/// One read through `read`; a short read (fewer than `asked` bytes, more
-/// than none) also clears the socket's read readiness, as tokio's own
-/// `poll_read` does: a stream socket that returned less than was asked had
-/// nothing more at that instant, and data arriving later raises readiness
-/// again (the clear only takes the readiness this read observed). Saves the
-/// read that would only say EAGAIN, one system call per message.
+/// One `read` of the socket into `buf`. The system calls go straight
+/// through `rustix` within tokio's readiness bookkeeping (`try_io`), which
+/// spares the layers of `TcpStream::try_read` (a second readiness check,
+/// mio, the standard library, libc's cancellation point) on every message.
+///
+/// A short read (fewer octets than asked, more than none) also clears the
+/// socket's read readiness, as tokio's own `poll_read` does: a stream
+/// socket that returned less than was asked had nothing more at that
+/// instant, and data arriving later raises readiness again (the clear only
+/// takes the readiness this read observed). Saves the read that would only
+/// say EAGAIN, one system call per message.
+fn sock_read(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    let asked = buf.len();
+    read_clearing(stream, asked, || rustix::io::read(stream, buf))
+}
+
+/// [`sock_read`] into several buffers (`readv`).
+fn sock_read_vectored(stream: &TcpStream, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
+    let asked = bufs.iter().map(|b| b.len()).sum();
+    read_clearing(stream, asked, || rustix::io::readv(stream, bufs))
+}
+
+/// One read through `read` (see [`sock_read`]).
 fn read_clearing(
     stream: &TcpStream,
     asked: usize,
-    read: impl FnOnce(&TcpStream) -> io::Result<usize>,
+    read: impl FnOnce() -> rustix::io::Result<usize>,
 ) -> io::Result<usize> {
-    let mut got = 0usize;
+    let mut short = 0usize;
     let res = stream.try_io(tokio::io::Interest::READABLE, || {
-        let n = read(stream)?;
-        got = n;
+        let n = read()?;
         if n > 0 && n < asked {
             // Reported as WouldBlock so that tokio clears the readiness;
-            // the bytes are in the buffer and `got` says how many.
+            // the bytes are in the buffer and `short` says how many.
+            short = n;
             Err(io::ErrorKind::WouldBlock.into())
         } else {
             Ok(n)
         }
     });
-    match res {
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => Ok(got),
-        other => other,
+    if short > 0 {
+        Ok(short)
+    } else {
+        res
     }
+}
+
+/// One write of `iov` to the socket (`send`, or `sendmsg` for several
+/// slices, with `MSG_NOSIGNAL`: a peer that closed is an error, never a
+/// `SIGPIPE`), straight through `rustix` as [`sock_read`] reads.
+fn sock_write(stream: &TcpStream, iov: &[IoSlice<'_>]) -> io::Result<usize> {
+    stream.try_io(tokio::io::Interest::WRITABLE, || {
+        let flags = rustix::net::SendFlags::NOSIGNAL;
+        Ok(match iov {
+            [one] => rustix::net::send(stream, one, flags)?,
+            _ => rustix::net::sendmsg(
+                stream,
+                iov,
+                &mut rustix::net::SendAncillaryBuffer::default(),
+                flags,
+            )?,
+        })
+    })
 }
 
 /// Most rounds of work the I/O task does per poll before it yields
@@ -570,7 +613,33 @@ impl QueuePair for Qp {
     fn post_send(&self, wr: SendWr) -> Result<(), PostError> {
         let inner = &*self.inner;
         let mut st = inner.lock();
-        let r = st.conn.post_send(wr, &mut inner.pd.table());
+        // A small Send with nothing queued before it is encoded and written
+        // in one go (no send-queue entry when the socket takes it whole).
+        let mut failed = None;
+        let r = st.conn.post_send_now(wr, &mut inner.pd.table(), |b| {
+            match sock_write(&inner.stream, &[IoSlice::new(b)]) {
+                Ok(0) => {
+                    failed = Some("socket accepted no data".to_string());
+                    0
+                }
+                Ok(n) => n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    0
+                }
+                Err(e) => {
+                    failed = Some(e.to_string());
+                    0
+                }
+            }
+        });
+        if let Some(e) = failed {
+            st.conn.handle_transport_error(e);
+        }
         inner.after(st, None);
         inner.start_io();
         r
@@ -632,13 +701,13 @@ mod tests {
         poll_fn(|cx| b.poll_read_ready(cx)).await.unwrap();
 
         let mut buf = [0u8; 64];
-        let n = read_clearing(&b, buf.len(), |s| s.try_read(&mut buf)).unwrap();
+        let n = sock_read(&b, &mut buf).unwrap();
         assert_eq!(&buf[..n], b"hello");
         assert!(!ready_now(&b), "a short read leaves no readiness behind");
 
         a.write_all(b"again").await.unwrap();
         poll_fn(|cx| b.poll_read_ready(cx)).await.unwrap();
-        let n = read_clearing(&b, buf.len(), |s| s.try_read(&mut buf)).unwrap();
+        let n = sock_read(&b, &mut buf).unwrap();
         assert_eq!(&buf[..n], b"again");
     }
 
@@ -657,14 +726,14 @@ mod tests {
         }
 
         let mut buf = [0u8; 4];
-        let n = read_clearing(&b, buf.len(), |s| s.try_read(&mut buf)).unwrap();
+        let n = sock_read(&b, &mut buf).unwrap();
         assert_eq!(&buf[..n], b"0123");
         assert!(ready_now(&b), "a full read says nothing about what is left");
         let mut rest = [0u8; 16];
-        let n = read_clearing(&b, rest.len(), |s| s.try_read(&mut rest)).unwrap();
+        let n = sock_read(&b, &mut rest).unwrap();
         assert_eq!(&rest[..n], b"456789");
         assert!(!ready_now(&b));
-        let e = read_clearing(&b, rest.len(), |s| s.try_read(&mut rest)).unwrap_err();
+        let e = sock_read(&b, &mut rest).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
     }
 }

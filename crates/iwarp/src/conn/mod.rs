@@ -15,7 +15,10 @@
 //!   [`Connection::handle_timeout`].
 //! * Commands: [`Connection::accept`], [`Connection::reject`],
 //!   [`Connection::post_send`], [`Connection::post_recv`],
-//!   [`Connection::close`], [`Connection::abort`].
+//!   [`Connection::close`], [`Connection::abort`]; and
+//!   [`Connection::post_send_now`], which hands a small Send to the
+//!   driver's write function at once when nothing is queued before it
+//!   (the driver does the I/O, the connection only sees what was written).
 //! * Outputs (`poll_*`), to drain after every input or command, in this
 //!   order: [`Connection::transmit_iovecs`] (then `handle_written`),
 //!   [`Connection::poll_event`], [`Connection::poll_completion`],
@@ -398,6 +401,11 @@ impl Connection {
     /// The next event.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
+    }
+
+    /// Events waiting for [`Connection::poll_event`].
+    pub fn events_pending(&self) -> usize {
+        self.events.len()
     }
 
     /// Work completions waiting for [`Connection::poll_completion`].

@@ -146,6 +146,13 @@ impl Tx {
         self.written
     }
 
+    /// The unwritten encoded octets when no payload chunk is queued (the
+    /// open tail: all that is queued then).
+    pub(crate) fn unwritten_encoded(&self) -> &[u8] {
+        debug_assert!(self.chunks.is_empty());
+        &self.inline[self.inline_head..]
+    }
+
     /// Drops everything not yet written (abortive close).
     pub(crate) fn clear(&mut self) {
         self.chunks.clear();
@@ -242,6 +249,16 @@ impl Tx {
             self.writable()
         );
         self.written += n as u64;
+        if self.chunks.is_empty() {
+            // Only encoded octets queued (small messages).
+            self.inline_head += n;
+            if self.inline_head == self.inline.len() {
+                self.inline.clear();
+                self.inline_head = 0;
+                self.sealed = 0;
+            }
+            return;
+        }
         let mut n = n;
         while n > 0 {
             match self.chunks.front() {
@@ -288,7 +305,8 @@ impl Tx {
 pub(crate) const INLINE_COPY_MAX: usize = 512;
 
 /// An FPDU's ULPDU_Length field and DDP header, and their length.
-fn fpdu_prefix(
+#[inline]
+pub(crate) fn fpdu_prefix(
     ulpdu: usize,
     header: &DdpHeader,
 ) -> ([u8; MPA_LEN_FIELD + UNTAGGED_HEADER_LEN], usize) {
@@ -311,20 +329,31 @@ pub(crate) fn push_small(
     pieces: &[&[u8]],
     total: usize,
 ) {
-    let hdr_len = header.buffer_len();
-    let ulpdu = hdr_len + total;
-    let pad = pad_len(ulpdu);
-    let len = MPA_LEN_FIELD + ulpdu + pad + MPA_CRC_LEN;
+    let ulpdu = header.buffer_len() + total;
     let (pre, pre_len) = fpdu_prefix(ulpdu, header);
+    push_small_prefixed(tx, crc, &pre[..pre_len], pieces);
+}
+
+/// [`push_small`] with the length field and header already encoded
+/// (`prefix`), the payload the concatenation of `pieces`.
+pub(crate) fn push_small_prefixed(tx: &mut Tx, crc: bool, prefix: &[u8], pieces: &[&[u8]]) {
+    let total: usize = pieces.iter().map(|p| p.len()).sum();
+    let body = prefix.len() + total;
+    let pad = pad_len(body - MPA_LEN_FIELD);
+    let len = body + pad + MPA_CRC_LEN;
     let v = tx.encode_start(len);
     let start = v.len();
-    v.extend_from_slice(&pre[..pre_len]);
+    v.extend_from_slice(prefix);
     for p in pieces {
         v.extend_from_slice(p);
     }
-    v.resize(v.len() + pad, 0);
-    let c = if crc { crc32c::crc32c(&v[start..]) } else { 0 };
-    v.extend_from_slice(&crc_to_wire(c));
+    // Pad and CRC in one copy.
+    let mut tail = [0u8; 3 + MPA_CRC_LEN];
+    if crc {
+        let c = crc32c::crc32c_append(crc32c::crc32c(&v[start..]), &tail[..pad]);
+        tail[pad..pad + MPA_CRC_LEN].copy_from_slice(&crc_to_wire(c));
+    }
+    v.extend_from_slice(&tail[..pad + MPA_CRC_LEN]);
     tx.queued += len as u64;
 }
 

@@ -56,13 +56,17 @@ pub(crate) struct Overrun;
 /// it then looks at itself) stays registered: it registers again right
 /// after, so keeping its waker saves a clone and a drop per message, at
 /// the price of at most one spurious wake-up later.
+#[inline]
 fn wake_all(waiters: &mut Vec<Waker>, me: Option<&Waker>) {
-    if let ([only], Some(m)) = (&waiters[..], me) {
-        if m.will_wake(only) {
-            // The usual case: the publisher is the one waiter.
-            return;
-        }
+    match (&waiters[..], me) {
+        ([], _) => {}
+        // The usual case: the publisher is the one waiter.
+        ([only], Some(m)) if m.will_wake(only) => {}
+        _ => wake_others(waiters, me),
     }
+}
+
+fn wake_others(waiters: &mut Vec<Waker>, me: Option<&Waker>) {
     match me {
         None => {
             for w in waiters.drain(..) {
@@ -152,6 +156,20 @@ impl Cq {
         res
     }
 
+    /// [`CompletionQueue::poll`] of a queue that had completions.
+    fn poll_queued(&self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
+        let mut st = self.lock();
+        let n = st.q.len().min(max);
+        out.reserve(n);
+        for _ in 0..n {
+            if let Some(wc) = st.q.pop_front() {
+                out.push(wc);
+            }
+        }
+        self.inner.queued.store(st.q.len(), Ordering::Release);
+        n
+    }
+
     /// Whether `other` is a handle of this same queue.
     pub(crate) fn same_queue(&self, other: &Cq) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
@@ -209,20 +227,12 @@ impl Cq {
 }
 
 impl CompletionQueue for Cq {
+    #[inline]
     fn poll(&self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
         if self.inner.queued.load(Ordering::Acquire) == 0 {
             return 0;
         }
-        let mut st = self.lock();
-        let n = st.q.len().min(max);
-        out.reserve(n);
-        for _ in 0..n {
-            if let Some(wc) = st.q.pop_front() {
-                out.push(wc);
-            }
-        }
-        self.inner.queued.store(st.q.len(), Ordering::Release);
-        n
+        self.poll_queued(out, max)
     }
 
     /// Waits for a completion. When one queue pair feeds this queue, the

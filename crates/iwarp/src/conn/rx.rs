@@ -30,8 +30,7 @@ use super::{ConnError, Connection, Phase, ProtocolError};
 use std::io::IoSliceMut;
 
 use crate::ddp::{
-    field, Buffer, Control, DdpHeader, DDP_VERSION, RDMAP_VERSION, TAGGED_HEADER_LEN,
-    UNTAGGED_HEADER_LEN,
+    field, Control, DdpHeader, DDP_VERSION, RDMAP_VERSION, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN,
 };
 use crate::fpdu::{crc_from_wire, pad_len, MPA_CRC_LEN, MPA_LEN_FIELD};
 use crate::mr::MrTable;
@@ -96,6 +95,10 @@ pub(super) struct Rx {
     pub(super) start: usize,
     pub(super) end: usize,
     pub(super) st: St,
+    // The FPDU in progress, set by its header (`rx_header`) and read only
+    // until its trailer is through: between FPDUs (`St::Header`) they
+    // describe nothing, and the whole-FPDU shortcut leaves them as they
+    // are.
     pub(super) crc: u32,
     pub(super) ulpdu_len: usize,
     pub(super) hdr: Option<DdpHeader>,
@@ -639,7 +642,7 @@ impl Connection {
     /// message, for the next posted receive. It makes the checks the
     /// general path (`rx_header`, `on_header`, `on_send_header`,
     /// `rx_payload`, `rx_trailer`, `on_segment_end`) makes for such a
-    /// segment and leaves the same state; anything else, an FPDU to refuse
+    /// segment and leaves the same outcome; anything else, an FPDU to refuse
     /// included, it leaves untouched to the general path. Returns whether
     /// it took the FPDU. (`fuzzing::fpdu_stream_pieces_agree` holds the
     /// two paths to the same outcome.)
@@ -686,42 +689,22 @@ impl Connection {
         if rq.front().is_none_or(|wr| wr.buf.len() < payload) {
             return false;
         }
-        let sum = if *crc {
+        if *crc {
             let computed = crc32c::crc32c(&fpdu[..body]);
             let mut f = [0u8; MPA_CRC_LEN];
             f.copy_from_slice(&fpdu[body..]);
             if computed != crc_from_wire(f) {
                 return false;
             }
-            computed
-        } else {
-            0
-        };
+        }
         // Taken: as the general path leaves it after the trailer.
         let Some(mut wr) = rq.pop_front() else {
             return false;
         };
         wr.buf[..payload].copy_from_slice(&fpdu[HDR..HDR + payload]);
-        let rdmap_word = word(field::RDMAP_WORD);
+        // At the next FPDU boundary, as the general path leaves it (the
+        // fields of the FPDU in progress describe nothing there).
         rx.start += fpdu.len();
-        rx.crc = sum;
-        rx.ulpdu_len = ulpdu_len;
-        rx.hdr = Some(DdpHeader {
-            control: c,
-            buffer: Buffer::Untagged {
-                rdmap_word,
-                qn,
-                msn,
-                mo,
-            },
-        });
-        rx.remaining = 0;
-        rx.target = if payload == 0 {
-            Target::Discard
-        } else {
-            Target::Recv
-        };
-        rx.ctrl.clear();
         rx_msn[0] = rx_msn[0].wrapping_add(1);
         if !self.first_fpdu_seen {
             self.first_fpdu_seen = true;

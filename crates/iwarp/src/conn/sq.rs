@@ -83,17 +83,33 @@ impl Connection {
         else {
             return self.post_send(wr, mrs);
         };
+        let (mut total, mut regions) = (0usize, false);
+        for s in sges {
+            total += s.len();
+            regions |= matches!(s, Sge::Region(_));
+        }
         let now = self.phase == Phase::Connected
             && self.sq_pending.is_empty()
             && self.tx.pending() == 0
             && !self.tx.gated()
             && (!wr.signaled || self.sq.is_empty())
-            && self.fits_one_small_fpdu(sges);
+            && self.fits_one_small_fpdu(total);
         if !now {
             return self.post_send(wr, mrs);
         }
-        self.check_post(&wr, mrs)?;
-        if let Err(e) = self.push_small_send(sges, *solicited, *invalidate, mrs) {
+        // post_send's checks: state (above), depth, local keys (a Send this
+        // short cannot be too long).
+        let depth = self.cfg.caps.send_depth;
+        if self.sq.len() >= depth as usize {
+            return Err(PostError::QueueFull {
+                queue: "send",
+                depth,
+            });
+        }
+        if regions {
+            check_wr(&wr, mrs)?;
+        }
+        if let Err(e) = self.push_small_send(sges, total, *solicited, *invalidate, mrs) {
             // As post_send: the request fails, and the connection with it.
             let seq = self.push_sq_entry(&wr);
             self.set_sq_result(seq, WcStatus::LocalProtection, 0);
@@ -104,7 +120,7 @@ impl Connection {
         let len = self.tx.pending() as usize;
         let n = write(self.tx.unwritten_encoded()).min(len);
         if n == len {
-            self.tx.advance(n);
+            self.tx.advance_all();
             if wr.signaled {
                 self.completions.push_back(WorkCompletion {
                     wr_id: wr.wr_id,
@@ -159,9 +175,8 @@ impl Connection {
         seq
     }
 
-    /// Whether a Send of `sges` is encoded as one contiguous FPDU.
-    fn fits_one_small_fpdu(&self, sges: &[Sge]) -> bool {
-        let total: usize = sges.iter().map(Sge::len).sum();
+    /// Whether a Send of `total` octets is encoded as one contiguous FPDU.
+    fn fits_one_small_fpdu(&self, total: usize) -> bool {
         total <= INLINE_COPY_MAX && total + UNTAGGED_HEADER_LEN <= self.cfg.max_ulpdu
     }
 
@@ -170,6 +185,7 @@ impl Connection {
     fn push_small_send(
         &mut self,
         sges: &[Sge],
+        total: usize,
         solicited: bool,
         invalidate: Option<u32>,
         mrs: &MrTable,
@@ -188,7 +204,6 @@ impl Connection {
                 .collect::<Result<_, _>>()?;
             &more
         };
-        let total: usize = pieces.iter().map(|p| p.len()).sum();
         let msn = self.next_tx_msn(queue::SEND);
         let h = DdpHeader::untagged(
             true,
@@ -299,9 +314,10 @@ impl Connection {
                 solicited,
                 invalidate,
             } => {
-                if self.fits_one_small_fpdu(&sges) {
+                let total: usize = sges.iter().map(Sge::len).sum();
+                if self.fits_one_small_fpdu(total) {
                     // Small Send: one contiguous FPDU, no payload references.
-                    self.push_small_send(&sges, solicited, invalidate, mrs)?;
+                    self.push_small_send(&sges, total, solicited, invalidate, mrs)?;
                 } else {
                     let opcode = send_opcode(solicited, invalidate.is_some());
                     let inv = invalidate.unwrap_or(0);

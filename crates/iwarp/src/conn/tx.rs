@@ -146,6 +146,16 @@ impl Tx {
         self.written
     }
 
+    /// Records that everything queued was written, when only encoded
+    /// octets were ([`Tx::advance`] of all of them).
+    pub(crate) fn advance_all(&mut self) {
+        debug_assert!(self.chunks.is_empty() && self.gate.is_none());
+        self.written = self.queued;
+        self.inline.clear();
+        self.inline_head = 0;
+        self.sealed = 0;
+    }
+
     /// The unwritten encoded octets when no payload chunk is queued (the
     /// open tail: all that is queued then).
     pub(crate) fn unwritten_encoded(&self) -> &[u8] {

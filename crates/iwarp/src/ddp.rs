@@ -228,16 +228,29 @@ impl DdpHeader {
     /// Appends the header. The T bit is written from `buffer` (whatever
     /// `control.tagged` says), so the header is always self-consistent.
     pub fn emit(&self, out: &mut impl BufMut) {
+        let (b, n) = self.to_array();
+        out.put_slice(&b[..n]);
+    }
+
+    /// Encodes into a fixed array; returns it and the used length.
+    pub fn to_array(&self) -> ([u8; UNTAGGED_HEADER_LEN], usize) {
+        let mut b = [0u8; UNTAGGED_HEADER_LEN];
+        let n = self.encode_into(&mut b);
+        (b, n)
+    }
+
+    /// Encodes into the start of `b` (as [`DdpHeader::emit`]); returns
+    /// the length used ([`DdpHeader::buffer_len`]).
+    pub fn encode_into(&self, b: &mut [u8; UNTAGGED_HEADER_LEN]) -> usize {
         let mut c = self.control;
         c.tagged = matches!(self.buffer, Buffer::Tagged { .. });
-        // One copy of the whole header (a call per field costs more than
-        // the header).
-        let mut b = [0u8; UNTAGGED_HEADER_LEN];
+        // One store per field (a call per field through `BufMut` costs
+        // more than the header).
         b[..2].copy_from_slice(&c.to_bytes());
-        let n = match self.buffer {
+        match self.buffer {
             Buffer::Tagged { stag, to } => {
-                b[2..6].copy_from_slice(&stag.to_be_bytes());
-                b[6..14].copy_from_slice(&to.to_be_bytes());
+                b[field::STAG].copy_from_slice(&stag.to_be_bytes());
+                b[field::TO].copy_from_slice(&to.to_be_bytes());
                 TAGGED_HEADER_LEN
             }
             Buffer::Untagged {
@@ -246,22 +259,13 @@ impl DdpHeader {
                 msn,
                 mo,
             } => {
-                b[2..6].copy_from_slice(&rdmap_word.to_be_bytes());
-                b[6..10].copy_from_slice(&qn.to_be_bytes());
-                b[10..14].copy_from_slice(&msn.to_be_bytes());
-                b[14..18].copy_from_slice(&mo.to_be_bytes());
+                b[field::RDMAP_WORD].copy_from_slice(&rdmap_word.to_be_bytes());
+                b[field::QN].copy_from_slice(&qn.to_be_bytes());
+                b[field::MSN].copy_from_slice(&msn.to_be_bytes());
+                b[field::MO].copy_from_slice(&mo.to_be_bytes());
                 UNTAGGED_HEADER_LEN
             }
-        };
-        out.put_slice(&b[..n]);
-    }
-
-    /// Encodes into a fixed array; returns it and the used length.
-    pub fn to_array(&self) -> ([u8; UNTAGGED_HEADER_LEN], usize) {
-        let mut a = [0u8; UNTAGGED_HEADER_LEN];
-        let mut w = &mut a[..];
-        self.emit(&mut w);
-        (a, self.buffer_len())
+        }
     }
 
     /// Parses the header at the start of a ULPDU; returns it and its length.

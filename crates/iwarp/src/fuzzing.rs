@@ -174,6 +174,79 @@ impl Responder {
     }
 }
 
+/// What a responder made of a stream: completions (with their data),
+/// events, the octets it sent, its phase and error, its regions' contents.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    completions: Vec<(WorkCompletion, Option<Vec<u8>>)>,
+    events: Vec<Event>,
+    sent: Vec<u8>,
+    phase: Phase,
+    error: Option<crate::conn::ConnError>,
+    regions: Vec<Vec<u8>>,
+}
+
+impl Responder {
+    fn outcome(mut self) -> Outcome {
+        let mut events = Vec::new();
+        while let Some(e) = self.conn.poll_event() {
+            events.push(e);
+        }
+        let regions = [self.write_target, self.local_only, self.read_source]
+            .iter()
+            .map(|r| {
+                self.mrs
+                    .buffer(r.key)
+                    .map(<[u8]>::to_vec)
+                    .unwrap_or_default()
+            })
+            .collect();
+        Outcome {
+            completions: self
+                .completions
+                .drain(..)
+                .map(|wc| {
+                    let data = wc.data().map(<[u8]>::to_vec);
+                    (wc, data)
+                })
+                .collect(),
+            events,
+            sent: self.sent.to_vec(),
+            phase: self.conn.phase(),
+            error: self.conn.error().cloned(),
+            regions,
+        }
+    }
+}
+
+/// A connected responder fed `data` (the first octet picks CRC, bit 0)
+/// whole, and again one octet at a time: both must end the same way (the
+/// same completions with the same data, events, octets sent, phase,
+/// error and memory contents), before and after the peer's EOF. One octet
+/// at a time never has a whole FPDU staged, so this holds the receive
+/// side's whole-FPDU shortcut to the general, octet-by-octet path.
+pub fn fpdu_stream_pieces_agree(data: &[u8]) {
+    let Some((&cfg, data)) = data.split_first() else {
+        return;
+    };
+    let crc = cfg & 1 == 1;
+    let run = |piece: usize, eof: bool| {
+        let mut r = Responder::new(crc);
+        r.feed(data, piece);
+        if eof {
+            r.eof();
+        }
+        r.outcome()
+    };
+    for eof in [false, true] {
+        assert_eq!(
+            run(data.len(), eof),
+            run(1, eof),
+            "whole and octet by octet disagree (eof {eof})"
+        );
+    }
+}
+
 /// A connected responder fed `data` as the peer's FPDU stream. The first
 /// octet picks CRC (bit 0) and how the stream is cut into reads (bits 1-7).
 ///

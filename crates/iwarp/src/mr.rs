@@ -282,6 +282,29 @@ impl MrTable {
     }
 
     /// The contents of `[addr, addr + len)` after the same checks as
+    /// [`MrTable::check`], borrowed (for a copy of a few octets).
+    pub fn source_slice(
+        &self,
+        key: u32,
+        addr: u64,
+        len: usize,
+        needed: Access,
+    ) -> Result<&[u8], AccessError> {
+        let off = self.check(key, addr, len as u64, needed)?;
+        let bounds = AccessError::Bounds {
+            key,
+            addr,
+            len: len as u64,
+        };
+        let mem = match self.regions.get(&key).map(|r| &r.mem) {
+            Some(MrBuffer::Shared(b)) => &b[..],
+            Some(MrBuffer::Owned(b)) => &b[..],
+            None => return Err(AccessError::InvalidKey(key)),
+        };
+        mem.get(off..off + len).ok_or(bounds)
+    }
+
+    /// The contents of `[addr, addr + len)` after the same checks as
     /// [`MrTable::check`]: a zero-copy slice of a shared region, a copy of an
     /// owned one.
     pub fn source(

@@ -6,7 +6,7 @@
 use rpcrdma_iwarp::conn::{ConnError, Event, Phase};
 use rpcrdma_iwarp::ddp::DdpHeader;
 use rpcrdma_iwarp::fpdu::encode_fpdu;
-use rpcrdma_iwarp::fuzzing::{codec_roundtrip, fpdu_stream, Responder};
+use rpcrdma_iwarp::fuzzing::{codec_roundtrip, fpdu_stream, fpdu_stream_pieces_agree, Responder};
 use rpcrdma_iwarp::rdmap::{Opcode, ReadRequest};
 use rpcrdma_testkit::rng::XorShift;
 
@@ -73,6 +73,7 @@ fn random_inputs() {
         let data: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
         codec_roundtrip(&data);
         fpdu_stream(&data);
+        fpdu_stream_pieces_agree(&data);
     }
 }
 
@@ -103,6 +104,7 @@ fn mutated_valid_streams() {
         }
         codec_roundtrip(&s[1..]);
         fpdu_stream(&s);
+        fpdu_stream_pieces_agree(&s);
     }
 }
 

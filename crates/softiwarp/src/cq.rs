@@ -4,10 +4,11 @@ use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
+
+use parking_lot::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
-use rpcrdma_sync::lock;
 use rpcrdma_verbs::{CompletionQueue, WorkCompletion};
 
 use crate::qp::QpInner;
@@ -49,6 +50,39 @@ pub struct Cq {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Overrun;
 
+/// Wakes every waiter but `me`. Called under the queue's lock (a waker
+/// only schedules its task) so the vector keeps its capacity: no
+/// allocation per completion. `me` (the task that publishes completions
+/// it then looks at itself) stays registered: it registers again right
+/// after, so keeping its waker saves a clone and a drop per message, at
+/// the price of at most one spurious wake-up later.
+#[inline]
+fn wake_all(waiters: &mut Vec<Waker>, me: Option<&Waker>) {
+    match (&waiters[..], me) {
+        ([], _) => {}
+        // The usual case: the publisher is the one waiter.
+        ([only], Some(m)) if m.will_wake(only) => {}
+        _ => wake_others(waiters, me),
+    }
+}
+
+fn wake_others(waiters: &mut Vec<Waker>, me: Option<&Waker>) {
+    match me {
+        None => {
+            for w in waiters.drain(..) {
+                w.wake();
+            }
+        }
+        Some(m) => waiters.retain(|w| {
+            let mine = m.will_wake(w);
+            if !mine {
+                w.wake_by_ref();
+            }
+            mine
+        }),
+    }
+}
+
 fn register(waiters: &mut Vec<Waker>, w: &Waker) {
     if !waiters.iter().any(|x| x.will_wake(w)) {
         waiters.push(w.clone());
@@ -72,7 +106,7 @@ impl Cq {
     }
 
     fn lock(&self) -> MutexGuard<'_, CqState> {
-        lock(&self.inner.state)
+        self.inner.state.lock()
     }
 
     /// Adds completions; wakes the waiters (except `me`, the task that is
@@ -96,18 +130,59 @@ impl Cq {
             st.q.push_back(wc);
         }
         self.inner.queued.store(st.q.len(), Ordering::Release);
-        // Woken under the lock (a waker only schedules its task) so the
-        // vector keeps its capacity: no allocation per completion.
-        for w in st.waiters.drain(..) {
-            if !me.is_some_and(|m| m.will_wake(&w)) {
-                w.wake();
-            }
-        }
+        wake_all(&mut st.waiters, me);
         res
     }
 
+    /// Adds the completions `next` yields, under one lock; wakes the
+    /// waiters (except `me`, as [`Cq::push_all`]).
+    pub(crate) fn push_from(
+        &self,
+        mut next: impl FnMut() -> Option<WorkCompletion>,
+        me: Option<&Waker>,
+    ) -> Result<(), Overrun> {
+        let mut res = Ok(());
+        let mut st = self.lock();
+        while let Some(wc) = next() {
+            if st.q.len() >= self.inner.capacity {
+                tracing::error!(capacity = self.inner.capacity, "completion queue overrun");
+                res = Err(Overrun);
+                continue;
+            }
+            st.q.push_back(wc);
+        }
+        self.inner.queued.store(st.q.len(), Ordering::Release);
+        wake_all(&mut st.waiters, me);
+        res
+    }
+
+    /// [`CompletionQueue::poll`] of a queue that had completions.
+    fn poll_queued(&self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
+        let mut st = self.lock();
+        let n = st.q.len().min(max);
+        out.reserve(n);
+        for _ in 0..n {
+            if let Some(wc) = st.q.pop_front() {
+                out.push(wc);
+            }
+        }
+        self.inner.queued.store(st.q.len(), Ordering::Release);
+        n
+    }
+
+    /// Whether `other` is a handle of this same queue.
+    pub(crate) fn same_queue(&self, other: &Cq) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Whether a completion is waiting (as last stored; a waiter looks
+    /// under the lock).
+    fn has_queued(&self) -> bool {
+        self.inner.queued.load(Ordering::Acquire) > 0
+    }
+
     pub(crate) fn attach(&self, qp: &Arc<QpInner>) {
-        let mut o = lock(&self.inner.owners);
+        let mut o = self.inner.owners.lock();
         o.retain(|w| w.strong_count() > 0);
         if !o.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(qp))) {
             o.push(Arc::downgrade(qp));
@@ -116,7 +191,7 @@ impl Cq {
 
     /// The one live queue pair feeding this queue, if there is exactly one.
     fn sole_owner(&self) -> Option<Arc<QpInner>> {
-        let mut o = lock(&self.inner.owners);
+        let mut o = self.inner.owners.lock();
         if o.len() > 1 {
             o.retain(|w| w.strong_count() > 0);
         }
@@ -152,15 +227,12 @@ impl Cq {
 }
 
 impl CompletionQueue for Cq {
+    #[inline]
     fn poll(&self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
         if self.inner.queued.load(Ordering::Acquire) == 0 {
             return 0;
         }
-        let mut st = self.lock();
-        let n = st.q.len().min(max);
-        out.extend(st.q.drain(..n));
-        self.inner.queued.store(st.q.len(), Ordering::Release);
-        n
+        self.poll_queued(out, max)
     }
 
     /// Waits for a completion. When one queue pair feeds this queue, the
@@ -209,11 +281,11 @@ impl CompletionQueue for Cq {
     /// first poll until [`CompletionQueue::pause`], so no task is entered
     /// or left per completion.
     fn poll_wait(&self, cx: &mut Context<'_>) -> Poll<()> {
-        if !self.lock().q.is_empty() {
+        if self.has_queued() {
             return Poll::Ready(());
         }
         let qp = {
-            let mut p = lock(&self.inner.poller);
+            let mut p = self.inner.poller.lock();
             match p.as_ref().and_then(Weak::upgrade) {
                 Some(qp) => Some(qp),
                 None => {
@@ -228,15 +300,17 @@ impl CompletionQueue for Cq {
             }
         };
         if let Some(qp) = qp {
-            while qp.wants_read() {
-                match qp.poll_read_ready(cx) {
-                    Poll::Ready(()) => {
-                        qp.read_ready(Some(cx.waker()));
-                        if !self.lock().q.is_empty() {
-                            return Poll::Ready(());
-                        }
-                    }
-                    Poll::Pending => break,
+            // Whether the connection takes input is learnt from the read
+            // itself (under the lock it takes anyway): while it does not,
+            // readiness only leads here again, to the waiters' list.
+            while qp.poll_read_ready(cx).is_ready() {
+                let read = qp.read_ready(Some(cx.waker()));
+                // Published on this thread: the stored length is current.
+                if self.has_queued() {
+                    return Poll::Ready(());
+                }
+                if !read.wants_read {
+                    break;
                 }
             }
         }
@@ -251,7 +325,7 @@ impl CompletionQueue for Cq {
 
     /// Hands the socket back to the I/O task.
     fn pause(&self) {
-        let qp = lock(&self.inner.poller).take().and_then(|w| w.upgrade());
+        let qp = self.inner.poller.lock().take().and_then(|w| w.upgrade());
         if let Some(qp) = qp {
             if qp.consumers.fetch_sub(1, Ordering::AcqRel) == 1 {
                 qp.hand_back_read();

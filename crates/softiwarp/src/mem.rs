@@ -1,12 +1,13 @@
 //! Protection domains and memory regions.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use bytes::{Bytes, BytesMut};
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use rpcrdma_iwarp::mr::{KeySource, MrInfo, MrTable, DEFAULT_MAX_REGIONS};
-use rpcrdma_sync::lock;
 use rpcrdma_verbs::{
     Access, DeregisterError, MemoryRegion, MrBuffer, ProtectionDomain, RegisterError,
 };
@@ -41,7 +42,7 @@ impl PdInner {
     /// was held) still yields the table: its state is consistent after
     /// every call.
     pub(crate) fn table(&self) -> MutexGuard<'_, MrTable> {
-        lock(&self.table)
+        self.table.lock()
     }
 }
 
@@ -62,7 +63,7 @@ impl Pd {
     }
 
     fn register(&self, buf: MrBuffer, access: Access) -> Result<Mr, RegisterError> {
-        let mut keys = KeyGuard(lock(&self.inner.keys.0));
+        let mut keys = KeyGuard(self.inner.keys.0.lock());
         let info = self.inner.table().register(buf, access, &mut keys)?;
         Ok(Mr {
             pd: Some(self.inner.clone()),

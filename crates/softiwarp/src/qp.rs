@@ -13,10 +13,12 @@
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use rpcrdma_iwarp::conn::{ConnError, Connection, Event, MAX_RECV_SLICES};
-use rpcrdma_sync::{lock, Signal};
+use rpcrdma_sync::Signal;
 use rpcrdma_verbs::{
     DisconnectReason, PostError, QpCaps, QueuePair, RecvWr, SendWr, WcOpcode, WorkCompletion,
 };
@@ -37,7 +39,8 @@ const FEW_IOVECS: usize = 8;
 #[derive(Debug)]
 pub(crate) struct QpState {
     pub(crate) conn: Connection,
-    /// Completions collected under the lock, pushed to the CQs after.
+    /// Completions sorted by queue under the lock, pushed to the CQs after
+    /// (only when the two queues differ).
     send_wcs: Vec<WorkCompletion>,
     recv_wcs: Vec<WorkCompletion>,
     reason: Option<DisconnectReason>,
@@ -51,6 +54,8 @@ pub(crate) struct QpInner {
     stream: TcpStream,
     send_cq: Cq,
     recv_cq: Cq,
+    /// Whether `send_cq` and `recv_cq` are the same queue.
+    one_cq: bool,
     /// Wakes the I/O task.
     wake: Signal,
     closed: Closed,
@@ -82,7 +87,7 @@ const MAX_CLOSE_WAITERS: usize = 16;
 
 impl Closed {
     fn lock(&self) -> MutexGuard<'_, (Option<DisconnectReason>, Vec<Waker>)> {
-        lock(&self.0)
+        self.0.lock()
     }
 
     fn is_set(&self) -> bool {
@@ -131,7 +136,7 @@ pub struct Qp {
 
 impl QpInner {
     fn lock(&self) -> MutexGuard<'_, QpState> {
-        lock(&self.state)
+        self.state.lock()
     }
 
     /// Starts processing incoming traffic, once. A new queue pair holds
@@ -191,16 +196,22 @@ impl QpInner {
     /// Writes what the connection has queued, as far as the socket takes it.
     fn flush(&self, st: &mut QpState) {
         while st.conn.wants_write() {
-            // A small message takes a few slices: no need to set up
-            // `MAX_IOVECS` of them (a measurable part of a round trip).
-            let res = if st.conn.transmit_slices() <= FEW_IOVECS {
+            // A small message is one slice (its FPDU encoded whole); a few
+            // FPDUs take a few: no need to set up `MAX_IOVECS` of them (a
+            // measurable part of a round trip).
+            let slices = st.conn.transmit_slices();
+            let res = if slices == 1 {
+                let mut iov = [IoSlice::new(&[])];
+                let n = st.conn.transmit_iovecs(&mut iov);
+                sock_write(&self.stream, &iov[..n])
+            } else if slices <= FEW_IOVECS {
                 let mut iov = [IoSlice::new(&[]); FEW_IOVECS];
                 let n = st.conn.transmit_iovecs(&mut iov);
-                self.stream.try_write_vectored(&iov[..n])
+                sock_write(&self.stream, &iov[..n])
             } else {
                 let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
                 let n = st.conn.transmit_iovecs(&mut iov);
-                self.stream.try_write_vectored(&iov[..n])
+                sock_write(&self.stream, &iov[..n])
             };
             match res {
                 Ok(0) => {
@@ -219,29 +230,23 @@ impl QpInner {
         }
     }
 
-    /// Moves completions and events out of the connection.
-    fn collect(&self, st: &mut QpState) {
-        while let Some(wc) = st.conn.poll_completion() {
-            if wc.opcode == WcOpcode::Recv {
-                st.recv_wcs.push(wc);
-            } else {
-                st.send_wcs.push(wc);
-            }
-        }
-        while let Some(ev) = st.conn.poll_event() {
-            if let Event::Closed(err) = ev {
-                tracing::debug!(error = %err, "queue pair closed");
-                st.reason = Some(err.disconnect_reason());
-            }
-        }
-    }
-
-    /// Moves collected completions to the completion queues (under the
-    /// state lock, so the vectors keep their capacity; the CQ locks are
-    /// leaves). A full queue fails the connection.
+    /// Hands the connection's completions to the completion queues (under
+    /// the state lock; the CQ locks are leaves). A full queue fails the
+    /// connection. `me`: the task reading the socket itself, which is not
+    /// woken for what it publishes.
     fn publish(&self, st: &mut QpState, me: Option<&Waker>) {
-        let overrun = self.send_cq.push_all(&mut st.send_wcs, me).is_err()
-            | self.recv_cq.push_all(&mut st.recv_wcs, me).is_err();
+        let overrun = if self.one_cq {
+            // One queue for both: straight from the connection, one lock,
+            // no intermediate vector.
+            let conn = &mut st.conn;
+            self.send_cq
+                .push_from(|| conn.poll_completion(), me)
+                .is_err()
+        } else {
+            self.collect(st);
+            self.send_cq.push_all(&mut st.send_wcs, me).is_err()
+                | self.recv_cq.push_all(&mut st.recv_wcs, me).is_err()
+        };
         if overrun {
             st.conn.handle_transport_error(
                 "completion queue overrun: size the CQ for the queues attached to it".into(),
@@ -251,124 +256,197 @@ impl QpInner {
             let _ = self.recv_cq.push_all(&mut st.recv_wcs, None);
             self.wake.notify();
         }
-        if let Some(reason) = st.reason.clone() {
+    }
+
+    /// Learns whether the connection closed, and tells the waiters.
+    fn take_events(&self, st: &mut QpState) {
+        while let Some(ev) = st.conn.poll_event() {
+            if let Event::Closed(err) = ev {
+                tracing::debug!(error = %err, "queue pair closed");
+                st.reason = Some(err.disconnect_reason());
+            }
+        }
+        if let Some(reason) = &st.reason {
             if !self.closed.is_set() {
-                self.closed.set(reason);
+                self.closed.set(reason.clone());
             }
         }
     }
 
-    /// Runs `f` on the state, then flushes, collects and publishes.
+    /// Moves the connection's completions into the per-queue vectors.
+    fn collect(&self, st: &mut QpState) {
+        while let Some(wc) = st.conn.poll_completion() {
+            if wc.opcode == WcOpcode::Recv {
+                st.recv_wcs.push(wc);
+            } else {
+                st.send_wcs.push(wc);
+            }
+        }
+    }
+
+    /// Runs `f` on the state, then [`QpInner::after`].
     fn with<R>(&self, f: impl FnOnce(&mut QpState) -> R) -> R {
         let mut st = self.lock();
         let r = f(&mut st);
-        self.flush(&mut st);
-        self.collect(&mut st);
-        self.publish(&mut st, None);
+        self.after(st, None);
+        r
+    }
+
+    /// Flushes and publishes, then wakes the I/O task if there is work
+    /// for it: writes the socket could not take yet (which may be Read
+    /// Responses queued by a completion-queue waiter's read, on a task
+    /// that does not wait for writability), a close, a shutdown.
+    #[inline]
+    fn after(&self, mut st: MutexGuard<'_, QpState>, me: Option<&Waker>) {
+        if st.conn.wants_write() {
+            self.flush(&mut st);
+        }
+        if st.conn.completions_pending() > 0 {
+            self.publish(&mut st, me);
+        }
+        if st.conn.events_pending() > 0 || st.reason.is_some() {
+            self.take_events(&mut st);
+        }
         let wake = st.conn.wants_write() || st.conn.wants_close() || st.reason.is_some();
         drop(st);
         if wake {
             self.wake.notify();
         }
-        r
     }
 
-    /// Reads what the socket has, within the budget. Returns false once the
-    /// stream ended or failed. `me`: the completion-queue waiter reading on
-    /// its own task (it is not woken for the completions it publishes).
-    pub(crate) fn read_ready(&self, me: Option<&Waker>) -> bool {
+    /// Reads what the socket has, within the budget. `me`: the
+    /// completion-queue waiter reading on its own task (it is not woken
+    /// for the completions it publishes).
+    pub(crate) fn read_ready(&self, me: Option<&Waker>) -> ReadOutcome {
         if !self.started.load(Ordering::Acquire) {
-            return true;
+            return ReadOutcome {
+                alive: true,
+                wants_read: false,
+            };
         }
         let mut st = self.lock();
         let mut alive = true;
-        for _ in 0..READ_BUDGET {
-            if !st.conn.wants_read() {
-                break;
-            }
+        {
             let mut table = self.pd.table();
-            let st_ref = &mut *st;
-            let mut bufs = st_ref.conn.recv_buffers(&mut table);
-            let (res, asked) = if bufs.direct.is_none() {
-                let asked = bufs.staging.len();
-                (
-                    read_clearing(&self.stream, asked, |s| s.try_read(bufs.staging)),
-                    asked,
-                )
-            } else {
-                let mut iov: [IoSliceMut<'_>; MAX_RECV_SLICES] =
-                    std::array::from_fn(|_| IoSliceMut::new(&mut []));
-                let n = bufs.io_slices(&mut iov);
-                let asked = iov[..n].iter().map(|v| v.len()).sum();
-                let res =
-                    read_clearing(&self.stream, asked, |s| s.try_read_vectored(&mut iov[..n]));
-                (res, asked)
-            };
-            match res {
-                Ok(0) => {
-                    st_ref.conn.handle_eof();
-                    alive = false;
+            for _ in 0..READ_BUDGET {
+                if !st.conn.wants_read() {
                     break;
                 }
-                Ok(n) => {
-                    st_ref.conn.handle_read(n, &mut table);
-                    if n < asked {
-                        // The socket had no more (its readiness is cleared):
-                        // another read now would only say EAGAIN.
+                let st_ref = &mut *st;
+                let mut bufs = st_ref.conn.recv_buffers(&mut table);
+                let (res, asked) = if bufs.direct.is_none() {
+                    let asked = bufs.staging.len();
+                    (sock_read(&self.stream, bufs.staging), asked)
+                } else {
+                    let mut iov: [IoSliceMut<'_>; MAX_RECV_SLICES] =
+                        std::array::from_fn(|_| IoSliceMut::new(&mut []));
+                    let n = bufs.io_slices(&mut iov);
+                    let asked = iov[..n].iter().map(|v| v.len()).sum();
+                    (sock_read_vectored(&self.stream, &mut iov[..n]), asked)
+                };
+                match res {
+                    Ok(0) => {
+                        st_ref.conn.handle_eof();
+                        alive = false;
+                        break;
+                    }
+                    Ok(n) => {
+                        st_ref.conn.handle_read(n, &mut table);
+                        if n < asked {
+                            // The socket had no more (its readiness is
+                            // cleared): another read now would only say
+                            // EAGAIN.
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        st_ref.conn.handle_transport_error(e.to_string());
+                        alive = false;
                         break;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    st_ref.conn.handle_transport_error(e.to_string());
-                    alive = false;
-                    break;
-                }
             }
         }
-        self.flush(&mut st);
-        self.collect(&mut st);
-        self.publish(&mut st, me);
-        // Read Responses (or a Terminate) the socket could not take yet:
-        // the I/O task waits for writability (this may run on a
-        // completion-queue waiter's task, which does not).
-        let wake = st.conn.wants_write() || st.conn.wants_close();
-        drop(st);
-        if wake {
-            self.wake.notify();
-        }
-        alive
+        let wants_read = alive && st.conn.wants_read();
+        self.after(st, me);
+        ReadOutcome { alive, wants_read }
     }
 }
 
-/// One read through `read`; a short read (fewer than `asked` bytes, more
-/// than none) also clears the socket's read readiness, as tokio's own
-/// `poll_read` does: a stream socket that returned less than was asked had
-/// nothing more at that instant, and data arriving later raises readiness
-/// again (the clear only takes the readiness this read observed). Saves the
-/// read that would only say EAGAIN, one system call per message.
+/// What [`QpInner::read_ready`] left behind.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReadOutcome {
+    /// False once the stream ended or failed.
+    pub(crate) alive: bool,
+    /// Whether the connection takes more input (reading on is useful).
+    pub(crate) wants_read: bool,
+}
+
+/// One `read` of the socket into `buf`. The system calls go straight
+/// through `rustix` within tokio's readiness bookkeeping (`try_io`), which
+/// spares the layers of `TcpStream::try_read` (a second readiness check,
+/// mio, the standard library, libc's cancellation point) on every message.
+///
+/// A short read (fewer octets than asked, more than none) also clears the
+/// socket's read readiness, as tokio's own `poll_read` does: a stream
+/// socket that returned less than was asked had nothing more at that
+/// instant, and data arriving later raises readiness again (the clear only
+/// takes the readiness this read observed). Saves the read that would only
+/// say EAGAIN, one system call per message.
+fn sock_read(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    let asked = buf.len();
+    read_clearing(stream, asked, || rustix::io::read(stream, buf))
+}
+
+/// [`sock_read`] into several buffers (`readv`).
+fn sock_read_vectored(stream: &TcpStream, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
+    let asked = bufs.iter().map(|b| b.len()).sum();
+    read_clearing(stream, asked, || rustix::io::readv(stream, bufs))
+}
+
+/// One read through `read` (see [`sock_read`]).
 fn read_clearing(
     stream: &TcpStream,
     asked: usize,
-    read: impl FnOnce(&TcpStream) -> io::Result<usize>,
+    read: impl FnOnce() -> rustix::io::Result<usize>,
 ) -> io::Result<usize> {
-    let mut got = 0usize;
+    let mut short = 0usize;
     let res = stream.try_io(tokio::io::Interest::READABLE, || {
-        let n = read(stream)?;
-        got = n;
+        let n = read()?;
         if n > 0 && n < asked {
             // Reported as WouldBlock so that tokio clears the readiness;
-            // the bytes are in the buffer and `got` says how many.
+            // the bytes are in the buffer and `short` says how many.
+            short = n;
             Err(io::ErrorKind::WouldBlock.into())
         } else {
             Ok(n)
         }
     });
-    match res {
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => Ok(got),
-        other => other,
+    if short > 0 {
+        Ok(short)
+    } else {
+        res
     }
+}
+
+/// One write of `iov` to the socket (`send`, or `sendmsg` for several
+/// slices, with `MSG_NOSIGNAL`: a peer that closed is an error, never a
+/// `SIGPIPE`), straight through `rustix` as [`sock_read`] reads.
+fn sock_write(stream: &TcpStream, iov: &[IoSlice<'_>]) -> io::Result<usize> {
+    stream.try_io(tokio::io::Interest::WRITABLE, || {
+        let flags = rustix::net::SendFlags::NOSIGNAL;
+        Ok(match iov {
+            [one] => rustix::net::send(stream, one, flags)?,
+            _ => rustix::net::sendmsg(
+                stream,
+                iov,
+                &mut rustix::net::SendAncillaryBuffer::default(),
+                flags,
+            )?,
+        })
+    })
 }
 
 /// Most rounds of work the I/O task does per poll before it yields
@@ -423,7 +501,7 @@ async fn run(inner: Arc<QpInner>) {
             if readable && inner.consumers.load(Ordering::Acquire) == 0 {
                 match inner.stream.poll_read_ready(cx) {
                     Poll::Ready(Ok(())) => {
-                        stream_alive = inner.read_ready(None);
+                        stream_alive = inner.read_ready(None).alive;
                         continue;
                     }
                     Poll::Ready(Err(e)) => {
@@ -504,6 +582,7 @@ impl Qp {
             }),
             pd,
             stream,
+            one_cq: send_cq.same_queue(&recv_cq),
             send_cq,
             recv_cq,
             wake: Signal::new(),
@@ -532,12 +611,37 @@ impl Qp {
 
 impl QueuePair for Qp {
     fn post_send(&self, wr: SendWr) -> Result<(), PostError> {
-        let pd = self.inner.pd.clone();
-        let r = self.inner.with(|st| {
-            let mut table = pd.table();
-            st.conn.post_send(wr, &mut table)
+        let inner = &*self.inner;
+        let mut st = inner.lock();
+        // A small Send with nothing queued before it is encoded and written
+        // in one go (no send-queue entry when the socket takes it whole).
+        let mut failed = None;
+        let r = st.conn.post_send_now(wr, &mut inner.pd.table(), |b| {
+            match sock_write(&inner.stream, &[IoSlice::new(b)]) {
+                Ok(0) => {
+                    failed = Some("socket accepted no data".to_string());
+                    0
+                }
+                Ok(n) => n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    0
+                }
+                Err(e) => {
+                    failed = Some(e.to_string());
+                    0
+                }
+            }
         });
-        self.inner.start_io();
+        if let Some(e) = failed {
+            st.conn.handle_transport_error(e);
+        }
+        inner.after(st, None);
+        inner.start_io();
         r
     }
 
@@ -597,13 +701,13 @@ mod tests {
         poll_fn(|cx| b.poll_read_ready(cx)).await.unwrap();
 
         let mut buf = [0u8; 64];
-        let n = read_clearing(&b, buf.len(), |s| s.try_read(&mut buf)).unwrap();
+        let n = sock_read(&b, &mut buf).unwrap();
         assert_eq!(&buf[..n], b"hello");
         assert!(!ready_now(&b), "a short read leaves no readiness behind");
 
         a.write_all(b"again").await.unwrap();
         poll_fn(|cx| b.poll_read_ready(cx)).await.unwrap();
-        let n = read_clearing(&b, buf.len(), |s| s.try_read(&mut buf)).unwrap();
+        let n = sock_read(&b, &mut buf).unwrap();
         assert_eq!(&buf[..n], b"again");
     }
 
@@ -622,14 +726,14 @@ mod tests {
         }
 
         let mut buf = [0u8; 4];
-        let n = read_clearing(&b, buf.len(), |s| s.try_read(&mut buf)).unwrap();
+        let n = sock_read(&b, &mut buf).unwrap();
         assert_eq!(&buf[..n], b"0123");
         assert!(ready_now(&b), "a full read says nothing about what is left");
         let mut rest = [0u8; 16];
-        let n = read_clearing(&b, rest.len(), |s| s.try_read(&mut rest)).unwrap();
+        let n = sock_read(&b, &mut rest).unwrap();
         assert_eq!(&rest[..n], b"456789");
         assert!(!ready_now(&b));
-        let e = read_clearing(&b, rest.len(), |s| s.try_read(&mut rest)).unwrap_err();
+        let e = sock_read(&b, &mut rest).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
     }
 }

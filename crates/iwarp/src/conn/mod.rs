@@ -15,7 +15,10 @@
 //!   [`Connection::handle_timeout`].
 //! * Commands: [`Connection::accept`], [`Connection::reject`],
 //!   [`Connection::post_send`], [`Connection::post_recv`],
-//!   [`Connection::close`], [`Connection::abort`].
+//!   [`Connection::close`], [`Connection::abort`]; and
+//!   [`Connection::post_send_now`], which hands a small Send to the
+//!   driver's write function at once when nothing is queued before it
+//!   (the driver does the I/O, the connection only sees what was written).
 //! * Outputs (`poll_*`), to drain after every input or command, in this
 //!   order: [`Connection::transmit_iovecs`] (then `handle_written`),
 //!   [`Connection::poll_event`], [`Connection::poll_completion`],
@@ -305,7 +308,6 @@ pub struct Connection {
     irq_outstanding: usize,
     tx_msn: [u32; 3],
     rx_msn: [u32; 3],
-    passed: Vec<Mark>,
 }
 
 impl Connection {
@@ -336,7 +338,6 @@ impl Connection {
             irq_outstanding: 0,
             tx_msn: [1; 3],
             rx_msn: [1; 3],
-            passed: Vec::new(),
         }
     }
 
@@ -402,6 +403,16 @@ impl Connection {
         self.events.pop_front()
     }
 
+    /// Events waiting for [`Connection::poll_event`].
+    pub fn events_pending(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Work completions waiting for [`Connection::poll_completion`].
+    pub fn completions_pending(&self) -> usize {
+        self.completions.len()
+    }
+
     /// The next work completion (send and receive queues interleaved; each
     /// queue's completions are in posting order).
     pub fn poll_completion(&mut self) -> Option<WorkCompletion> {
@@ -443,15 +454,18 @@ impl Connection {
     /// Records that `n` octets from [`Connection::transmit_iovecs`] were
     /// written; completes Sends and Writes whose last octet went out.
     pub fn handle_written(&mut self, n: usize) {
-        let mut passed = std::mem::take(&mut self.passed);
-        self.tx.advance(n, &mut passed);
-        for m in passed.drain(..) {
+        self.tx.advance(n);
+        let written = self.tx.written();
+        while let Some(&(at, m)) = self.tx.marks.front() {
+            if at > written {
+                break;
+            }
+            self.tx.marks.pop_front();
             match m {
                 Mark::Sq(seq) => self.set_sq_result(seq, WcStatus::Success, 0),
                 Mark::Irq => self.irq_outstanding = self.irq_outstanding.saturating_sub(1),
             }
         }
-        self.passed = passed;
         self.drain_sq();
         if self.phase == Phase::Closing && self.tx.pending() == 0 {
             self.fail(ConnError::LocalClose, None);

@@ -77,7 +77,7 @@ impl Connection {
         // Lengths were checked by the caller; a failure here is a bug in
         // this module, and the frame is then simply not sent.
         if f.emit(&mut b).is_ok() {
-            self.tx.push(b.freeze());
+            self.tx.push_copy(&b);
         }
     }
 

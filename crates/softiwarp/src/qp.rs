@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use rpcrdma_iwarp::conn::{ConnError, Connection, Event, MAX_RECV_SLICES};
+use rpcrdma_iwarp::conn::{ConnError, Connection, Event, TransportError, MAX_RECV_SLICES};
 use rpcrdma_sync::Signal;
 use rpcrdma_verbs::{
     DisconnectReason, PostError, QpCaps, QueuePair, RecvWr, SendWr, WcOpcode, WorkCompletion,
@@ -215,15 +215,14 @@ impl QpInner {
             };
             match res {
                 Ok(0) => {
-                    st.conn
-                        .handle_transport_error("socket accepted no data".into());
+                    st.conn.handle_transport_failure(accepted_nothing());
                     break;
                 }
                 Ok(w) => st.conn.handle_written(w),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    st.conn.handle_transport_error(e.to_string());
+                    st.conn.handle_transport_failure(TransportError::from(&e));
                     break;
                 }
             }
@@ -248,9 +247,8 @@ impl QpInner {
                 | self.recv_cq.push_all(&mut st.recv_wcs, me).is_err()
         };
         if overrun {
-            st.conn.handle_transport_error(
-                "completion queue overrun: size the CQ for the queues attached to it".into(),
-            );
+            st.conn
+                .handle_transport_failure(TransportError::CompletionQueueOverrun);
             self.collect(st);
             let _ = self.send_cq.push_all(&mut st.send_wcs, None);
             let _ = self.recv_cq.push_all(&mut st.recv_wcs, None);
@@ -362,7 +360,9 @@ impl QpInner {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => {
-                        st_ref.conn.handle_transport_error(e.to_string());
+                        st_ref
+                            .conn
+                            .handle_transport_failure(TransportError::from(&e));
                         alive = false;
                         break;
                     }
@@ -491,7 +491,7 @@ async fn run(inner: Arc<QpInner>) {
                         continue;
                     }
                     Poll::Ready(Err(e)) => {
-                        inner.with(|st| st.conn.handle_transport_error(e.to_string()));
+                        inner.with(|st| st.conn.handle_transport_failure(TransportError::from(&e)));
                         continue;
                     }
                     Poll::Pending => {}
@@ -505,7 +505,7 @@ async fn run(inner: Arc<QpInner>) {
                         continue;
                     }
                     Poll::Ready(Err(e)) => {
-                        inner.with(|st| st.conn.handle_transport_error(e.to_string()));
+                        inner.with(|st| st.conn.handle_transport_failure(TransportError::from(&e)));
                         continue;
                     }
                     Poll::Pending => {}
@@ -619,7 +619,7 @@ impl QueuePair for Qp {
         let r = st.conn.post_send_now(wr, &mut inner.pd.table(), |b| {
             match sock_write(&inner.stream, &[IoSlice::new(b)]) {
                 Ok(0) => {
-                    failed = Some("socket accepted no data".to_string());
+                    failed = Some(accepted_nothing());
                     0
                 }
                 Ok(n) => n,
@@ -632,13 +632,13 @@ impl QueuePair for Qp {
                     0
                 }
                 Err(e) => {
-                    failed = Some(e.to_string());
+                    failed = Some(TransportError::from(&e));
                     0
                 }
             }
         });
         if let Some(e) = failed {
-            st.conn.handle_transport_error(e);
+            st.conn.handle_transport_failure(e);
         }
         inner.after(st, None);
         inner.start_io();
@@ -677,6 +677,14 @@ impl Drop for Qp {
         if !shut {
             self.inner.with(|st| st.conn.close());
         }
+    }
+}
+
+/// A write the socket took nothing of (a closed peer), as a typed failure.
+fn accepted_nothing() -> TransportError {
+    TransportError::Io {
+        kind: io::ErrorKind::WriteZero,
+        message: "socket accepted no data".into(),
     }
 }
 

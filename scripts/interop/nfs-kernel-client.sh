@@ -19,15 +19,28 @@
 #      assumes one FPDU per segment, so fpdu-align.py first puts each FPDU
 #      in a segment of its own (the byte stream is unchanged; a malformed
 #      FPDU fails the check there);
-#   4. the server shuts down cleanly on SIGTERM and logged no panic.
+#   4. nfs-fsx (crates/nfs3/src/bin/nfs-fsx.rs) in the guest over
+#      proto=rdma and proto=tcp: seeded random writes, reads, truncates,
+#      appends, mmap and O_DIRECT I/O, fsync, renames, links, mkdir/rmdir,
+#      symlinks, chmod and utimes from several processes, each checked
+#      against a model, the whole tree compared byte for byte after dropping
+#      the guest's page cache; at the end the export on the host must hold
+#      exactly what the model says (nfs-fsx manifest);
+#   5. the server shuts down cleanly on SIGTERM and logged no panic.
 #
 # Environment (ports on 127.0.0.1; the guest reaches them as 10.0.2.100):
 #   IOP_NFS_RDMA_PORT   RPC-over-RDMA port (default 20049)
 #   IOP_NFS_MOUNT_PORT  MOUNT v3 port, TCP (default 20048)
 #   IOP_NFS_TCP_PORT    NFS over TCP port (default 2049)
 #   IOP_NFS_BIG_MIB     size of the big file (default 64)
-#   IOP_NFS_PROTOS      which runs (default "rdma tcp rdma-short"; also
-#                       tcp-short: the short workload over TCP)
+#   IOP_NFS_PROTOS      which runs (default "rdma tcp rdma-short fsx-rdma
+#                       fsx-tcp"; also tcp-short: the short workload over TCP)
+#   IOP_NFS_FSX_BIN     a built nfs-fsx (default: cargo build -p rpcrdma-nfs3
+#                       --bin nfs-fsx)
+#   IOP_NFS_FSX_SEED    the exerciser's seed (default 1; each run prints it)
+#   IOP_NFS_FSX_OPS     operations per process (default 300)
+#   IOP_NFS_FSX_PROCS   processes, each in its own directory (default 2)
+#   IOP_NFS_FSX_MOUNT_OPTS  more mount options for the fsx runs (default none)
 #   IOP_NFS_SERVE_ARGS  more options for rpcrdma nfs serve (default --mulpdu 1448)
 #   plus those of common.sh (RPCRDMA_BIN, IOP_WORK, INTEROP_CACHE ...)
 #
@@ -42,13 +55,28 @@ RP=${IOP_NFS_RDMA_PORT:-20049}
 MP=${IOP_NFS_MOUNT_PORT:-20048}
 TP=${IOP_NFS_TCP_PORT:-2049}
 BIG=${IOP_NFS_BIG_MIB:-64}
-PROTOS=${IOP_NFS_PROTOS:-rdma tcp rdma-short}
+PROTOS=${IOP_NFS_PROTOS:-rdma tcp rdma-short fsx-rdma fsx-tcp}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 iop_setup_work
 echo "== $IOP_NAME: the kernel NFS client mounts rpcrdma nfs serve (logs: $IOP_WORK)"
 iop_need tshark tshark || { iop_result "install tshark" 1; iop_summary; exit 1; }
 iop_build || { iop_result "build rpcrdma" 1; iop_summary; exit 1; }
+case " $PROTOS " in
+*" fsx-"*)
+    FSX_BIN=${IOP_NFS_FSX_BIN:-}
+    if [ -z "$FSX_BIN" ]; then
+        iop_log "building nfs-fsx (cargo build -p rpcrdma-nfs3 --bin nfs-fsx)"
+        (cd "$IOP_ROOT" && cargo build -q -p rpcrdma-nfs3 --bin nfs-fsx) ||
+            { iop_result "build nfs-fsx" 1; iop_summary; exit 1; }
+        FSX_BIN=$(iop_target_dir)/debug/nfs-fsx
+    fi
+    # Stripped: the guest's initramfs carries it.
+    mkdir -p "$IOP_WORK/bin"
+    strip -o "$IOP_WORK/bin/nfs-fsx" "$FSX_BIN" 2>/dev/null || cp "$FSX_BIN" "$IOP_WORK/bin/nfs-fsx"
+    FSX_BIN=$IOP_WORK/bin/nfs-fsx
+    ;;
+esac
 iop_prepare_guest || { iop_result "prepare the guest" 1; iop_summary; exit 1; }
 
 EXPORT=$IOP_WORK/export
@@ -108,7 +136,53 @@ wire_check_nfs() {
     iop_result "$name" $? "$(tail -1 "$out"); $known of them tshark's missing round-up of odd-length READ data (N11), $bad other"
 }
 
+# fsx_run RUN PROTO PORT: nfs-fsx in the guest on a mount over PROTO, then
+# the export's copy against the model's manifest.
+fsx_run() {
+    local run=$1 proto=$2 port=$3 script log rc secs t fails oks
+    local seed=${IOP_NFS_FSX_SEED:-1} ops=${IOP_NFS_FSX_OPS:-300} procs=${IOP_NFS_FSX_PROCS:-2}
+    script=$IOP_WORK/fsx-$run.sh
+    {
+        echo "SERVER=10.0.2.100 NFS_PORT=$port MNT_PORT=$MP PROTO=$proto RUN=$run"
+        echo "SEED=$seed OPS=$ops PROCS=$procs MOUNT_OPTS=${IOP_NFS_FSX_MOUNT_OPTS:-}"
+        echo "export SERVER NFS_PORT MNT_PORT PROTO RUN SEED OPS PROCS MOUNT_OPTS"
+        cat "$HERE/nfs-fsx-guest.sh"
+    } >"$script"
+    iop_log "guest: nfs-fsx over proto=$proto (port $port; seed $seed, $procs x $ops operations)"
+    t=$SECONDS
+    iop_guest_start "client-$run" exec --port "$port" --fwd "$MP" --add "$FSX_BIN" \
+        --script "$script" --out "$IOP_WORK/out-$run" --timeout 1500
+    iop_guest_finish "client-$run" 1700
+    rc=$?
+    secs=$((SECONDS - t))
+    log=$IOP_WORK/client-$run.log
+    grep -E '^FSX-(OK|FAIL|DONE|MOUNT|UMOUNT|INFO nfs-fsx)' "$log" | tr -d '\r' | cut -c1-300 | sed 's/^/    | /'
+    fails=$(grep -c '^FSX-FAIL' "$log")
+    oks=$(grep -c '^FSX-OK' "$log")
+    [ "$rc" = 0 ] && [ "$fails" = 0 ] && [ "$oks" = "$procs" ] && grep -q '^FSX-DONE .*all passed' "$log" &&
+        grep -q '^FSX-UMOUNT ok' "$log"
+    iop_result "$run: nfs-fsx over proto=$proto (seed $seed, $procs processes x $ops operations)" $? \
+        "$oks processes passed, $fails failures, guest exit $rc, ${secs} s"
+    if [ "$fails" != 0 ]; then
+        # The failing operation and the ones before it.
+        grep -A45 '^FSX-FAIL p[0-9]* seed' "$log" | tr -d '\r' | head -60 | sed 's/^/    | /'
+    fi
+    "$FSX_BIN" manifest "$EXPORT/fsx-$run" >"$IOP_WORK/fsx-$run.host-manifest" 2>&1
+    if [ -s "$IOP_WORK/out-$run/manifest.txt" ] &&
+        diff "$IOP_WORK/out-$run/manifest.txt" "$IOP_WORK/fsx-$run.host-manifest" >"$IOP_WORK/fsx-$run.diff"; then
+        iop_result "$run: the export on the host holds what the model says" 0 \
+            "$(wc -l <"$IOP_WORK/fsx-$run.host-manifest") names compared (type, mode, links, size, contents)"
+    else
+        iop_result "$run: the export on the host holds what the model says" 1 \
+            "$(head -c 600 "$IOP_WORK/fsx-$run.diff" 2>/dev/null | tr '\n' ' ')"
+    fi
+}
+
 for run in $PROTOS; do
+    case "$run" in
+    fsx-rdma) fsx_run "$run" rdma "$RP"; continue ;;
+    fsx-tcp) fsx_run "$run" tcp "$TP"; continue ;;
+    esac
     sizes="BIG_MIB=$BIG"
     case "$run" in
     rdma) proto=rdma port=$RP mib=$BIG ;;
@@ -118,7 +192,7 @@ for run in $PROTOS; do
         if [ "$proto" = rdma ]; then port=$RP; else port=$TP; fi
         sizes="BIG_MIB=4 NSMALL=50 NDIR=600 NRANDOM=50"
         ;;
-    *) iop_result "unknown run $run (rdma, tcp, rdma-short, tcp-short)" 1; continue ;;
+    *) iop_result "unknown run $run (rdma, tcp, rdma-short, tcp-short, fsx-rdma, fsx-tcp)" 1; continue ;;
     esac
     script=$IOP_WORK/workload-$run.sh
     {

@@ -41,6 +41,8 @@
 #   IOP_NFS_FSX_OPS     operations per process (default 300)
 #   IOP_NFS_FSX_PROCS   processes, each in its own directory (default 2)
 #   IOP_NFS_FSX_MOUNT_OPTS  more mount options for the fsx runs (default none)
+#   IOP_NFS_FSX_RESTART_AT  restart the server after this many operations
+#                       of each fsx worker, its files open (default: none)
 #   IOP_NFS_SERVE_ARGS  more options for rpcrdma nfs serve (default --mulpdu 1448)
 #   plus those of common.sh (RPCRDMA_BIN, IOP_WORK, INTEROP_CACHE ...)
 #
@@ -84,18 +86,26 @@ STATE=$IOP_WORK/state
 mkdir -p "$EXPORT" "$STATE"
 chmod 0777 "$EXPORT"
 
+# start_server: starts rpcrdma nfs serve (its log appended to server.log)
+# and waits for its "serving" line; sets SERVER_PID.
+start_server() {
+    local before
+    before=$(grep -c '^serving' "$IOP_WORK/server.log" 2>/dev/null)
+    "$BIN" nfs serve "$EXPORT" --listen "127.0.0.1:$RP" --mount-port "$MP" \
+        --tcp "127.0.0.1:$TP" --state-dir "$STATE" --no-root-squash ${IOP_NFS_SERVE_ARGS---mulpdu 1448} \
+        >>"$IOP_WORK/server.log" 2>&1 &
+    SERVER_PID=$!
+    IOP_PIDS+=("$SERVER_PID")
+    for _ in $(seq 1 100); do
+        [ "$(grep -c '^serving' "$IOP_WORK/server.log")" -gt "${before:-0}" ] && return 0
+        kill -0 "$SERVER_PID" 2>/dev/null || return 1
+        sleep 0.2
+    done
+    return 1
+}
+
 iop_log "starting rpcrdma nfs serve $EXPORT (rdma $RP, mount $MP, tcp $TP)"
-"$BIN" nfs serve "$EXPORT" --listen "127.0.0.1:$RP" --mount-port "$MP" \
-    --tcp "127.0.0.1:$TP" --state-dir "$STATE" --no-root-squash ${IOP_NFS_SERVE_ARGS---mulpdu 1448} \
-    >"$IOP_WORK/server.log" 2>&1 &
-SERVER_PID=$!
-IOP_PIDS+=("$SERVER_PID")
-for _ in $(seq 1 100); do
-    grep -q '^serving' "$IOP_WORK/server.log" 2>/dev/null && break
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    sleep 0.2
-done
-if ! grep -q '^serving' "$IOP_WORK/server.log"; then
+if ! start_server; then
     iop_result "server started" 1 "$(tail -3 "$IOP_WORK/server.log")"
     iop_summary
     exit 1
@@ -136,22 +146,50 @@ wire_check_nfs() {
     iop_result "$name" $? "$(tail -1 "$out"); $known of them tshark's missing round-up of odd-length READ data (N11), $bad other"
 }
 
+# restart_when_paused DIR PROCS: once every nfs-fsx worker has paused
+# (DIR/pause-pN for each), restarts the server (SIGTERM, then the same
+# command line and state directory) and lets the workers go on (DIR/resume).
+# Waits as long as the guest runs.
+restart_when_paused() {
+    local dir=$1 procs=$2 n rc
+    while kill -0 "$GUEST_PID" 2>/dev/null; do
+        n=$(find "$dir" -maxdepth 1 -name 'pause-p*' 2>/dev/null | wc -l)
+        if [ "$n" -ge "$procs" ]; then
+            iop_log "every nfs-fsx worker paused: restarting the server under the mount"
+            kill -TERM "$SERVER_PID" 2>/dev/null
+            iop_wait_pid "$SERVER_PID" 30
+            rc=$?
+            [ "$rc" = 0 ]
+            iop_result "server stopped with the mount in use (SIGTERM)" $? "exit $rc"
+            start_server
+            iop_result "server restarted (same state directory)" $? "pid $SERVER_PID"
+            touch "$dir/resume"
+            return
+        fi
+        sleep 1
+    done
+    iop_result "the nfs-fsx workers paused for the server restart" 1 "$n of $procs paused"
+}
+
 # fsx_run RUN PROTO PORT: nfs-fsx in the guest on a mount over PROTO, then
-# the export's copy against the model's manifest.
+# the export's copy against the model's manifest. With
+# IOP_NFS_FSX_RESTART_AT=N the server restarts after operation N.
 fsx_run() {
     local run=$1 proto=$2 port=$3 script log rc secs t fails oks
     local seed=${IOP_NFS_FSX_SEED:-1} ops=${IOP_NFS_FSX_OPS:-300} procs=${IOP_NFS_FSX_PROCS:-2}
+    local restart=${IOP_NFS_FSX_RESTART_AT:-}
     script=$IOP_WORK/fsx-$run.sh
     {
         echo "SERVER=10.0.2.100 NFS_PORT=$port MNT_PORT=$MP PROTO=$proto RUN=$run"
-        echo "SEED=$seed OPS=$ops PROCS=$procs MOUNT_OPTS=${IOP_NFS_FSX_MOUNT_OPTS:-}"
-        echo "export SERVER NFS_PORT MNT_PORT PROTO RUN SEED OPS PROCS MOUNT_OPTS"
+        echo "SEED=$seed OPS=$ops PROCS=$procs PAUSE_AT=$restart MOUNT_OPTS=${IOP_NFS_FSX_MOUNT_OPTS:-}"
+        echo "export SERVER NFS_PORT MNT_PORT PROTO RUN SEED OPS PROCS PAUSE_AT MOUNT_OPTS"
         cat "$HERE/nfs-fsx-guest.sh"
     } >"$script"
-    iop_log "guest: nfs-fsx over proto=$proto (port $port; seed $seed, $procs x $ops operations)"
+    iop_log "guest: nfs-fsx over proto=$proto (port $port; seed $seed, $procs x $ops operations${restart:+, the server restarted after $restart})"
     t=$SECONDS
     iop_guest_start "client-$run" exec --port "$port" --fwd "$MP" --add "$FSX_BIN" \
         --script "$script" --out "$IOP_WORK/out-$run" --timeout 1500
+    [ -n "$restart" ] && restart_when_paused "$EXPORT/fsx-$run" "$procs"
     iop_guest_finish "client-$run" 1700
     rc=$?
     secs=$((SECONDS - t))

@@ -105,3 +105,46 @@ fn a_byte_changed_behind_its_back_fails_the_run() {
         "the operations before it are shown: {stderr}"
     );
 }
+
+#[test]
+fn workers_pause_for_a_server_restart_and_go_on() {
+    let t = tmp("pause");
+    let mut child = Command::new(FSX)
+        .arg("run")
+        .arg(t.0.join("t"))
+        .args([
+            "--procs",
+            "2",
+            "--ops",
+            "200",
+            "--seed",
+            "5",
+            "--pause-at",
+            "100",
+        ])
+        .args(["--max-size", "1536K", "--drop-caches", "no", "--no-direct"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let paused = |w: usize| t.0.join("t").join(format!("pause-p{w}")).exists();
+    let mut waited = 0;
+    while !(paused(0) && paused(1)) {
+        assert!(waited < 600, "both workers pause within a minute");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+    }
+    // Paused: nobody has finished.
+    assert!(child.try_wait().unwrap().is_none());
+    std::fs::write(t.0.join("t").join("resume"), b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(stdout.matches("FSX-RESUME p").count(), 2, "{stdout}");
+    // The markers are gone; only the workers' trees are left.
+    let mut names: Vec<_> = std::fs::read_dir(t.0.join("t"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["p0", "p1"]);
+}

@@ -1,12 +1,13 @@
 //! `nfs-fsx`: a file-system exerciser in the manner of `fsx`, for checking
 //! an NFS server through a client's mount (the Linux kernel NFS client in
-//! the interop guest, `scripts/interop/nfs-fsx.sh`).
+//! the interop guest: `scripts/interop/nfs-fsx-guest.sh`, run by
+//! `nfs-kernel-client.sh`).
 //!
 //! ```text
 //! nfs-fsx run DIR [--seed N] [--ops N] [--procs N] [--max-size BYTES]
 //!                 [--small-size BYTES] [--verify-every N]
 //!                 [--drop-caches auto|yes|no] [--no-mmap] [--no-direct]
-//!                 [--manifest FILE] [--corrupt-at N]
+//!                 [--manifest FILE] [--corrupt-at N] [--pause-at N]
 //! nfs-fsx manifest DIR
 //! ```
 //!
@@ -16,8 +17,8 @@
 //! the directory must hold: writes at random offsets and lengths (across
 //! 1 MiB boundaries, unaligned, past the end), reads compared with the
 //! model, truncates up and down, appends, writes and reads through `mmap`
-//! and with `O_DIRECT`, `fsync`/`fdatasync`, closing and reopening, exclusive
-//! creates, renames (over files, of directories, into a directory's own
+//! and with `O_DIRECT`, `copy_file_range` between files, `fsync`/`fdatasync`,
+//! closing and reopening, exclusive creates, renames (over files, of directories, into a directory's own
 //! subtree), hard links, unlinks, `mkdir`/`rmdir` (of a non-empty directory
 //! too), symbolic links and `readlink`, `chmod`, `utimensat`, `stat` and
 //! directory listings. Every `--verify-every` operations it closes its
@@ -29,6 +30,11 @@
 //! mode, link count, size and a 64-bit FNV-1a hash of the contents, or the
 //! link target); `manifest DIR` prints the same lines for a real directory,
 //! so the server's own copy can be compared with what the client was told.
+//!
+//! `--pause-at N` lets the server restart under the mount: after
+//! operation N each worker, its files still open, creates `DIR/pause-pW`
+//! and waits (up to ten minutes) until `DIR/resume` exists, then goes on
+//! with the same descriptors and handles.
 //!
 //! `--corrupt-at N` checks the checker: at operation N each worker changes
 //! one byte of a file behind the model's back and checks the whole tree,
@@ -54,7 +60,7 @@ use rustix::fs::{OFlags, Timespec, Timestamps};
 const MIB: u64 = 1 << 20;
 const USAGE: &str = "usage: nfs-fsx run DIR [--seed N] [--ops N] [--procs N] [--max-size BYTES] \
 [--small-size BYTES] [--verify-every N] [--drop-caches auto|yes|no] [--no-mmap] [--no-direct] \
-[--manifest FILE] [--corrupt-at N]\n       nfs-fsx manifest DIR";
+[--manifest FILE] [--corrupt-at N] [--pause-at N]\n       nfs-fsx manifest DIR";
 
 /// xorshift64* seeded through splitmix64: the same seed, the same run.
 struct Rng(u64);
@@ -304,6 +310,9 @@ struct Opts {
     direct: bool,
     manifest: Option<PathBuf>,
     corrupt_at: Option<u64>,
+    pause_at: Option<u64>,
+    /// The run's directory (where the pause markers go).
+    top: PathBuf,
 }
 
 impl Default for Opts {
@@ -320,6 +329,8 @@ impl Default for Opts {
             direct: true,
             manifest: None,
             corrupt_at: None,
+            pause_at: None,
+            top: PathBuf::new(),
         }
     }
 }
@@ -355,6 +366,10 @@ impl Opts {
         }
         if let Some(n) = self.corrupt_at {
             v.push("--corrupt-at".into());
+            v.push(n.to_string());
+        }
+        if let Some(n) = self.pause_at {
+            v.push("--pause-at".into());
             v.push(n.to_string());
         }
         v
@@ -408,6 +423,7 @@ fn parse_opts(args: &[String]) -> Result<(PathBuf, Opts, Option<usize>), String>
             "--no-direct" => o.direct = false,
             "--manifest" => o.manifest = Some(PathBuf::from(val(a)?)),
             "--corrupt-at" => o.corrupt_at = Some(num(val(a)?, a)?),
+            "--pause-at" => o.pause_at = Some(num(val(a)?, a)?),
             "--worker" => worker = Some(num(val(a)?, a)? as usize),
             s if s.starts_with('-') => return Err(format!("unknown option {s}\n{USAGE}")),
             s if dir.is_none() => dir = Some(PathBuf::from(s)),
@@ -415,6 +431,7 @@ fn parse_opts(args: &[String]) -> Result<(PathBuf, Opts, Option<usize>), String>
         }
     }
     let dir = dir.ok_or_else(|| format!("no directory given\n{USAGE}"))?;
+    o.top = dir.clone();
     if o.small_size == 0 || o.max_size < o.small_size {
         return Err("--max-size must be at least --small-size, and both above 0".into());
     }
@@ -506,6 +523,15 @@ fn run(dir: &Path, o: &Opts) -> ExitCode {
         let _ = fs::remove_file(&part);
     }
     lines.sort();
+    if o.pause_at.is_some() {
+        // The pause markers are not the workers'.
+        for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+            let n = e.file_name();
+            if n == "resume" || n.to_string_lossy().starts_with("pause-p") {
+                let _ = fs::remove_file(e.path());
+            }
+        }
+    }
     if failed == 0 {
         // What the client sees now, after every worker's last check.
         match manifest_of(dir) {
@@ -570,6 +596,7 @@ fn worker_main(dir: &Path, o: &Opts, w: usize) -> ExitCode {
         m: Model::default(),
         open: HashMap::new(),
         o: o.clone(),
+        w,
         op_no: 0,
         log: VecDeque::new(),
         stats: BTreeMap::new(),
@@ -617,6 +644,7 @@ struct Worker {
     /// Open descriptors (read-write), by inode.
     open: HashMap<u32, File>,
     o: Opts,
+    w: usize,
     op_no: u64,
     log: VecDeque<String>,
     stats: BTreeMap<&'static str, u64>,
@@ -722,6 +750,9 @@ impl Worker {
                 self.verify_all()?;
             }
             self.step()?;
+            if self.o.pause_at == Some(self.op_no) {
+                self.pause()?;
+            }
             if self.o.verify_every > 0 && self.op_no % self.o.verify_every == 0 {
                 self.verify_all()?;
             }
@@ -733,6 +764,33 @@ impl Worker {
             ctx(fs::write(m, text), || format!("writing {}", m.display()))?;
         }
         Ok(())
+    }
+
+    /// `--pause-at`: `pause-pW` made, then a wait for `resume` (listing the
+    /// directory, which revalidates it, once a second).
+    fn pause(&mut self) -> Res {
+        let marker = self.o.top.join(format!("pause-p{}", self.w));
+        self.note("pause".into());
+        ctx(File::create(&marker), || {
+            format!("create {}", marker.display())
+        })?;
+        println!("FSX-PAUSE p{} after op {}", self.w, self.op_no);
+        for _ in 0..600 {
+            let found = ctx(fs::read_dir(&self.o.top), || {
+                "listing the run's directory".into()
+            })?
+            .flatten()
+            .any(|e| e.file_name() == "resume");
+            if found {
+                println!("FSX-RESUME p{}", self.w);
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+        Err(format!(
+            "paused: no {}/resume after ten minutes",
+            self.o.top.display()
+        ))
     }
 
     /// `--corrupt-at`: one byte of a file (made if there is none, with
@@ -783,6 +841,7 @@ impl Worker {
             (3, "utimes"),
             (5, "stat"),
             (3, "readdir"),
+            (3, "copy"),
         ];
         if self.o.mmap {
             choices.push((3, "mmap-read"));
@@ -828,6 +887,7 @@ impl Worker {
             "utimes" => self.utimes(),
             "stat" => self.stat(),
             "readdir" => self.readdir(),
+            "copy" => self.copy(),
             "mmap-read" => self.mmap_read(),
             "mmap-write" => self.mmap_write(),
             _ => unreachable!("every choice has an operation"),
@@ -1018,6 +1078,59 @@ impl Worker {
         } else {
             ctx(f.sync_all(), || format!("fsync {path}"))
         }
+    }
+
+    /// `copy_file_range` from one file into another (or another range of
+    /// the same file, not overlapping).
+    fn copy(&mut self) -> Res {
+        let (src, si) = self.some_file()?;
+        let files = self.m.files();
+        let (dst, di) = self.rng.pick(&files).cloned().unwrap_or((src.clone(), si));
+        let ssize = self.m.inodes[&si].data.len() as u64;
+        let dmax = self.m.inodes[&di].max;
+        if ssize == 0 {
+            return self.write(false);
+        }
+        let off_in = self.rng.below(ssize);
+        let mut len = (1 + self.rng.below(200_000)).min(ssize - off_in);
+        let mut off_out = self.rng.below(dmax);
+        len = len.min(dmax - off_out);
+        if si == di && off_in < off_out + len && off_out < off_in + len {
+            // Overlapping ranges of one file are refused (EINVAL).
+            off_out = (off_in + len).min(dmax - 1);
+            len = len.min(dmax - off_out);
+        }
+        self.note(format!(
+            "copy_file_range {src} [{off_in}, +{len}) -> {dst} at {off_out}"
+        ));
+        let fin = ctx(File::open(self.path(&src)), || format!("open {src}"))?;
+        let fout = ctx(OpenOptions::new().write(true).open(self.path(&dst)), || {
+            format!("open {dst}")
+        })?;
+        let (mut a, mut b) = (off_in, off_out);
+        let mut done = 0u64;
+        while done < len {
+            let n = ctx(
+                rustix::fs::copy_file_range(
+                    &fin,
+                    Some(&mut a),
+                    &fout,
+                    Some(&mut b),
+                    (len - done) as usize,
+                )
+                .map_err(io::Error::from),
+                || format!("copy_file_range {src} -> {dst}"),
+            )?;
+            if n == 0 {
+                return Err(format!(
+                    "copy_file_range {src} -> {dst}: 0 bytes after {done} of {len}"
+                ));
+            }
+            done += n as u64;
+        }
+        let data = self.m.inodes[&si].data[off_in as usize..(off_in + len) as usize].to_vec();
+        self.m.wrote(di, off_out, &data);
+        Ok(())
     }
 
     fn mmap_read(&mut self) -> Res {

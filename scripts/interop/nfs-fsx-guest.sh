@@ -7,9 +7,10 @@
 # variables below in front of a copy of this file.
 #
 #   SERVER, NFS_PORT, MNT_PORT, PROTO   as for nfs-workload.sh
-#   RUN        name of this run: its directory on the server is fsx-RUN
+#   RUN        name of this run: its directory on the server (fsx-rdma, fsx-tcp)
 #   SEED OPS PROCS MAX_SIZE VERIFY_EVERY   nfs-fsx run options
 #   PAUSE_AT   nfs-fsx --pause-at (the host restarts the server there)
+#   FSX_ARGS   more nfs-fsx options (e.g. --owner-rw when root is squashed)
 #   MOUNT_OPTS more mount options (default none)
 #
 # Prints the exerciser's FSX-* lines, "FSX-MOUNT ok|fail" and
@@ -28,9 +29,9 @@ fi
 echo "FSX-MOUNT ok"
 grep " $M " /proc/mounts | sed 's/^/FSX-INFO /'
 T0=$(date +%s)
-/opt/add/nfs-fsx run "$M/fsx-$RUN" --seed "${SEED:-1}" --ops "${OPS:-300}" --procs "${PROCS:-2}" \
+/opt/add/nfs-fsx run "$M/$RUN" --seed "${SEED:-1}" --ops "${OPS:-300}" --procs "${PROCS:-2}" \
     --max-size "${MAX_SIZE:-2560K}" --verify-every "${VERIFY_EVERY:-100}" --drop-caches yes \
-    --manifest /opt/add/out/manifest.txt ${PAUSE_AT:+--pause-at "$PAUSE_AT"}
+    --manifest /opt/add/out/manifest.txt ${PAUSE_AT:+--pause-at "$PAUSE_AT"} ${FSX_ARGS:-}
 rc=$?
 echo "FSX-INFO nfs-fsx exit $rc in $(($(date +%s) - T0)) s"
 cd /

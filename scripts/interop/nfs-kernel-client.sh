@@ -21,11 +21,14 @@
 #      FPDU fails the check there);
 #   4. nfs-fsx (crates/nfs3/src/bin/nfs-fsx.rs) in the guest over
 #      proto=rdma and proto=tcp: seeded random writes, reads, truncates,
-#      appends, mmap and O_DIRECT I/O, fsync, renames, links, mkdir/rmdir,
-#      symlinks, chmod and utimes from several processes, each checked
-#      against a model, the whole tree compared byte for byte after dropping
-#      the guest's page cache; at the end the export on the host must hold
-#      exactly what the model says (nfs-fsx manifest);
+#      appends, mmap and O_DIRECT I/O, copy_file_range, fsync, renames,
+#      links, mkdir/rmdir, symlinks, chmod and utimes from several
+#      processes, each checked against a model, the whole tree compared byte
+#      for byte after dropping the guest's page cache; halfway, with every
+#      worker's files open, the server is stopped and started again (same
+#      state directory: the handles the client holds must still work); at
+#      the end the export on the host must hold exactly what the model says
+#      (nfs-fsx manifest);
 #   5. the server shuts down cleanly on SIGTERM and logged no panic.
 #
 # Environment (ports on 127.0.0.1; the guest reaches them as 10.0.2.100):
@@ -42,7 +45,13 @@
 #   IOP_NFS_FSX_PROCS   processes, each in its own directory (default 2)
 #   IOP_NFS_FSX_MOUNT_OPTS  more mount options for the fsx runs (default none)
 #   IOP_NFS_FSX_RESTART_AT  restart the server after this many operations
-#                       of each fsx worker, its files open (default: none)
+#                       of each fsx worker, its files open (default 150;
+#                       empty: no restart)
+#   IOP_NFS_ROOT_SQUASH=1  serve with root squashed (the default of rpcrdma
+#                       nfs serve) instead of --no-root-squash; the fsx
+#                       runs then keep the owner's rw bits (--owner-rw)
+#   IOP_NFS_FSX_WIRE_CHECK=1  tshark (wire-check.sh) on fsx-rdma's capture
+#                       too (about 3 minutes for the default run's 40 MB)
 #   IOP_NFS_SERVE_ARGS  more options for rpcrdma nfs serve (default --mulpdu 1448)
 #   plus those of common.sh (RPCRDMA_BIN, IOP_WORK, INTEROP_CACHE ...)
 #
@@ -86,18 +95,21 @@ STATE=$IOP_WORK/state
 mkdir -p "$EXPORT" "$STATE"
 chmod 0777 "$EXPORT"
 
+SQUASH=--no-root-squash
+[ "${IOP_NFS_ROOT_SQUASH:-0}" = 1 ] && SQUASH=
 # start_server: starts rpcrdma nfs serve (its log appended to server.log)
 # and waits for its "serving" line; sets SERVER_PID.
 start_server() {
     local before
-    before=$(grep -c '^serving' "$IOP_WORK/server.log" 2>/dev/null)
+    touch "$IOP_WORK/server.log"
+    before=$(grep -c '^serving' "$IOP_WORK/server.log")
     "$BIN" nfs serve "$EXPORT" --listen "127.0.0.1:$RP" --mount-port "$MP" \
-        --tcp "127.0.0.1:$TP" --state-dir "$STATE" --no-root-squash ${IOP_NFS_SERVE_ARGS---mulpdu 1448} \
+        --tcp "127.0.0.1:$TP" --state-dir "$STATE" $SQUASH ${IOP_NFS_SERVE_ARGS---mulpdu 1448} \
         >>"$IOP_WORK/server.log" 2>&1 &
     SERVER_PID=$!
     IOP_PIDS+=("$SERVER_PID")
     for _ in $(seq 1 100); do
-        [ "$(grep -c '^serving' "$IOP_WORK/server.log")" -gt "${before:-0}" ] && return 0
+        [ "$(grep -c '^serving' "$IOP_WORK/server.log")" -gt "$before" ] && return 0
         kill -0 "$SERVER_PID" 2>/dev/null || return 1
         sleep 0.2
     done
@@ -177,19 +189,20 @@ restart_when_paused() {
 fsx_run() {
     local run=$1 proto=$2 port=$3 script log rc secs t fails oks
     local seed=${IOP_NFS_FSX_SEED:-1} ops=${IOP_NFS_FSX_OPS:-300} procs=${IOP_NFS_FSX_PROCS:-2}
-    local restart=${IOP_NFS_FSX_RESTART_AT:-}
-    script=$IOP_WORK/fsx-$run.sh
+    local restart=${IOP_NFS_FSX_RESTART_AT-150}
+    script=$IOP_WORK/$run.sh
     {
         echo "SERVER=10.0.2.100 NFS_PORT=$port MNT_PORT=$MP PROTO=$proto RUN=$run"
         echo "SEED=$seed OPS=$ops PROCS=$procs PAUSE_AT=$restart MOUNT_OPTS=${IOP_NFS_FSX_MOUNT_OPTS:-}"
-        echo "export SERVER NFS_PORT MNT_PORT PROTO RUN SEED OPS PROCS PAUSE_AT MOUNT_OPTS"
+        [ -z "$SQUASH" ] && echo "FSX_ARGS=--owner-rw"
+        echo "export SERVER NFS_PORT MNT_PORT PROTO RUN SEED OPS PROCS PAUSE_AT MOUNT_OPTS FSX_ARGS"
         cat "$HERE/nfs-fsx-guest.sh"
     } >"$script"
     iop_log "guest: nfs-fsx over proto=$proto (port $port; seed $seed, $procs x $ops operations${restart:+, the server restarted after $restart})"
     t=$SECONDS
     iop_guest_start "client-$run" exec --port "$port" --fwd "$MP" --add "$FSX_BIN" \
         --script "$script" --out "$IOP_WORK/out-$run" --timeout 1500
-    [ -n "$restart" ] && restart_when_paused "$EXPORT/fsx-$run" "$procs"
+    [ -n "$restart" ] && restart_when_paused "$EXPORT/$run" "$procs"
     iop_guest_finish "client-$run" 1700
     rc=$?
     secs=$((SECONDS - t))
@@ -205,14 +218,18 @@ fsx_run() {
         # The failing operation and the ones before it.
         grep -A45 '^FSX-FAIL p[0-9]* seed' "$log" | tr -d '\r' | head -60 | sed 's/^/    | /'
     fi
-    "$FSX_BIN" manifest "$EXPORT/fsx-$run" >"$IOP_WORK/fsx-$run.host-manifest" 2>&1
+    if [ "$proto" = rdma ] && [ "${IOP_NFS_FSX_WIRE_CHECK:-0}" = 1 ]; then
+        wire_check_nfs "$run: tshark finds every frame of the capture well-formed" \
+            "$IOP_WORK/client-$run.pcap"
+    fi
+    "$FSX_BIN" manifest "$EXPORT/$run" >"$IOP_WORK/$run.host-manifest" 2>&1
     if [ -s "$IOP_WORK/out-$run/manifest.txt" ] &&
-        diff "$IOP_WORK/out-$run/manifest.txt" "$IOP_WORK/fsx-$run.host-manifest" >"$IOP_WORK/fsx-$run.diff"; then
+        diff "$IOP_WORK/out-$run/manifest.txt" "$IOP_WORK/$run.host-manifest" >"$IOP_WORK/$run.diff"; then
         iop_result "$run: the export on the host holds what the model says" 0 \
-            "$(wc -l <"$IOP_WORK/fsx-$run.host-manifest") names compared (type, mode, links, size, contents)"
+            "$(wc -l <"$IOP_WORK/$run.host-manifest") names compared (type, mode, links, size, contents)"
     else
         iop_result "$run: the export on the host holds what the model says" 1 \
-            "$(head -c 600 "$IOP_WORK/fsx-$run.diff" 2>/dev/null | tr '\n' ' ')"
+            "$(head -c 600 "$IOP_WORK/$run.diff" 2>/dev/null | tr '\n' ' ')"
     fi
 }
 

@@ -7,7 +7,7 @@
 //! nfs-fsx run DIR [--seed N] [--ops N] [--procs N] [--max-size BYTES]
 //!                 [--small-size BYTES] [--verify-every N]
 //!                 [--drop-caches auto|yes|no] [--no-mmap] [--no-direct]
-//!                 [--manifest FILE] [--corrupt-at N] [--pause-at N]
+//!                 [--manifest FILE] [--corrupt-at N] [--pause-at N] [--owner-rw]
 //! nfs-fsx manifest DIR
 //! ```
 //!
@@ -30,6 +30,10 @@
 //! mode, link count, size and a 64-bit FNV-1a hash of the contents, or the
 //! link target); `manifest DIR` prints the same lines for a real directory,
 //! so the server's own copy can be compared with what the client was told.
+//!
+//! File modes are any of 0000..0777 for root, and keep the owner's read
+//! and write bits otherwise or with `--owner-rw` (for a root squashed to
+//! another user by the server).
 //!
 //! `--pause-at N` lets the server restart under the mount: after
 //! operation N each worker, its files still open, creates `DIR/pause-pW`
@@ -60,7 +64,7 @@ use rustix::fs::{OFlags, Timespec, Timestamps};
 const MIB: u64 = 1 << 20;
 const USAGE: &str = "usage: nfs-fsx run DIR [--seed N] [--ops N] [--procs N] [--max-size BYTES] \
 [--small-size BYTES] [--verify-every N] [--drop-caches auto|yes|no] [--no-mmap] [--no-direct] \
-[--manifest FILE] [--corrupt-at N] [--pause-at N]\n       nfs-fsx manifest DIR";
+[--manifest FILE] [--corrupt-at N] [--pause-at N] [--owner-rw]\n       nfs-fsx manifest DIR";
 
 /// xorshift64* seeded through splitmix64: the same seed, the same run.
 struct Rng(u64);
@@ -311,6 +315,7 @@ struct Opts {
     manifest: Option<PathBuf>,
     corrupt_at: Option<u64>,
     pause_at: Option<u64>,
+    owner_rw: bool,
     /// The run's directory (where the pause markers go).
     top: PathBuf,
 }
@@ -330,6 +335,7 @@ impl Default for Opts {
             manifest: None,
             corrupt_at: None,
             pause_at: None,
+            owner_rw: false,
             top: PathBuf::new(),
         }
     }
@@ -367,6 +373,9 @@ impl Opts {
         if let Some(n) = self.corrupt_at {
             v.push("--corrupt-at".into());
             v.push(n.to_string());
+        }
+        if self.owner_rw {
+            v.push("--owner-rw".into());
         }
         if let Some(n) = self.pause_at {
             v.push("--pause-at".into());
@@ -424,6 +433,7 @@ fn parse_opts(args: &[String]) -> Result<(PathBuf, Opts, Option<usize>), String>
             "--manifest" => o.manifest = Some(PathBuf::from(val(a)?)),
             "--corrupt-at" => o.corrupt_at = Some(num(val(a)?, a)?),
             "--pause-at" => o.pause_at = Some(num(val(a)?, a)?),
+            "--owner-rw" => o.owner_rw = true,
             "--worker" => worker = Some(num(val(a)?, a)? as usize),
             s if s.starts_with('-') => return Err(format!("unknown option {s}\n{USAGE}")),
             s if dir.is_none() => dir = Some(PathBuf::from(s)),
@@ -1470,7 +1480,7 @@ impl Worker {
         let is_dir = matches!(self.m.entries[&path], Entry::Dir(_));
         let mode = if is_dir {
             0o700 | (self.rng.below(0o100) as u32)
-        } else if rustix::process::geteuid().is_root() {
+        } else if rustix::process::geteuid().is_root() && !self.o.owner_rw {
             self.rng.below(0o1000) as u32
         } else {
             // Another user must still be able to read and write it.

@@ -17,7 +17,9 @@
 //! the directory must hold: writes at random offsets and lengths (across
 //! 1 MiB boundaries, unaligned, past the end), reads compared with the
 //! model, truncates up and down, appends, writes and reads through `mmap`
-//! and with `O_DIRECT`, `copy_file_range` between files, `fsync`/`fdatasync`,
+//! and with `O_DIRECT`, `copy_file_range` between files, writes and reads
+//! far out in a sparse scratch file (around 2 GiB, 4 GiB, 1 TiB and
+//! 4 TiB), `fsync`/`fdatasync`,
 //! closing and reopening, exclusive creates, renames (over files, of directories, into a directory's own
 //! subtree), hard links, unlinks, `mkdir`/`rmdir` (of a non-empty directory
 //! too), symbolic links and `readlink`, `chmod`, `utimensat`, `stat` and
@@ -642,6 +644,11 @@ fn worker_main(dir: &Path, o: &Opts, w: usize) -> ExitCode {
                 wk.op_no,
                 e.lines().next().unwrap_or("")
             );
+            if o.pause_at.is_some() {
+                // The other workers must not wait for a restart that will
+                // not come.
+                let _ = File::create(o.top.join("resume"));
+            }
             ExitCode::FAILURE
         }
     }
@@ -852,6 +859,7 @@ impl Worker {
             (5, "stat"),
             (3, "readdir"),
             (3, "copy"),
+            (2, "far"),
         ];
         if self.o.mmap {
             choices.push((3, "mmap-read"));
@@ -898,6 +906,7 @@ impl Worker {
             "stat" => self.stat(),
             "readdir" => self.readdir(),
             "copy" => self.copy(),
+            "far" => self.far(),
             "mmap-read" => self.mmap_read(),
             "mmap-write" => self.mmap_write(),
             _ => unreachable!("every choice has an operation"),
@@ -1088,6 +1097,88 @@ impl Worker {
         } else {
             ctx(f.sync_all(), || format!("fsync {path}"))
         }
+    }
+
+    /// Far offsets, self-checked in a scratch file that exists only during
+    /// the operation: data written around 2^31, 2^32, 2^40 or 2^42 bytes
+    /// (buffered or `O_DIRECT`) reads back, the file's size is its end,
+    /// the hole before it reads as zeros, and a truncate to half leaves
+    /// nothing to read there.
+    fn far(&mut self) -> Res {
+        let bases = [1u64 << 31, 1 << 32, 1 << 40, 1 << 42];
+        let base = bases[self.rng.below(bases.len() as u64) as usize];
+        let off = (base + self.rng.below(20_000)).saturating_sub(10_000);
+        let len = 1 + self.rng.below(70_000);
+        let direct = self.o.direct && self.rng.pct(50);
+        let mut buf = vec![0u8; len as usize];
+        self.rng.fill(&mut buf);
+        let path = self.path("x-far");
+        self.note(format!(
+            "far: {}write x-far [{off}, +{len}), read back, truncate to half, unlink",
+            if direct { "O_DIRECT " } else { "" }
+        ));
+        let mut opts = OpenOptions::new();
+        opts.read(true).write(true).create_new(true).mode(0o600);
+        if direct {
+            opts.custom_flags(OFlags::DIRECT.bits() as i32);
+        }
+        let f = ctx(opts.open(&path), || "create x-far".into())?;
+        ctx(f.write_all_at(&buf, off), || {
+            format!("write x-far [{off}, +{len})")
+        })?;
+        if self.rng.pct(50) {
+            ctx(f.sync_all(), || "fsync x-far".into())?;
+        }
+        drop(f);
+        let f = ctx(File::open(&path), || "reopen x-far".into())?;
+        let mut got = vec![0u8; len as usize + 100];
+        let n = ctx(read_full(&f, &mut got, off), || {
+            format!("read x-far at {off}")
+        })?;
+        got.truncate(n);
+        if got != buf {
+            return Err(format!(
+                "read x-far at {off}: {}",
+                first_diff(&buf, &got, off)
+            ));
+        }
+        let size = ctx(f.metadata(), || "stat x-far".into())?.len();
+        if size != off + len {
+            return Err(format!("x-far: size {size}, want {}", off + len));
+        }
+        let hole = self.rng.below(off.max(1));
+        let mut z = vec![0xffu8; 4096];
+        let n = ctx(read_full(&f, &mut z, hole), || {
+            format!("read x-far's hole at {hole}")
+        })?;
+        if n != 4096.min((off - hole) as usize + len as usize)
+            || z[..n.min((off - hole) as usize)].iter().any(|&b| b != 0)
+        {
+            return Err(format!(
+                "x-far's hole at {hole}: {n} bytes, not all zeros before {off}"
+            ));
+        }
+        drop(f);
+        let f = ctx(OpenOptions::new().write(true).open(&path), || {
+            "open x-far".into()
+        })?;
+        ctx(f.set_len(off / 2), || {
+            format!("truncate x-far to {}", off / 2)
+        })?;
+        drop(f);
+        let f = ctx(File::open(&path), || "reopen x-far".into())?;
+        let n = ctx(read_full(&f, &mut z, off), || {
+            format!("read x-far at {off} after the truncate")
+        })?;
+        let size = ctx(f.metadata(), || "stat x-far".into())?.len();
+        if n != 0 || size != off / 2 {
+            return Err(format!(
+                "x-far truncated to {}: size {size}, {n} bytes read at {off}",
+                off / 2
+            ));
+        }
+        drop(f);
+        ctx(fs::remove_file(&path), || "unlink x-far".into())
     }
 
     /// `copy_file_range` from one file into another (or another range of

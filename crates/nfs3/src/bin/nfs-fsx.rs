@@ -22,8 +22,8 @@
 //! 4 TiB), `fsync`/`fdatasync`,
 //! closing and reopening, exclusive creates, renames (over files, of directories, into a directory's own
 //! subtree), hard links, unlinks, `mkdir`/`rmdir` (of a non-empty directory
-//! too), symbolic links and `readlink`, `chmod`, `utimensat`, `stat` and
-//! directory listings. Every `--verify-every` operations it closes its
+//! too), symbolic links and `readlink`, FIFOs (`mknod`), `lchown` (as root),
+//! `chmod`, `utimensat`, `stat` and directory listings. Every `--verify-every` operations it closes its
 //! files, syncs, drops the page cache (`/proc/sys/vm/drop_caches`) and
 //! compares the whole tree, every byte, with the model. An operation that
 //! must fail is checked to fail with the right `errno`.
@@ -57,7 +57,9 @@ use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, ErrorKind, Read, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{
+    DirBuilderExt, FileExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -125,6 +127,8 @@ enum Entry {
     File(u32),
     Dir(u32),
     Symlink(Vec<u8>),
+    /// A FIFO (never opened) and its mode.
+    Fifo(u32),
 }
 
 #[derive(Debug)]
@@ -230,6 +234,7 @@ impl Model {
                 }
                 Entry::Dir(mode) => manifest_dir(p, *mode),
                 Entry::Symlink(t) => manifest_link(p, t),
+                Entry::Fifo(mode) => manifest_fifo(p, *mode),
             })
             .collect()
     }
@@ -248,6 +253,9 @@ fn manifest_file(path: &str, mode: u32, links: u32, data: &[u8]) -> String {
         data.len(),
         fnv64(data)
     )
+}
+fn manifest_fifo(path: &str, mode: u32) -> String {
+    format!("{path} fifo mode={mode:04o}")
 }
 fn manifest_dir(path: &str, mode: u32) -> String {
     format!("{path} dir mode={mode:04o}")
@@ -286,6 +294,8 @@ fn manifest_of(root: &Path) -> io::Result<Vec<String>> {
             } else if md.is_dir() {
                 out.push(manifest_dir(&path, mode));
                 stack.push(path);
+            } else if md.file_type().is_fifo() {
+                out.push(manifest_fifo(&path, mode));
             } else {
                 let data = fs::read(e.path())?;
                 out.push(manifest_file(&path, mode, md.nlink() as u32, &data));
@@ -860,6 +870,8 @@ impl Worker {
             (3, "readdir"),
             (3, "copy"),
             (2, "far"),
+            (2, "mkfifo"),
+            (2, "chown"),
         ];
         if self.o.mmap {
             choices.push((3, "mmap-read"));
@@ -907,6 +919,8 @@ impl Worker {
             "readdir" => self.readdir(),
             "copy" => self.copy(),
             "far" => self.far(),
+            "mkfifo" => self.mkfifo(),
+            "chown" => self.chown(),
             "mmap-read" => self.mmap_read(),
             "mmap-write" => self.mmap_write(),
             _ => unreachable!("every choice has an operation"),
@@ -1336,12 +1350,13 @@ impl Worker {
             Entry::File(_) => "f",
             Entry::Dir(_) => "d",
             Entry::Symlink(_) => "s",
+            Entry::Fifo(_) => "p",
         };
         let d = self.random_dir(2);
         let prefix = if self.rng.pct(85) {
             kind
         } else {
-            ["f", "d", "s"][self.rng.below(3) as usize]
+            ["f", "d", "s", "p"][self.rng.below(4) as usize]
         };
         let dst = join(&d, &format!("{prefix}{}", self.rng.below(5)));
         let is_dir = matches!(src_e, Entry::Dir(_));
@@ -1364,12 +1379,12 @@ impl Worker {
             return expect_errno(r, &[Errno::INVAL], &what);
         }
         match (self.m.entries.get(&dst).cloned(), &src_e) {
-            (Some(Entry::Dir(_)), Entry::File(_) | Entry::Symlink(_)) => {
+            (Some(Entry::Dir(_)), Entry::File(_) | Entry::Symlink(_) | Entry::Fifo(_)) => {
                 // ENOTEMPTY when the directory is the source's own parent
                 // (Linux checks that first).
                 return expect_errno(r, &[Errno::ISDIR, Errno::NOTEMPTY], &what);
             }
-            (Some(Entry::File(_) | Entry::Symlink(_)), Entry::Dir(_)) => {
+            (Some(Entry::File(_) | Entry::Symlink(_) | Entry::Fifo(_)), Entry::Dir(_)) => {
                 return expect_errno(r, &[Errno::NOTDIR], &what)
             }
             (Some(Entry::Dir(_)), Entry::Dir(_)) if !self.m.children(&dst).is_empty() => {
@@ -1503,6 +1518,61 @@ impl Worker {
         Ok(())
     }
 
+    /// MKNOD: a FIFO (never opened).
+    fn mkfifo(&mut self) -> Res {
+        let d = self.random_dir(2);
+        let path = join(&d, &format!("p{}", self.rng.below(3)));
+        let mode = 0o600 | (self.rng.below(0o100) as u32 & 0o066);
+        let what = format!("mkfifo {path} mode {mode:o}");
+        self.note(what.clone());
+        let r = rustix::fs::mknodat(
+            rustix::fs::CWD,
+            self.path(&path),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(mode),
+            0,
+        )
+        .map_err(io::Error::from);
+        if self.m.entries.contains_key(&path) {
+            return expect_errno(r, &[Errno::EXIST], &what);
+        }
+        ctx(r, || what)?;
+        self.m.entries.insert(path, Entry::Fifo(mode));
+        Ok(())
+    }
+
+    /// `lchown` of any name to another owner and group and back (root
+    /// only, checked with `stat`).
+    fn chown(&mut self) -> Res {
+        if !rustix::process::geteuid().is_root() || self.o.owner_rw {
+            return self.stat();
+        }
+        let all: Vec<String> = self.m.entries.keys().cloned().collect();
+        let Some(path) = self.rng.pick(&all).cloned() else {
+            return self.create();
+        };
+        let (uid, gid) = (
+            1 + self.rng.below(60_000) as u32,
+            1 + self.rng.below(60_000) as u32,
+        );
+        self.note(format!("lchown {path} {uid}:{gid}, then back to 0:0"));
+        let p = self.path(&path);
+        for (u, g) in [(uid, gid), (0, 0)] {
+            ctx(std::os::unix::fs::lchown(&p, Some(u), Some(g)), || {
+                format!("lchown {path} {u}:{g}")
+            })?;
+            let md = ctx(fs::symlink_metadata(&p), || format!("stat {path}"))?;
+            if (md.uid(), md.gid()) != (u, g) {
+                return Err(format!(
+                    "stat after lchown {path} {u}:{g}: owner {}:{}",
+                    md.uid(),
+                    md.gid()
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn symlink(&mut self) -> Res {
         let d = self.random_dir(2);
         let path = join(&d, &format!("s{}", self.rng.below(4)));
@@ -1584,7 +1654,7 @@ impl Worker {
             || format!("chmod {path} {mode:o}"),
         )?;
         match self.m.entries.get_mut(&path).expect("listed") {
-            Entry::Dir(m) => *m = mode,
+            Entry::Dir(m) | Entry::Fifo(m) => *m = mode,
             Entry::File(i) => self.m.inodes.get_mut(i).expect("inode").mode = mode,
             Entry::Symlink(_) => unreachable!("not a candidate"),
         }
@@ -1673,6 +1743,7 @@ impl Worker {
             }
             Entry::Dir(m) => md.is_dir() && mode == *m,
             Entry::Symlink(t) => md.file_type().is_symlink() && md.len() == t.len() as u64,
+            Entry::Fifo(m) => md.file_type().is_fifo() && mode == *m,
         };
         if ok {
             Ok(())
@@ -1689,6 +1760,7 @@ impl Worker {
                 }
                 Entry::Dir(m) => format!("a directory, mode {m:o}"),
                 Entry::Symlink(t) => format!("a symlink of {} bytes", t.len()),
+                Entry::Fifo(m) => format!("a FIFO, mode {m:o}"),
             };
             Err(format!(
                 "stat {path}: {:?}, mode {mode:o}, {} links, {} bytes; want {want}",
@@ -1766,7 +1838,7 @@ impl Worker {
                         return Err(format!("readlink {p} after dropping the cache differs"));
                     }
                 }
-                Entry::Dir(_) => {}
+                Entry::Dir(_) | Entry::Fifo(_) => {}
             }
         }
         Ok(())

@@ -19,15 +19,40 @@
 #      assumes one FPDU per segment, so fpdu-align.py first puts each FPDU
 #      in a segment of its own (the byte stream is unchanged; a malformed
 #      FPDU fails the check there);
-#   4. the server shuts down cleanly on SIGTERM and logged no panic.
+#   4. nfs-fsx (crates/nfs3/src/bin/nfs-fsx.rs) in the guest over
+#      proto=rdma and proto=tcp: seeded random writes, reads, truncates,
+#      appends, mmap and O_DIRECT I/O, copy_file_range, fsync, renames,
+#      links, mkdir/rmdir, symlinks, chmod and utimes from several
+#      processes, each checked against a model, the whole tree compared byte
+#      for byte after dropping the guest's page cache; halfway, with every
+#      worker's files open, the server is stopped and started again (same
+#      state directory: the handles the client holds must still work); at
+#      the end the export on the host must hold exactly what the model says
+#      (nfs-fsx manifest);
+#   5. the server shuts down cleanly on SIGTERM and logged no panic.
 #
 # Environment (ports on 127.0.0.1; the guest reaches them as 10.0.2.100):
 #   IOP_NFS_RDMA_PORT   RPC-over-RDMA port (default 20049)
 #   IOP_NFS_MOUNT_PORT  MOUNT v3 port, TCP (default 20048)
 #   IOP_NFS_TCP_PORT    NFS over TCP port (default 2049)
 #   IOP_NFS_BIG_MIB     size of the big file (default 64)
-#   IOP_NFS_PROTOS      which runs (default "rdma tcp rdma-short"; also
-#                       tcp-short: the short workload over TCP)
+#   IOP_NFS_PROTOS      which runs (default "rdma tcp rdma-short fsx-rdma
+#                       fsx-tcp"; also tcp-short: the short workload over TCP)
+#   IOP_NFS_FSX_BIN     a built nfs-fsx (default: cargo build -p rpcrdma-nfs3
+#                       --bin nfs-fsx)
+#   IOP_NFS_FSX_SEED    the exerciser's seed (default 1; each run prints it)
+#   IOP_NFS_FSX_OPS     operations per process (default 300)
+#   IOP_NFS_FSX_PROCS   processes, each in its own directory (default 2)
+#   IOP_NFS_FSX_MOUNT_OPTS  more mount options for the fsx runs (default none)
+#   IOP_NFS_FSX_RESTART_AT  restart the server after this many operations
+#                       of each fsx worker, its files open (default 150;
+#                       empty: no restart)
+#   IOP_NFS_ROOT_SQUASH=1  serve with root squashed (the default of rpcrdma
+#                       nfs serve) instead of --no-root-squash; the fsx
+#                       runs then keep the owner's rw bits (--owner-rw)
+#   IOP_NFS_FSX_WIRE_CHECK=1  tshark (wire-check.sh) on fsx-rdma's capture
+#                       too (about 3 minutes for the default run's 40 MB;
+#                       fsx-rdma then runs without the restart)
 #   IOP_NFS_SERVE_ARGS  more options for rpcrdma nfs serve (default --mulpdu 1448)
 #   plus those of common.sh (RPCRDMA_BIN, IOP_WORK, INTEROP_CACHE ...)
 #
@@ -42,13 +67,28 @@ RP=${IOP_NFS_RDMA_PORT:-20049}
 MP=${IOP_NFS_MOUNT_PORT:-20048}
 TP=${IOP_NFS_TCP_PORT:-2049}
 BIG=${IOP_NFS_BIG_MIB:-64}
-PROTOS=${IOP_NFS_PROTOS:-rdma tcp rdma-short}
+PROTOS=${IOP_NFS_PROTOS:-rdma tcp rdma-short fsx-rdma fsx-tcp}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 iop_setup_work
 echo "== $IOP_NAME: the kernel NFS client mounts rpcrdma nfs serve (logs: $IOP_WORK)"
 iop_need tshark tshark || { iop_result "install tshark" 1; iop_summary; exit 1; }
 iop_build || { iop_result "build rpcrdma" 1; iop_summary; exit 1; }
+case " $PROTOS " in
+*" fsx-"*)
+    FSX_BIN=${IOP_NFS_FSX_BIN:-}
+    if [ -z "$FSX_BIN" ]; then
+        iop_log "building nfs-fsx (cargo build -p rpcrdma-nfs3 --bin nfs-fsx)"
+        (cd "$IOP_ROOT" && cargo build -q -p rpcrdma-nfs3 --bin nfs-fsx) ||
+            { iop_result "build nfs-fsx" 1; iop_summary; exit 1; }
+        FSX_BIN=$(iop_target_dir)/debug/nfs-fsx
+    fi
+    # Stripped: the guest's initramfs carries it.
+    mkdir -p "$IOP_WORK/bin"
+    strip -o "$IOP_WORK/bin/nfs-fsx" "$FSX_BIN" 2>/dev/null || cp "$FSX_BIN" "$IOP_WORK/bin/nfs-fsx"
+    FSX_BIN=$IOP_WORK/bin/nfs-fsx
+    ;;
+esac
 iop_prepare_guest || { iop_result "prepare the guest" 1; iop_summary; exit 1; }
 
 EXPORT=$IOP_WORK/export
@@ -56,18 +96,29 @@ STATE=$IOP_WORK/state
 mkdir -p "$EXPORT" "$STATE"
 chmod 0777 "$EXPORT"
 
+SQUASH=--no-root-squash
+[ "${IOP_NFS_ROOT_SQUASH:-0}" = 1 ] && SQUASH=
+# start_server: starts rpcrdma nfs serve (its log appended to server.log)
+# and waits for its "serving" line; sets SERVER_PID.
+start_server() {
+    local before
+    touch "$IOP_WORK/server.log"
+    before=$(grep -c '^serving' "$IOP_WORK/server.log")
+    "$BIN" nfs serve "$EXPORT" --listen "127.0.0.1:$RP" --mount-port "$MP" \
+        --tcp "127.0.0.1:$TP" --state-dir "$STATE" $SQUASH ${IOP_NFS_SERVE_ARGS---mulpdu 1448} \
+        >>"$IOP_WORK/server.log" 2>&1 &
+    SERVER_PID=$!
+    IOP_PIDS+=("$SERVER_PID")
+    for _ in $(seq 1 100); do
+        [ "$(grep -c '^serving' "$IOP_WORK/server.log")" -gt "$before" ] && return 0
+        kill -0 "$SERVER_PID" 2>/dev/null || return 1
+        sleep 0.2
+    done
+    return 1
+}
+
 iop_log "starting rpcrdma nfs serve $EXPORT (rdma $RP, mount $MP, tcp $TP)"
-"$BIN" nfs serve "$EXPORT" --listen "127.0.0.1:$RP" --mount-port "$MP" \
-    --tcp "127.0.0.1:$TP" --state-dir "$STATE" --no-root-squash ${IOP_NFS_SERVE_ARGS---mulpdu 1448} \
-    >"$IOP_WORK/server.log" 2>&1 &
-SERVER_PID=$!
-IOP_PIDS+=("$SERVER_PID")
-for _ in $(seq 1 100); do
-    grep -q '^serving' "$IOP_WORK/server.log" 2>/dev/null && break
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    sleep 0.2
-done
-if ! grep -q '^serving' "$IOP_WORK/server.log"; then
+if ! start_server; then
     iop_result "server started" 1 "$(tail -3 "$IOP_WORK/server.log")"
     iop_summary
     exit 1
@@ -77,9 +128,10 @@ iop_result "server started" 0 "$(grep -m1 '^serving' "$IOP_WORK/server.log")"
 # wire_check_nfs NAME PCAP: wire-check.sh on the capture after fpdu-align.py
 # (one FPDU per segment, see above). One kind of failure is tshark's, not
 # ours, and is checked to be exactly that: tshark 4.0 re-inserts a Write
-# chunk's data into the NFS READ reply without XDR round-up, so a READ
-# reply whose count is not a multiple of 4 ends 1-3 octets short for its
-# NFS dissector ("Malformed Packet: NFS"), while RFC 8166 §4.4.6.1 says a
+# chunk's data into the NFS READ reply without XDR round-up unless the data
+# fills the chunk the call offered, so a short READ (at the end of a file)
+# whose count is not a multiple of 4 ends 1-3 octets short for its NFS
+# dissector ("Malformed Packet: NFS"), while RFC 8166 §4.4.6.1 says a
 # responder MUST NOT write XDR pad bytes for a Write chunk (docs/spec-notes.md
 # N11). Every other failure fails the check.
 wire_check_nfs() {
@@ -96,19 +148,119 @@ wire_check_nfs() {
     known=0
     bad=$(grep ' FAIL ' "$out" | grep -cv 'rpc=reply prog=100003.*Malformed Packet: NFS')
     if [ -s "$out.frames" ]; then
-        # The NFS-malformed ones must be READ replies with a Write chunk and
-        # a count that is not a multiple of 4.
-        known=$(tshark -r "$aligned" -Y "frame.number in {$(paste -sd, "$out.frames")}" \
-            -T fields -e nfs.procedure_v3 -e rpcordma.writes_count -e nfs.count3 2>/dev/null |
-            awk -F'\t' '{ split($1, p, ","); split($3, c, ",") }
-                p[1] == 6 && $2 == 1 && c[1] % 4 != 0 { n++ } END { print n + 0 }')
+        # The NFS-malformed ones must be READ replies with a Write chunk, a
+        # count that is not a multiple of 4, and less data than the Write
+        # chunk the call offered: tshark adds the round-up only when the
+        # data fills the chunk the call offered (packet-rpcrdma.c,
+        # add_iwarp_padding), so a short READ at the end of a file shows
+        # 1-3 octets short, whoever the server.
+        tshark -r "$aligned" -Y "frame.number in {$(paste -sd, "$out.frames")}" -T fields \
+            -e rpcordma.xid -e nfs.procedure_v3 -e rpcordma.writes_count -e nfs.count3 \
+            >"$out.replies" 2>/dev/null
+        tshark -r "$aligned" -T fields -e rpcordma.xid -e rpcordma.rdma_length \
+            -Y "tcp.dstport == $RP && rpcordma.xid in {$(cut -f1 "$out.replies" | cut -d, -f1 | sort -u | paste -sd,)}" \
+            >"$out.calls" 2>/dev/null
+        known=$(awk -F'\t' 'NR == FNR { if (!($1 in offered)) { m = split($2, l, ","); t = 0
+                    for (i = 1; i <= m; i++) t += l[i]; offered[$1] = t }; next }
+                { split($1, x, ","); split($2, p, ","); split($4, c, ",") }
+                p[1] == 6 && $3 == 1 && c[1] % 4 != 0 && (x[1] in offered) && c[1] < offered[x[1]] { k++ }
+                END { print k + 0 }' "$out.calls" "$out.replies")
         [ "$((known + bad))" = "$(wc -l <"$out.frames")" ] || bad=$((bad + 1))
     fi
     [ "$rc" -le 1 ] && [ "$bad" = 0 ] && grep -q '^wire-check: [1-9]' "$out"
     iop_result "$name" $? "$(tail -1 "$out"); $known of them tshark's missing round-up of odd-length READ data (N11), $bad other"
 }
 
+# restart_when_paused DIR PROCS: once every nfs-fsx worker has paused
+# (DIR/pause-pN for each), restarts the server (SIGTERM, then the same
+# command line and state directory) and lets the workers go on (DIR/resume).
+# Waits as long as the guest runs.
+restart_when_paused() {
+    local dir=$1 procs=$2 n=0 rc
+    while kill -0 "$GUEST_PID" 2>/dev/null; do
+        if [ -e "$dir/resume" ]; then
+            # A worker failed before pausing and released the others.
+            break
+        fi
+        n=$(find "$dir" -maxdepth 1 -name 'pause-p*' 2>/dev/null | wc -l)
+        if [ "$n" -ge "$procs" ]; then
+            iop_log "every nfs-fsx worker paused: restarting the server under the mount"
+            kill -TERM "$SERVER_PID" 2>/dev/null
+            iop_wait_pid "$SERVER_PID" 30
+            rc=$?
+            [ "$rc" = 0 ]
+            iop_result "server stopped with the mount in use (SIGTERM)" $? "exit $rc"
+            start_server
+            iop_result "server restarted (same state directory)" $? "pid $SERVER_PID"
+            touch "$dir/resume"
+            return
+        fi
+        sleep 1
+    done
+    iop_result "the nfs-fsx workers paused for the server restart" 1 "$n of $procs paused"
+}
+
+# fsx_run RUN PROTO PORT: nfs-fsx in the guest on a mount over PROTO, then
+# the export's copy against the model's manifest. With
+# IOP_NFS_FSX_RESTART_AT=N the server restarts after operation N.
+fsx_run() {
+    local run=$1 proto=$2 port=$3 script log rc secs t fails oks
+    local seed=${IOP_NFS_FSX_SEED:-1} ops=${IOP_NFS_FSX_OPS:-300} procs=${IOP_NFS_FSX_PROCS:-2}
+    local restart=${IOP_NFS_FSX_RESTART_AT-150}
+    if [ "$proto" = rdma ] && [ "${IOP_NFS_FSX_WIRE_CHECK:-0}" = 1 ]; then
+        # No restart in a capture for tshark: the guest's socat (run-guest.sh's
+        # guestfwd) writes its "Broken pipe" message into the old connection
+        # when the server goes, and the guest's siw rightly terminates it.
+        restart=
+    fi
+    script=$IOP_WORK/$run.sh
+    {
+        echo "SERVER=10.0.2.100 NFS_PORT=$port MNT_PORT=$MP PROTO=$proto RUN=$run"
+        echo "SEED=$seed OPS=$ops PROCS=$procs PAUSE_AT=$restart MOUNT_OPTS=${IOP_NFS_FSX_MOUNT_OPTS:-}"
+        [ -z "$SQUASH" ] && echo "FSX_ARGS=--owner-rw"
+        echo "export SERVER NFS_PORT MNT_PORT PROTO RUN SEED OPS PROCS PAUSE_AT MOUNT_OPTS FSX_ARGS"
+        cat "$HERE/nfs-fsx-guest.sh"
+    } >"$script"
+    iop_log "guest: nfs-fsx over proto=$proto (port $port; seed $seed, $procs x $ops operations${restart:+, the server restarted after $restart})"
+    t=$SECONDS
+    iop_guest_start "client-$run" exec --port "$port" --fwd "$MP" --add "$FSX_BIN" \
+        --script "$script" --out "$IOP_WORK/out-$run" --timeout 1500
+    [ -n "$restart" ] && restart_when_paused "$EXPORT/$run" "$procs"
+    iop_guest_finish "client-$run" 1700
+    rc=$?
+    secs=$((SECONDS - t))
+    log=$IOP_WORK/client-$run.log
+    grep -E '^FSX-(OK|FAIL|DONE|MOUNT|UMOUNT|INFO nfs-fsx)' "$log" | tr -d '\r' | cut -c1-300 | sed 's/^/    | /'
+    fails=$(grep -c '^FSX-FAIL' "$log")
+    oks=$(grep -c '^FSX-OK' "$log")
+    [ "$rc" = 0 ] && [ "$fails" = 0 ] && [ "$oks" = "$procs" ] && grep -q '^FSX-DONE .*all passed' "$log" &&
+        grep -q '^FSX-UMOUNT ok' "$log"
+    iop_result "$run: nfs-fsx over proto=$proto (seed $seed, $procs processes x $ops operations)" $? \
+        "$oks processes passed, $fails failures, guest exit $rc, ${secs} s"
+    if [ "$fails" != 0 ]; then
+        # The failing operation and the ones before it.
+        grep -A45 '^FSX-FAIL p[0-9]* seed' "$log" | tr -d '\r' | head -60 | sed 's/^/    | /'
+    fi
+    if [ "$proto" = rdma ] && [ "${IOP_NFS_FSX_WIRE_CHECK:-0}" = 1 ]; then
+        wire_check_nfs "$run: tshark finds every frame of the capture well-formed" \
+            "$IOP_WORK/client-$run.pcap"
+    fi
+    "$FSX_BIN" manifest "$EXPORT/$run" >"$IOP_WORK/$run.host-manifest" 2>&1
+    if [ -s "$IOP_WORK/out-$run/manifest.txt" ] &&
+        diff "$IOP_WORK/out-$run/manifest.txt" "$IOP_WORK/$run.host-manifest" >"$IOP_WORK/$run.diff"; then
+        iop_result "$run: the export on the host holds what the model says" 0 \
+            "$(wc -l <"$IOP_WORK/$run.host-manifest") names compared (type, mode, links, size, contents)"
+    else
+        iop_result "$run: the export on the host holds what the model says" 1 \
+            "$(head -c 600 "$IOP_WORK/$run.diff" 2>/dev/null | tr '\n' ' ')"
+    fi
+}
+
 for run in $PROTOS; do
+    case "$run" in
+    fsx-rdma) fsx_run "$run" rdma "$RP"; continue ;;
+    fsx-tcp) fsx_run "$run" tcp "$TP"; continue ;;
+    esac
     sizes="BIG_MIB=$BIG"
     case "$run" in
     rdma) proto=rdma port=$RP mib=$BIG ;;
@@ -118,7 +270,7 @@ for run in $PROTOS; do
         if [ "$proto" = rdma ]; then port=$RP; else port=$TP; fi
         sizes="BIG_MIB=4 NSMALL=50 NDIR=600 NRANDOM=50"
         ;;
-    *) iop_result "unknown run $run (rdma, tcp, rdma-short, tcp-short)" 1; continue ;;
+    *) iop_result "unknown run $run (rdma, tcp, rdma-short, tcp-short, fsx-rdma, fsx-tcp)" 1; continue ;;
     esac
     script=$IOP_WORK/workload-$run.sh
     {

@@ -978,10 +978,10 @@ fn raw_record_marking(s: &Served) {
         "closed after a 2 GiB fragment"
     );
     // Fragments that never end a record, 1 MiB each, past the 32 MiB
-    // record limit: the server stops reading them (it closes the
-    // connection; the socket itself may linger until the server next
-    // accepts one), it never buffers them without bound, and it goes on
-    // serving other connections meanwhile.
+    // record limit: the server stops reading them and closes the
+    // connection (the socket goes with it), it never buffers them without
+    // bound, and it goes on serving other connections meanwhile. The write
+    // timeout only keeps a regression from hanging the test.
     let mut t = open();
     t.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
     let frag = vec![0u8; MIB];

@@ -21,7 +21,7 @@ use crate::config::{EngineConfig, Role};
 use crate::credits::Credits;
 use crate::error::{ApiError, EngineError};
 use crate::event::{Event, MessageForm};
-use crate::features::{FeatureInfo, Registry, TransportPropertiesFeature};
+use crate::features::{Adjustments, FeatureInfo, Registry, TransportPropertiesFeature};
 use crate::hdr;
 use crate::marshal::{Provided, ReplyHints};
 use crate::optional::OptCall;
@@ -164,6 +164,12 @@ pub struct Engine<P: ProtectionDomain> {
     pub(crate) remote_inv: bool,
     pub(crate) decode_cfg: DecodeConfig,
     pub(crate) version: VersionState,
+    /// The inline thresholds in effect and the active features' combined
+    /// adjustments: derived from the version, the private data and the
+    /// features' states, recomputed ([`Self::refresh_derived`]) whenever
+    /// one of those changes rather than on every message.
+    thresholds: InlineThresholds,
+    pub(crate) adjustments: Adjustments,
     pub(crate) deadline: Option<Instant>,
     /// The latest `now` an input carried.
     pub(crate) last_now: Option<Instant>,
@@ -348,6 +354,8 @@ impl<P: ProtectionDomain> Engine<P> {
             remote_inv,
             decode_cfg,
             version,
+            thresholds: InlineThresholds { send: 0, recv: 0 },
+            adjustments: Adjustments::default(),
             deadline: None,
             last_now: None,
             stall_since: None,
@@ -380,6 +388,7 @@ impl<P: ProtectionDomain> Engine<P> {
             failed: None,
             stats: Stats::default(),
         };
+        e.refresh_derived();
         e.top_up_receives();
         Ok(e)
     }
@@ -488,6 +497,23 @@ impl<P: ProtectionDomain> Engine<P> {
     /// private data, otherwise the version's default; while a Version Two
     /// probe is outstanding, at most 1024 bytes may be sent, draft §5).
     pub fn thresholds(&self) -> InlineThresholds {
+        debug_assert_eq!(
+            (self.thresholds, self.adjustments),
+            (self.compute_thresholds(), self.features.adjustments()),
+            "derived connection values are stale (refresh_derived not called after a change)"
+        );
+        self.thresholds
+    }
+
+    /// Recomputes the values derived from the version, the private data
+    /// and the features (their states and adjustments): called wherever
+    /// one of them changes.
+    pub(crate) fn refresh_derived(&mut self) {
+        self.adjustments = self.features.adjustments();
+        self.thresholds = self.compute_thresholds();
+    }
+
+    fn compute_thresholds(&self) -> InlineThresholds {
         let mut t = match self.peer_pd {
             Some(peer) => InlineThresholds::derive(&self.local_pd, &peer),
             None => {
@@ -542,11 +568,19 @@ impl<P: ProtectionDomain> Engine<P> {
 
     /// When [`Engine::handle_timeout`] must next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let stall = self.stall_deadline();
-        [self.deadline, self.next_optional_deadline(), stall]
-            .into_iter()
-            .flatten()
-            .min()
+        fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        }
+        // Written for the common case, where none of the three applies:
+        // no probe deadline, no optional offer awaited, no stall watch.
+        let mut at = self.deadline;
+        if !self.opt_calls.is_empty() {
+            at = earlier(at, self.next_optional_deadline());
+        }
+        earlier(at, self.stall_deadline())
     }
 
     /// When the send-queue watch must look next (spec note E22): the end

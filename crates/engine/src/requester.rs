@@ -164,7 +164,7 @@ impl<P: ProtectionDomain> Engine<P> {
 
     fn transmit(&mut self, now: Instant, pending: Pending, version: u32) {
         let t = self.thresholds();
-        let adj = self.features.adjustments();
+        let adj = self.adjustments;
         let credits = match self.cfg.role {
             Role::Client => self.cfg.credits_request,
             Role::Server => self.cfg.backchannel_credits.max(1),
@@ -229,6 +229,7 @@ impl<P: ProtectionDomain> Engine<P> {
 
     pub(crate) fn settle(&mut self, version: u32, fell_back: bool) {
         self.version = VersionState::Settled(version);
+        self.refresh_derived();
         self.deadline = None;
         self.events
             .push_back(Event::Negotiated { version, fell_back });

@@ -11,8 +11,8 @@ use rpcrdma_verbs::{
 };
 use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{
-    decode, DecodeConfig, ErrorBody, ErrorCredits, Header, InlineThresholds, Message, PrivateData,
-    Proc,
+    decode_owned, DecodeConfig, ErrorBody, ErrorCredits, Header, InlineThresholds, Message,
+    PrivateData, Proc,
 };
 use rpcrdma_xdr::{Encode, Payload};
 
@@ -991,7 +991,7 @@ impl<P: ProtectionDomain> Engine<P> {
     // ----- receive dispatch ----------------------------------------------
 
     fn on_receive(&mut self, now: Instant, buf: Bytes, invalidated: Option<u32>) {
-        let msg = match decode(&buf, &self.decode_cfg) {
+        let msg = match decode_owned(buf, &self.decode_cfg) {
             Ok(m) => m,
             Err(rej) => {
                 self.stats.bad_messages += 1;

@@ -201,6 +201,12 @@ impl ChunkLists {
     /// Decodes the three lists, enforcing `limits` and the per-list rules
     /// (Position alignment, non-empty chunks).
     pub(crate) fn decode(dec: &mut Decoder<'_>, limits: &Limits) -> Result<Self, HeaderError> {
+        // The common case, three empty lists: three XDR `false` words (the
+        // checks below would find exactly this).
+        if dec.rest().get(..12) == Some(&[0u8; 12][..]) {
+            dec.skip(12).map_err(HeaderError::xdr("rdma_reads"))?;
+            return Ok(Self::default());
+        }
         let reads = decode_read_list(dec, limits)?;
         let writes = decode_write_list(dec, limits)?;
         let reply = if dec.get_bool().map_err(HeaderError::xdr("rdma_reply"))? {

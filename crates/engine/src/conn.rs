@@ -56,8 +56,9 @@ pub(crate) struct OutCall<Mr> {
     /// credit stays taken until the reply comes (RFC 8166 §4.3.1).
     pub(crate) released: bool,
     /// The call itself, kept for the version probe so it can be sent again
-    /// in Version One after `ERR_VERS`.
-    pub(crate) retry: Option<Pending>,
+    /// in Version One after `ERR_VERS` (boxed: only the probe has one, and
+    /// every other call is moved in and out of the table smaller).
+    pub(crate) retry: Option<Box<Pending>>,
 }
 
 /// A Read chunk being pulled.
@@ -747,8 +748,14 @@ impl<P: ProtectionDomain> Engine<P> {
             SendOp::Read { .. } => self.stats.rdma_reads += 1,
             _ => {}
         }
-        self.sq_backlog.push_back(wr);
-        self.pump_sq();
+        if self.sq_backlog.is_empty() && self.sq_busy < self.sq_limit {
+            // Room on the send queue and nothing before it: posted at
+            // once, not through the backlog.
+            self.post_sq(wr);
+        } else {
+            self.sq_backlog.push_back(wr);
+            self.pump_sq();
+        }
     }
 
     /// Posts backlogged work requests while the send queue has room.
@@ -758,26 +765,31 @@ impl<P: ProtectionDomain> Engine<P> {
     /// tells that every work request before it completed too (a send queue
     /// completes in order), so a full queue always holds a signaled one.
     fn pump_sq(&mut self) {
-        let signal_every = (self.sq_limit / 2).max(1);
         while self.sq_busy < self.sq_limit {
-            let Some(mut wr) = self.sq_backlog.pop_front() else {
+            let Some(wr) = self.sq_backlog.pop_front() else {
                 break;
             };
-            if !wr.signaled && self.unsignaled_run + 1 >= signal_every {
-                wr.signaled = true;
-                self.wrs.insert(wr.wr_id, Wr::Send);
-            }
-            self.sq_busy += 1;
-            self.sq_posted += 1;
-            if wr.signaled {
-                self.unsignaled_run = 0;
-                self.sq_signaled.push_back((wr.wr_id, self.sq_posted));
-            } else {
-                self.unsignaled_run += 1;
-                self.stats.sends_unsignaled += 1;
-            }
-            self.out_send.push_back(wr);
+            self.post_sq(wr);
         }
+    }
+
+    /// Hands one work request to the driver (the send queue has room).
+    fn post_sq(&mut self, mut wr: SendWr) {
+        let signal_every = (self.sq_limit / 2).max(1);
+        if !wr.signaled && self.unsignaled_run + 1 >= signal_every {
+            wr.signaled = true;
+            self.wrs.insert(wr.wr_id, Wr::Send);
+        }
+        self.sq_busy += 1;
+        self.sq_posted += 1;
+        if wr.signaled {
+            self.unsignaled_run = 0;
+            self.sq_signaled.push_back((wr.wr_id, self.sq_posted));
+        } else {
+            self.unsignaled_run += 1;
+            self.stats.sends_unsignaled += 1;
+        }
+        self.out_send.push_back(wr);
     }
 
     /// A signaled send-queue work request completed: so did every one

@@ -235,19 +235,7 @@ impl<P: ProtectionDomain> Regs<'_, P> {
 
 /// Length of a reply header that echoes `writes` (what the responder sends).
 fn reply_header_len(version: u32, writes: &[WriteChunk], reply: Option<&WriteChunk>) -> usize {
-    hdr::chunked(
-        version,
-        0,
-        0,
-        Direction::Reply,
-        ChunkLists {
-            reads: Vec::new(),
-            writes: writes.to_vec(),
-            reply: reply.cloned(),
-        },
-        reply.is_some(),
-    )
-    .encoded_len()
+    hdr::chunked_len(version, 0, writes, reply)
 }
 
 /// Plans one call: registers its chunks and builds its header.

@@ -222,7 +222,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 writes: plan.writes,
                 reply: plan.reply,
                 released: false,
-                retry: probing.then_some(pending),
+                retry: probing.then(|| Box::new(pending)),
             },
         );
     }
@@ -280,8 +280,8 @@ impl<P: ProtectionDomain> Engine<P> {
             }
         }
         let version_ok = msg.header.vers() == call.version;
-        let chunks = msg.header.chunks().cloned().unwrap_or_default();
         let nomsg = msg.header.proc_() == Proc::NOMSG;
+        let chunks = msg.header.into_chunks().unwrap_or_default();
         let call_form = call.form;
         let outcome = self.collect_reply(call, &chunks, nomsg, msg.payload);
         if self.failed.is_some() {
@@ -416,7 +416,7 @@ impl<P: ProtectionDomain> Engine<P> {
                             "responder lacks the version; falling back"
                         );
                         self.settle(v, true);
-                        self.queue.push_front(pending);
+                        self.queue.push_front(*pending);
                     }
                     _ => {
                         self.events.push_back(Event::CallFailed {

@@ -161,6 +161,22 @@ impl Header {
         }
     }
 
+    /// The chunk lists of a `MSG` / `NOMSG` header, taken out of it (no
+    /// copy).
+    pub fn into_chunks(self) -> Option<ChunkLists> {
+        match self {
+            Self::V1(V1Header {
+                body: V1Body::Msg(c) | V1Body::NoMsg(c),
+                ..
+            })
+            | Self::V2(V2Header {
+                body: V2Body::Msg { chunks: c, .. } | V2Body::NoMsg { chunks: c, .. },
+                ..
+            }) => Some(c),
+            _ => None,
+        }
+    }
+
     /// The error body of an `RDMA_ERROR` / `RDMA2_ERROR` header.
     pub fn error(&self) -> Option<&ErrorBody> {
         match self {

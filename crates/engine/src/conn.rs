@@ -871,6 +871,10 @@ impl<P: ProtectionDomain> Engine<P> {
     /// Charges `n` octets that exist already (reply data) to this
     /// connection and the budget, whatever the limits.
     pub(crate) fn charge_anyway(&mut self, n: u64) {
+        if n == 0 {
+            // (Every reply that goes inline: no lock of a shared budget.)
+            return;
+        }
         self.mem_used += n;
         self.budget.force(n);
     }

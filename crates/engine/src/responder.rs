@@ -2,6 +2,7 @@
 //! within the memory budget, pulling their Read chunks) and sending replies
 //! (RFC 8166 §4.4.5, §4.5.3, §5.5; RFC 8797 §4.1).
 
+use std::collections::hash_map::Entry;
 use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -68,12 +69,9 @@ impl<P: ProtectionDomain> Engine<P> {
     /// counted against the memory budget until the reply's Send completes.
     pub fn send_reply(&mut self, token: CallToken, payload: Payload) -> Result<(), ApiError> {
         self.check_alive()?;
-        let call = match self.incoming.get(&token.0) {
-            Some(c) if c.delivered => self.incoming.remove(&token.0),
-            _ => None,
-        };
-        let Some(call) = call else {
-            return Err(ApiError::UnknownCall);
+        let call = match self.incoming.entry(token.0) {
+            Entry::Occupied(e) if e.get().delivered => e.remove(),
+            _ => return Err(ApiError::UnknownCall),
         };
         self.answer(call, &payload);
         Ok(())
@@ -233,8 +231,8 @@ impl<P: ProtectionDomain> Engine<P> {
             self.pump_calls(now);
         }
         self.stats.calls_received += 1;
-        let chunks = msg.header.chunks().cloned().unwrap_or_default();
         let nomsg = msg.header.proc_() == Proc::NOMSG;
+        let mut chunks = msg.header.into_chunks().unwrap_or_default();
         let has_pz = chunks.has_position_zero();
         let call = InCall {
             xid,
@@ -246,8 +244,8 @@ impl<P: ProtectionDomain> Engine<P> {
                 .flat_map(|c| c.segments.iter().map(|s| s.handle))
                 .chain(chunks.reads.iter().map(|r| r.target.handle))
                 .collect(),
-            writes: chunks.writes.clone(),
-            reply: chunks.reply.clone(),
+            writes: std::mem::take(&mut chunks.writes),
+            reply: chunks.reply.take(),
             form: if has_pz {
                 MessageForm::Long
             } else if chunks.reads.is_empty() {
@@ -304,11 +302,15 @@ impl<P: ProtectionDomain> Engine<P> {
         // Group the Read list into chunks (by Position, sorted: a list in
         // any order is accepted, as Linux's server does; spec note W9) and
         // check them before pulling.
-        let groups: Vec<(u32, Vec<rpcrdma_wire::Segment>)> = chunks
-            .read_chunks_by_position()
-            .into_iter()
-            .map(|c| (c.position, c.segments))
-            .collect();
+        let groups: Vec<(u32, Vec<rpcrdma_wire::Segment>)> = if chunks.reads.is_empty() {
+            Vec::new()
+        } else {
+            chunks
+                .read_chunks_by_position()
+                .into_iter()
+                .map(|c| (c.position, c.segments))
+                .collect()
+        };
         let mut total: u64 = 0;
         let mut stream_end: u64 = if has_pz { 0 } else { call.inline.len() as u64 };
         let mut last_pos: Option<u32> = None;
@@ -362,6 +364,15 @@ impl<P: ProtectionDomain> Engine<P> {
         let token = self.next_token;
         self.next_token += 1;
         let mut call = call;
+        if groups.is_empty() && self.waiting.is_empty() && self.admission_open() {
+            // Nothing to pull and nothing waiting before it: admitted and
+            // handed up at once, as `pump_admission` and `start_call`
+            // would (one table operation instead of four).
+            self.mem_blocked = None;
+            self.events.push_back(deliver_inline(token, &mut call));
+            self.incoming.insert(token, call);
+            return;
+        }
         call.groups = groups;
         call.need = total;
         self.incoming.insert(token, call);
@@ -379,7 +390,7 @@ impl<P: ProtectionDomain> Engine<P> {
     /// E14; memory, E21).
     pub(crate) fn pump_admission(&mut self) {
         while let Some(&token) = self.waiting.front() {
-            if self.failed.is_some() || self.overloaded() || self.mem_used > self.cfg.max_memory {
+            if !self.admission_open() {
                 return;
             }
             if !self.incoming.contains_key(&token) {
@@ -393,6 +404,12 @@ impl<P: ProtectionDomain> Engine<P> {
             self.mem_blocked = None;
             self.start_call(token);
         }
+    }
+
+    /// Whether calls may be admitted now (the send backlog is small and
+    /// this connection within its memory limit).
+    fn admission_open(&self) -> bool {
+        self.failed.is_none() && !self.overloaded() && self.mem_used <= self.cfg.max_memory
     }
 
     /// Finds the memory for a waiting call's Read sinks: idle pooled
@@ -473,15 +490,8 @@ impl<P: ProtectionDomain> Engine<P> {
         let bufs = std::mem::take(&mut call.bufs);
         let (xid, version) = (call.xid, call.version);
         if groups.is_empty() {
-            call.delivered = true;
-            let message = Payload::inline_only(call.inline.clone());
-            let form = call.form;
-            self.events.push_back(Event::Call {
-                token: CallToken(token),
-                xid,
-                message,
-                form,
-            });
+            let event = deliver_inline(token, call);
+            self.events.push_back(event);
             return;
         }
 
@@ -618,6 +628,19 @@ impl<P: ProtectionDomain> Engine<P> {
                 }
             }
         }
+    }
+}
+
+/// The event handing up an admitted call without Read chunks, marked
+/// delivered: its inline bytes are the whole message (taken: nothing
+/// reads them from the call afterwards).
+fn deliver_inline<Mr>(token: u64, call: &mut InCall<Mr>) -> Event {
+    call.delivered = true;
+    Event::Call {
+        token: CallToken(token),
+        xid: call.xid,
+        message: Payload::inline_only(std::mem::take(&mut call.inline)),
+        form: call.form,
     }
 }
 

@@ -179,8 +179,11 @@ pub struct Engine<P: ProtectionDomain> {
     pub(crate) stall_since: Option<Instant>,
 
     next_wr: u64,
-    /// Receives and signaled send-queue work requests outstanding.
+    /// Signaled send-queue work requests outstanding.
     wrs: IdMap<u64, Wr>,
+    /// Receives outstanding, in posting order (a receive queue completes
+    /// in order, so the next completion is normally the front one).
+    recv_ids: VecDeque<u64>,
     /// Send-queue work requests posted and not known complete: the
     /// unsignaled ones count until a later signaled one completes (a
     /// send queue completes in order).
@@ -362,6 +365,7 @@ impl<P: ProtectionDomain> Engine<P> {
             stall_since: None,
             next_wr: 1,
             wrs: IdMap::default(),
+            recv_ids: VecDeque::new(),
             sq_busy: 0,
             sq_limit: caps.send_depth.max(1),
             sq_posted: 0,
@@ -662,7 +666,7 @@ impl<P: ProtectionDomain> Engine<P> {
 
     /// Feeds one work completion of this connection's queue pair.
     pub fn handle_completion(&mut self, now: Instant, wc: WorkCompletion) {
-        let Some(kind) = self.wrs.remove(&wc.wr_id) else {
+        let Some(kind) = self.take_wr(wc.wr_id) else {
             // An unsignaled Send reports only its failure (verbs).
             if !wc.status.is_ok() && self.failed.is_none() {
                 if wc.status != WcStatus::WrFlush {
@@ -731,6 +735,23 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     // ----- internals shared by both directions ---------------------------
+
+    /// What the completed work request `wr_id` was for, if it is ours and
+    /// outstanding (then no longer).
+    fn take_wr(&mut self, wr_id: u64) -> Option<Wr> {
+        if self.recv_ids.front() == Some(&wr_id) {
+            self.recv_ids.pop_front();
+            return Some(Wr::Recv);
+        }
+        if let Some(kind) = self.wrs.remove(&wr_id) {
+            return Some(kind);
+        }
+        // A receive completing out of order (no provider does; kept
+        // correct anyway).
+        let i = self.recv_ids.iter().position(|&id| id == wr_id)?;
+        self.recv_ids.remove(i);
+        Some(Wr::Recv)
+    }
 
     pub(crate) fn wr_id(&mut self, kind: Wr) -> u64 {
         let id = self.next_wr;
@@ -911,7 +932,9 @@ impl<P: ProtectionDomain> Engine<P> {
             return;
         }
         while self.recvs_posted < self.recv_target {
-            let wr_id = self.wr_id(Wr::Recv);
+            let wr_id = self.next_wr;
+            self.next_wr += 1;
+            self.recv_ids.push_back(wr_id);
             self.recvs_posted += 1;
             let buf = self.reusable_buffer().unwrap_or_else(|| {
                 self.stats.recv_buffers_allocated += 1;

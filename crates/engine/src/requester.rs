@@ -46,14 +46,39 @@ impl<P: ProtectionDomain> Engine<P> {
         if !self.credits.available() || !self.queue.is_empty() {
             self.stats.credit_waits += 1;
         }
-        self.queue.push_back(Pending {
+        let pending = Pending {
             xid,
             payload,
             hints,
-        });
+        };
+        if self.queue.is_empty() {
+            // What `pump_calls` does for a queue of this one call, without
+            // queueing it: offers first, then the call if it may go now.
+            self.send_offers(now);
+            if let Some(version) = self.may_send(xid) {
+                self.transmit(now, pending, version);
+                self.note_time(now);
+                return Ok(());
+            }
+        }
+        self.queue.push_back(pending);
         self.pump_calls(now);
         self.note_time(now);
         Ok(())
+    }
+
+    /// The version call `xid` goes in, if it may be sent now (alive,
+    /// this direction enabled, a credit free, the version known, and no
+    /// unanswered optional offer under the same XID).
+    fn may_send(&self, xid: u32) -> Option<u32> {
+        if self.failed.is_some()
+            || !self.req_enabled
+            || !self.credits.available()
+            || (!self.opt_calls.is_empty() && self.opt_calls.contains_key(&xid))
+        {
+            return None;
+        }
+        self.send_version()
     }
 
     /// Diagnostics: sends a transport header with an `rdma_proc` no version

@@ -445,6 +445,16 @@ pub fn decode_owned(mut buf: Bytes, cfg: &DecodeConfig) -> Result<Message, Rejec
 /// The header and its length; the payload (what follows it) is checked
 /// against the header here but cut out by the caller.
 fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<(Header, usize), HeaderError> {
+    decode_with(buf, cfg, true)
+}
+
+/// [`decode_inner`], with the one-piece reading of plain `RDMA_MSG`
+/// headers ([`decode_plain`]) or without it (the tests compare both).
+fn decode_with(
+    buf: &Bytes,
+    cfg: &DecodeConfig,
+    plain: bool,
+) -> Result<(Header, usize), HeaderError> {
     let (Some(xid), Some(vers)) = (word(buf, 0), word(buf, 1)) else {
         return Err(HeaderError::TooShort { len: buf.len() });
     };
@@ -463,20 +473,24 @@ fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<(Header, usize), Head
             high: cfg.versions.high(),
         });
     }
-    let mut dec = Decoder::from_bytes(buf);
-    dec.skip(8).map_err(HeaderError::xdr("rdma_vers"))?;
-    let credits = dec.get_u32().map_err(HeaderError::xdr("rdma_credit"))?;
-    let proc_ = Proc(dec.get_u32().map_err(HeaderError::xdr("rdma_proc"))?);
-
-    let header = if vers == v1::VERSION {
-        let body = V1Header::decode_body(&mut dec, proc_, &cfg.limits)?;
-        Header::V1(V1Header { xid, credits, body })
-    } else {
-        let body = V2Header::decode_body(&mut dec, buf, proc_, &cfg.limits)?;
-        Header::V2(V2Header { xid, credits, body })
+    let (header, header_len) = match decode_plain(buf, xid, vers).filter(|_| plain) {
+        Some(plain) => plain,
+        None => {
+            let mut dec = Decoder::from_bytes(buf);
+            dec.skip(8).map_err(HeaderError::xdr("rdma_vers"))?;
+            let credits = dec.get_u32().map_err(HeaderError::xdr("rdma_credit"))?;
+            let proc_ = Proc(dec.get_u32().map_err(HeaderError::xdr("rdma_proc"))?);
+            let header = if vers == v1::VERSION {
+                let body = V1Header::decode_body(&mut dec, proc_, &cfg.limits)?;
+                Header::V1(V1Header { xid, credits, body })
+            } else {
+                let body = V2Header::decode_body(&mut dec, buf, proc_, &cfg.limits)?;
+                Header::V2(V2Header { xid, credits, body })
+            };
+            (header, dec.position())
+        }
     };
-    let header_len = dec.position();
-    let payload = dec.rest();
+    let payload = buf.get(header_len..).unwrap_or_default();
 
     match &header {
         Header::V1(h) => match &h.body {
@@ -533,6 +547,45 @@ fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<(Header, usize), Head
     Ok((header, header_len))
 }
 
+/// The common message read at once: an `RDMA_MSG` in a supported
+/// `vers` with three empty chunk lists (and, in Version Two, a valid
+/// `rdma_direction`). Returns the header and its length, exactly what the
+/// field-by-field decoder gives for these bytes, or `None` for any other
+/// header (which that decoder then reads). The payload rules are checked
+/// afterwards for both.
+fn decode_plain(buf: &[u8], xid: u32, vers: u32) -> Option<(Header, usize)> {
+    if word(buf, 3)? != Proc::MSG.0 {
+        return None;
+    }
+    let (lists_at, direction) = match vers {
+        v1::VERSION => (16, None),
+        v2::VERSION => match word(buf, 4)? {
+            0 => (20, Some(Direction::Call)),
+            1 => (20, Some(Direction::Reply)),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    if buf.get(lists_at..lists_at + 12)? != [0u8; 12] {
+        return None;
+    }
+    let credits = word(buf, 2)?;
+    let chunks = ChunkLists::default();
+    let header = match direction {
+        None => Header::V1(V1Header {
+            xid,
+            credits,
+            body: V1Body::Msg(chunks),
+        }),
+        Some(direction) => Header::V2(V2Header {
+            xid,
+            credits,
+            body: V2Body::Msg { direction, chunks },
+        }),
+    };
+    Some((header, lists_at + 12))
+}
+
 /// `RDMA_MSG` rules: no Position-Zero Read chunk, a payload, matching XIDs.
 fn check_msg(
     chunks: &ChunkLists,
@@ -582,4 +635,67 @@ fn check_nomsg(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Bytes that are mostly a plain `RDMA_MSG` (either version) and its
+    /// RPC message: each field usually right, sometimes another value,
+    /// cut at any length.
+    fn near_plain() -> impl Strategy<Value = Vec<u8>> {
+        let usually = |usual: u32, other: u32| prop_oneof![6 => Just(usual), 1 => Just(other), 1 => any::<u32>()];
+        let fields = (
+            usually(0, 1), // rdma_proc
+            usually(0, 1), // rdma_direction (Version Two)
+            usually(0, 1), // Read list
+            usually(0, 1), // Write list
+            usually(0, 1), // Reply chunk
+            usually(7, 8), // RPC XID
+            usually(0, 1), // RPC msg_type
+        );
+        (any::<bool>(), fields, 8usize..48).prop_map(|(v2, f, cut)| {
+            let (proc_, direction, reads, writes, reply, rpc_xid, msg_type) = f;
+            let mut words = vec![7, if v2 { 2 } else { 1 }, 32, proc_];
+            if v2 {
+                words.push(direction);
+            }
+            words.extend([reads, writes, reply, rpc_xid, msg_type, 2]);
+            let mut v = hex_words(&words);
+            v.truncate(cut);
+            v
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+        /// The one-piece reading of plain headers gives exactly what the
+        /// field-by-field decoder gives, for any bytes and any versions.
+        #[test]
+        fn plain_headers_read_as_the_decoder_reads_them(bytes in near_plain(), v in 0usize..3) {
+            let versions = [VersionRange::V1_AND_V2, VersionRange::V1_ONLY, VersionRange::V2_ONLY][v];
+            let cfg = DecodeConfig { versions, ..DecodeConfig::default() };
+            let buf = Bytes::from(bytes);
+            prop_assert_eq!(decode_with(&buf, &cfg, true), decode_with(&buf, &cfg, false));
+        }
+    }
+
+    #[test]
+    fn plain_headers_take_the_one_piece_path() {
+        let v1 = hex_words(&[9, 1, 5, 0, 0, 0, 0, 9, 0]);
+        let v2 = hex_words(&[9, 2, 5, 0, 1, 0, 0, 0, 9, 1]);
+        assert_eq!(decode_plain(&v1, 9, 1).map(|(_, n)| n), Some(28));
+        assert_eq!(decode_plain(&v2, 9, 2).map(|(_, n)| n), Some(32));
+        // A chunk list, RDMA_NOMSG, a bad direction: the field-by-field path.
+        assert!(decode_plain(&hex_words(&[9, 1, 5, 0, 1, 0, 0]), 9, 1).is_none());
+        assert!(decode_plain(&hex_words(&[9, 1, 5, 1, 0, 0, 1]), 9, 1).is_none());
+        assert!(decode_plain(&hex_words(&[9, 2, 5, 0, 2, 0, 0, 0]), 9, 2).is_none());
+    }
+
+    fn hex_words(words: &[u32]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_be_bytes()).collect()
+    }
 }

@@ -425,6 +425,7 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     /// The connection's error, once it has failed.
+    #[inline]
     pub fn error(&self) -> Option<&EngineError> {
         self.failed.as_ref()
     }
@@ -450,6 +451,7 @@ impl<P: ProtectionDomain> Engine<P> {
     /// connections sharing the budget hold: the driver waits for
     /// [`MemoryBudget::poll_released`]`(epoch, ..)` and then calls
     /// [`Engine::retry_admission`].
+    #[inline]
     pub fn memory_wait(&self) -> Option<u64> {
         if self.failed.is_some() || self.waiting.is_empty() {
             return None;
@@ -551,27 +553,32 @@ impl<P: ProtectionDomain> Engine<P> {
     // ----- outputs -------------------------------------------------------
 
     /// The next receive to post.
+    #[inline]
     pub fn poll_recv(&mut self) -> Option<RecvWr> {
         self.out_recv.pop_front()
     }
 
     /// The next send-queue work request to post (in this order).
+    #[inline]
     pub fn poll_send(&mut self) -> Option<SendWr> {
         self.out_send.pop_front()
     }
 
     /// The next event.
+    #[inline]
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
 
     /// Whether [`Engine::poll_event`] has something (a driver whose reader
     /// sleeps wakes it only then).
+    #[inline]
     pub fn has_events(&self) -> bool {
         !self.events.is_empty()
     }
 
     /// When [`Engine::handle_timeout`] must next be called.
+    #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
         fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
             match (a, b) {

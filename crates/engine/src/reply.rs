@@ -115,6 +115,27 @@ pub(crate) fn plan_reply(
     payload: &Payload,
     p: &ReplyParams,
 ) -> Result<ReplyPlan, ReplyError> {
+    if writes.is_empty() && !payload.has_items() {
+        // The common reply: nothing to reduce; inline if it fits (what
+        // the general path below decides for it too).
+        let len = hdr::chunked_len(p.version, 0, &[], None) + payload.inline().len();
+        if len <= p.send_threshold as usize {
+            let (pieces, _) = stream_sges(payload, 0);
+            return Ok(ReplyPlan {
+                writes: Vec::new(),
+                header: hdr::chunked(
+                    p.version,
+                    p.xid,
+                    p.credits,
+                    Direction::Reply,
+                    ChunkLists::default(),
+                    false,
+                ),
+                pieces,
+                form: MessageForm::Short,
+            });
+        }
+    }
     let positioned: Vec<&Bytes> = payload
         .items()
         .iter()

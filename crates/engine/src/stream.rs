@@ -25,6 +25,14 @@ pub(crate) fn stream_pieces(payload: &Payload, reduced: usize) -> (Vec<Bytes>, u
 pub(crate) fn stream_sges(payload: &Payload, reduced: usize) -> (Vec<Sge>, usize) {
     let mut out = Vec::with_capacity(2 + 3 * payload.items().len());
     out.push(Sge::Bytes(Bytes::new()));
+    if !payload.has_items() {
+        // The whole stream is the inline bytes.
+        let inline = payload.inline();
+        if !inline.is_empty() {
+            out.push(Sge::Bytes(inline.clone()));
+        }
+        return (out, inline.len());
+    }
     let total = visit_pieces(payload, reduced, |b| out.push(Sge::Bytes(b)));
     (out, total)
 }

@@ -11,8 +11,8 @@ use rpcrdma_verbs::{
 };
 use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{
-    decode_owned, DecodeConfig, ErrorBody, ErrorCredits, Header, InlineThresholds, Message,
-    PrivateData, Proc,
+    decode_owned, decode_plain, ChunkLists, DecodeConfig, ErrorBody, ErrorCredits, Header,
+    InlineThresholds, Message, PrivateData, Proc,
 };
 use rpcrdma_xdr::{Encode, Payload};
 
@@ -106,6 +106,16 @@ pub(crate) struct InCall<Mr> {
     pub(crate) pulls: Vec<Pull<Mr>>,
     pub(crate) reads_pending: u32,
     pub(crate) delivered: bool,
+}
+
+/// The fixed fields of a received `RDMA_MSG` / `RDMA_NOMSG`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MsgHead {
+    pub(crate) xid: u32,
+    pub(crate) vers: u32,
+    pub(crate) credits: u32,
+    /// `RDMA_NOMSG` (the Payload stream is in a chunk).
+    pub(crate) nomsg: bool,
 }
 
 /// What a posted work request is for.
@@ -1036,7 +1046,29 @@ impl<P: ProtectionDomain> Engine<P> {
 
     // ----- receive dispatch ----------------------------------------------
 
-    fn on_receive(&mut self, now: Instant, buf: Bytes, invalidated: Option<u32>) {
+    fn on_receive(&mut self, now: Instant, mut buf: Bytes, invalidated: Option<u32>) {
+        if let Some(p) = decode_plain(&buf, &self.decode_cfg) {
+            // The common message (an RDMA_MSG without chunks), read
+            // without building its header: the checks are the decoder's.
+            self.note_invalidation(invalidated);
+            bytes::Buf::advance(&mut buf, p.header_len);
+            let direction = p.direction.or_else(|| v1_msg_direction(&buf));
+            let head = MsgHead {
+                xid: p.xid,
+                vers: p.vers,
+                credits: p.credits,
+                nomsg: false,
+            };
+            self.dispatch_msg(
+                now,
+                direction,
+                head,
+                ChunkLists::default(),
+                buf,
+                invalidated,
+            );
+            return;
+        }
         let msg = match decode_owned(buf, &self.decode_cfg) {
             Ok(m) => m,
             Err(rej) => {
@@ -1056,25 +1088,53 @@ impl<P: ProtectionDomain> Engine<P> {
                 return;
             }
         };
-        if let Some(key) = invalidated {
-            self.stats.remote_invalidations += 1;
-            tracing::trace!(key, "peer invalidated a region");
-        }
+        self.note_invalidation(invalidated);
         match msg.header.proc_() {
             Proc::ERROR => self.on_error_message(&msg),
-            Proc::MSG | Proc::NOMSG => match self.direction_of(&msg) {
-                Some(Direction::Call) => self.on_call(now, msg),
-                Some(Direction::Reply) => self.on_reply(now, msg, invalidated),
-                None => {
-                    self.stats.bad_messages += 1;
-                    self.send_error(msg.header.vers(), msg.header.xid(), ErrorBody::BadHeader);
-                }
-            },
+            Proc::MSG | Proc::NOMSG => {
+                let direction = self.direction_of(&msg);
+                let head = MsgHead {
+                    xid: msg.header.xid(),
+                    vers: msg.header.vers(),
+                    credits: msg.header.credits(),
+                    nomsg: msg.header.proc_() == Proc::NOMSG,
+                };
+                let chunks = msg.header.into_chunks().unwrap_or_default();
+                self.dispatch_msg(now, direction, head, chunks, msg.payload, invalidated);
+            }
             // Only types in the registry get here: the decoder answers every
             // other one with RDMA2_ERR_INVAL_OPTION (draft §3.1).
             Proc::OPTIONAL => self.on_optional(now, msg),
             _ => {
                 self.stats.bad_messages += 1;
+            }
+        }
+    }
+
+    fn note_invalidation(&mut self, invalidated: Option<u32>) {
+        if let Some(key) = invalidated {
+            self.stats.remote_invalidations += 1;
+            tracing::trace!(key, "peer invalidated a region");
+        }
+    }
+
+    /// An `RDMA_MSG`/`RDMA_NOMSG` goes to the responder or the requester
+    /// side by its direction.
+    fn dispatch_msg(
+        &mut self,
+        now: Instant,
+        direction: Option<Direction>,
+        head: MsgHead,
+        chunks: ChunkLists,
+        payload: Bytes,
+        invalidated: Option<u32>,
+    ) {
+        match direction {
+            Some(Direction::Call) => self.on_call(now, head, chunks, payload),
+            Some(Direction::Reply) => self.on_reply(now, head, chunks, payload, invalidated),
+            None => {
+                self.stats.bad_messages += 1;
+                self.send_error(head.vers, head.xid, ErrorBody::BadHeader);
             }
         }
     }
@@ -1086,11 +1146,7 @@ impl<P: ProtectionDomain> Engine<P> {
         match &msg.header {
             Header::V2(h) => Some(h.direction()),
             Header::V1(h) => match h.proc_() {
-                Proc::MSG => match msg.payload.get(4..8) {
-                    Some([0, 0, 0, 0]) => Some(Direction::Call),
-                    Some([0, 0, 0, 1]) => Some(Direction::Reply),
-                    _ => None,
-                },
+                Proc::MSG => v1_msg_direction(&msg.payload),
                 _ => {
                     let c = h.chunks()?;
                     if c.has_position_zero() {
@@ -1113,6 +1169,15 @@ impl<P: ProtectionDomain> Engine<P> {
             return;
         };
         self.on_rdma_error(msg.header.xid(), body);
+    }
+}
+
+/// The direction of a Version One `RDMA_MSG`: its RPC `msg_type`.
+fn v1_msg_direction(payload: &[u8]) -> Option<Direction> {
+    match payload.get(4..8) {
+        Some([0, 0, 0, 0]) => Some(Direction::Call),
+        Some([0, 0, 0, 1]) => Some(Direction::Reply),
+        _ => None,
     }
 }
 

@@ -5,11 +5,11 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use rpcrdma_verbs::{MrBuffer, ProtectionDomain};
-use rpcrdma_wire::{ChunkLists, ErrorBody, Message, Proc};
+use rpcrdma_wire::{ChunkLists, ErrorBody};
 use rpcrdma_xdr::Payload;
 
 use crate::config::{Role, VersionPolicy};
-use crate::conn::{Engine, OutCall, Pending, VersionState};
+use crate::conn::{Engine, MsgHead, OutCall, Pending, VersionState};
 use crate::error::{ApiError, CallError, EngineError};
 use crate::event::{Event, MessageForm};
 use crate::marshal::{plan_call, CallParams, ReplyHints};
@@ -272,18 +272,25 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     /// A reply to one of our calls.
-    pub(crate) fn on_reply(&mut self, now: Instant, msg: Message, invalidated: Option<u32>) {
-        let xid = msg.header.xid();
+    pub(crate) fn on_reply(
+        &mut self,
+        now: Instant,
+        head: MsgHead,
+        chunks: ChunkLists,
+        payload: Bytes,
+        invalidated: Option<u32>,
+    ) {
+        let xid = head.xid;
         let Some(call) = self.calls.remove(&xid) else {
             self.stats.unmatched_replies += 1;
             tracing::debug!(xid, "reply matches no outstanding call; dropped");
             return;
         };
         self.credits.put();
-        self.credits.grant(msg.header.credits());
+        self.credits.grant(head.credits);
         if self.version == VersionState::Probing {
             self.seed_opt_xid(xid);
-            self.settle(msg.header.vers(), false);
+            self.settle(head.vers, false);
         }
         if call.released {
             self.pump_calls(now);
@@ -304,11 +311,9 @@ impl<P: ProtectionDomain> Engine<P> {
                 tracing::warn!(xid, key, "peer invalidated a key that is not this call's");
             }
         }
-        let version_ok = msg.header.vers() == call.version;
-        let nomsg = msg.header.proc_() == Proc::NOMSG;
-        let chunks = msg.header.into_chunks().unwrap_or_default();
+        let version_ok = head.vers == call.version;
         let call_form = call.form;
-        let outcome = self.collect_reply(call, &chunks, nomsg, msg.payload);
+        let outcome = self.collect_reply(call, &chunks, head.nomsg, payload);
         if self.failed.is_some() {
             // A region could not be invalidated: the connection is closed
             // and the call abandoned, never completed (§5.5.4).

@@ -7,11 +7,11 @@ use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain, RemoteAddr, SendWr, Sge};
-use rpcrdma_wire::{ErrorBody, Message, Proc};
+use rpcrdma_wire::{ChunkLists, ErrorBody};
 use rpcrdma_xdr::{round_up, Payload};
 
 use crate::config::Role;
-use crate::conn::{Engine, Held, InCall, Pull, VersionState, Wr};
+use crate::conn::{Engine, Held, InCall, MsgHead, Pull, VersionState, Wr};
 use crate::error::ApiError;
 use crate::event::{CallToken, Event, MessageForm};
 use crate::reply::{plan_reply, ReplyParams};
@@ -212,9 +212,14 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     /// A call from the peer.
-    pub(crate) fn on_call(&mut self, now: Instant, msg: Message) {
-        let xid = msg.header.xid();
-        let version = msg.header.vers();
+    pub(crate) fn on_call(
+        &mut self,
+        now: Instant,
+        head: MsgHead,
+        chunks: ChunkLists,
+        payload: Bytes,
+    ) {
+        let (xid, version) = (head.xid, head.vers);
         if !self.resp_enabled || self.grant == 0 {
             // RFC 8167 §6: reverse-direction calls before the Upper Layer
             // enabled them are refused.
@@ -231,8 +236,8 @@ impl<P: ProtectionDomain> Engine<P> {
             self.pump_calls(now);
         }
         self.stats.calls_received += 1;
-        let nomsg = msg.header.proc_() == Proc::NOMSG;
-        let mut chunks = msg.header.into_chunks().unwrap_or_default();
+        let nomsg = head.nomsg;
+        let mut chunks = chunks;
         let has_pz = chunks.has_position_zero();
         let call = InCall {
             xid,
@@ -253,7 +258,7 @@ impl<P: ProtectionDomain> Engine<P> {
             } else {
                 MessageForm::Chunked
             },
-            inline: msg.payload,
+            inline: payload,
             groups: Vec::new(),
             need: 0,
             waited: false,

@@ -442,6 +442,107 @@ pub fn decode_owned(mut buf: Bytes, cfg: &DecodeConfig) -> Result<Message, Rejec
     })
 }
 
+/// The common received message, read without building a [`Header`]: an
+/// `RDMA_MSG` with three empty chunk lists, in a supported version, whose
+/// payload starts with the same XID (and, in Version Two, the
+/// `msg_type` its `rdma_direction` names). See [`decode_plain`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PlainMsg {
+    /// `rdma_xid`.
+    pub xid: u32,
+    /// `rdma_vers`.
+    pub vers: u32,
+    /// `rdma_credit`.
+    pub credits: u32,
+    /// Version Two's `rdma_direction`; `None` in Version One (where the
+    /// RPC `msg_type` says it).
+    pub direction: Option<Direction>,
+    /// Length of the transport header; the payload is what follows it.
+    pub header_len: usize,
+}
+
+impl PlainMsg {
+    /// The header [`decode`] gives for the same bytes.
+    pub fn header(&self) -> Header {
+        let chunks = ChunkLists::default();
+        match self.direction {
+            None => Header::V1(V1Header {
+                xid: self.xid,
+                credits: self.credits,
+                body: V1Body::Msg(chunks),
+            }),
+            Some(direction) => Header::V2(V2Header {
+                xid: self.xid,
+                credits: self.credits,
+                body: V2Body::Msg { direction, chunks },
+            }),
+        }
+    }
+}
+
+/// Reads `buf` if it is the common message (a [`PlainMsg`]): `Some`
+/// exactly when [`decode`] accepts `buf` as an `RDMA_MSG` with three empty
+/// chunk lists, and then `decode` gives the header [`PlainMsg::header`]
+/// and the payload `buf[header_len..]`. `None` says nothing about
+/// validity: [`decode`] reads (or rejects) every other message.
+///
+/// A receiver can take this fast path first and fall back to [`decode`]:
+/// the checks are the same.
+///
+/// ```
+/// use rpcrdma_wire::{decode_plain, DecodeConfig};
+///
+/// let msg = hex::decode(concat!(
+///     "0000002a", "00000001", "00000020", "00000000", // xid, vers 1, credits 32, RDMA_MSG
+///     "00000000", "00000000", "00000000",             // no chunks
+///     "0000002a", "00000000",                         // RPC XID, CALL
+/// )).unwrap();
+/// let p = decode_plain(&msg, &DecodeConfig::default()).unwrap();
+/// assert_eq!((p.xid, p.credits, p.direction, p.header_len), (42, 32, None, 28));
+/// // Another RPC XID: not plain (decode rejects it).
+/// let mut bad = msg.clone();
+/// bad[31] = 7;
+/// assert_eq!(decode_plain(&bad, &DecodeConfig::default()), None);
+/// ```
+pub fn decode_plain(buf: &[u8], cfg: &DecodeConfig) -> Option<PlainMsg> {
+    let xid = word(buf, 0)?;
+    let vers = word(buf, 1)?;
+    if !cfg.versions.contains(vers) || word(buf, 3)? != Proc::MSG.0 {
+        return None;
+    }
+    let (lists_at, direction) = match vers {
+        v1::VERSION => (16, None),
+        v2::VERSION => match word(buf, 4)? {
+            0 => (20, Some(Direction::Call)),
+            1 => (20, Some(Direction::Reply)),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    if buf.get(lists_at..lists_at + 12)? != [0u8; 12] {
+        return None;
+    }
+    let header_len = lists_at + 12;
+    // The RDMA_MSG rules (`check_msg`; no Read list, so no Position-Zero
+    // chunk) and Version Two's direction against the RPC msg_type.
+    let payload = buf.get(header_len..)?;
+    if word(payload, 0)? != xid {
+        return None;
+    }
+    if let Some(d) = direction {
+        if word(payload, 1)? != d.value() {
+            return None;
+        }
+    }
+    Some(PlainMsg {
+        xid,
+        vers,
+        credits: word(buf, 2)?,
+        direction,
+        header_len,
+    })
+}
+
 /// The header and its length; the payload (what follows it) is checked
 /// against the header here but cut out by the caller.
 fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<(Header, usize), HeaderError> {
@@ -455,6 +556,11 @@ fn decode_with(
     cfg: &DecodeConfig,
     plain: bool,
 ) -> Result<(Header, usize), HeaderError> {
+    if plain {
+        if let Some(p) = decode_plain(buf, cfg) {
+            return Ok((p.header(), p.header_len));
+        }
+    }
     let (Some(xid), Some(vers)) = (word(buf, 0), word(buf, 1)) else {
         return Err(HeaderError::TooShort { len: buf.len() });
     };
@@ -473,23 +579,18 @@ fn decode_with(
             high: cfg.versions.high(),
         });
     }
-    let (header, header_len) = match decode_plain(buf, xid, vers).filter(|_| plain) {
-        Some(plain) => plain,
-        None => {
-            let mut dec = Decoder::from_bytes(buf);
-            dec.skip(8).map_err(HeaderError::xdr("rdma_vers"))?;
-            let credits = dec.get_u32().map_err(HeaderError::xdr("rdma_credit"))?;
-            let proc_ = Proc(dec.get_u32().map_err(HeaderError::xdr("rdma_proc"))?);
-            let header = if vers == v1::VERSION {
-                let body = V1Header::decode_body(&mut dec, proc_, &cfg.limits)?;
-                Header::V1(V1Header { xid, credits, body })
-            } else {
-                let body = V2Header::decode_body(&mut dec, buf, proc_, &cfg.limits)?;
-                Header::V2(V2Header { xid, credits, body })
-            };
-            (header, dec.position())
-        }
+    let mut dec = Decoder::from_bytes(buf);
+    dec.skip(8).map_err(HeaderError::xdr("rdma_vers"))?;
+    let credits = dec.get_u32().map_err(HeaderError::xdr("rdma_credit"))?;
+    let proc_ = Proc(dec.get_u32().map_err(HeaderError::xdr("rdma_proc"))?);
+    let header = if vers == v1::VERSION {
+        let body = V1Header::decode_body(&mut dec, proc_, &cfg.limits)?;
+        Header::V1(V1Header { xid, credits, body })
+    } else {
+        let body = V2Header::decode_body(&mut dec, buf, proc_, &cfg.limits)?;
+        Header::V2(V2Header { xid, credits, body })
     };
+    let header_len = dec.position();
     let payload = buf.get(header_len..).unwrap_or_default();
 
     match &header {
@@ -545,45 +646,6 @@ fn decode_with(
         },
     }
     Ok((header, header_len))
-}
-
-/// The common message read at once: an `RDMA_MSG` in a supported
-/// `vers` with three empty chunk lists (and, in Version Two, a valid
-/// `rdma_direction`). Returns the header and its length, exactly what the
-/// field-by-field decoder gives for these bytes, or `None` for any other
-/// header (which that decoder then reads). The payload rules are checked
-/// afterwards for both.
-fn decode_plain(buf: &[u8], xid: u32, vers: u32) -> Option<(Header, usize)> {
-    if word(buf, 3)? != Proc::MSG.0 {
-        return None;
-    }
-    let (lists_at, direction) = match vers {
-        v1::VERSION => (16, None),
-        v2::VERSION => match word(buf, 4)? {
-            0 => (20, Some(Direction::Call)),
-            1 => (20, Some(Direction::Reply)),
-            _ => return None,
-        },
-        _ => return None,
-    };
-    if buf.get(lists_at..lists_at + 12)? != [0u8; 12] {
-        return None;
-    }
-    let credits = word(buf, 2)?;
-    let chunks = ChunkLists::default();
-    let header = match direction {
-        None => Header::V1(V1Header {
-            xid,
-            credits,
-            body: V1Body::Msg(chunks),
-        }),
-        Some(direction) => Header::V2(V2Header {
-            xid,
-            credits,
-            body: V2Body::Msg { direction, chunks },
-        }),
-    };
-    Some((header, lists_at + 12))
 }
 
 /// `RDMA_MSG` rules: no Position-Zero Read chunk, a payload, matching XIDs.
@@ -672,27 +734,50 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
 
-        /// The one-piece reading of plain headers gives exactly what the
-        /// field-by-field decoder gives, for any bytes and any versions.
+        /// The one-piece reading of plain messages gives exactly what the
+        /// field-by-field decoder gives, for any bytes and any versions,
+        /// and it takes every message that decoder reads as plain.
         #[test]
-        fn plain_headers_read_as_the_decoder_reads_them(bytes in near_plain(), v in 0usize..3) {
+        fn plain_messages_read_as_the_decoder_reads_them(bytes in near_plain(), v in 0usize..3) {
             let versions = [VersionRange::V1_AND_V2, VersionRange::V1_ONLY, VersionRange::V2_ONLY][v];
             let cfg = DecodeConfig { versions, ..DecodeConfig::default() };
             let buf = Bytes::from(bytes);
-            prop_assert_eq!(decode_with(&buf, &cfg, true), decode_with(&buf, &cfg, false));
+            let fieldwise = decode_with(&buf, &cfg, false);
+            prop_assert_eq!(&decode_with(&buf, &cfg, true), &fieldwise);
+            let plain_by_decoder = matches!(
+                &fieldwise,
+                Ok((h, _)) if h.proc_() == Proc::MSG && h.chunks().is_some_and(ChunkLists::is_empty)
+            );
+            let plain = decode_plain(&buf, &cfg);
+            prop_assert_eq!(plain.is_some(), plain_by_decoder);
+            if let (Some(p), Ok((h, n))) = (plain, fieldwise) {
+                prop_assert_eq!((p.header(), p.header_len), (h, n));
+            }
         }
     }
 
     #[test]
-    fn plain_headers_take_the_one_piece_path() {
-        let v1 = hex_words(&[9, 1, 5, 0, 0, 0, 0, 9, 0]);
-        let v2 = hex_words(&[9, 2, 5, 0, 1, 0, 0, 0, 9, 1]);
-        assert_eq!(decode_plain(&v1, 9, 1).map(|(_, n)| n), Some(28));
-        assert_eq!(decode_plain(&v2, 9, 2).map(|(_, n)| n), Some(32));
-        // A chunk list, RDMA_NOMSG, a bad direction: the field-by-field path.
-        assert!(decode_plain(&hex_words(&[9, 1, 5, 0, 1, 0, 0]), 9, 1).is_none());
-        assert!(decode_plain(&hex_words(&[9, 1, 5, 1, 0, 0, 1]), 9, 1).is_none());
-        assert!(decode_plain(&hex_words(&[9, 2, 5, 0, 2, 0, 0, 0]), 9, 2).is_none());
+    fn plain_messages_take_the_one_piece_path() {
+        let cfg = DecodeConfig::default();
+        let plain = |words: &[u32]| decode_plain(&hex_words(words), &cfg);
+        assert_eq!(
+            plain(&[9, 1, 5, 0, 0, 0, 0, 9, 0]).map(|p| p.header_len),
+            Some(28)
+        );
+        assert_eq!(
+            plain(&[9, 2, 5, 0, 1, 0, 0, 0, 9, 1]).map(|p| (p.header_len, p.direction)),
+            Some((32, Some(Direction::Reply)))
+        );
+        // A chunk list, RDMA_NOMSG, a bad direction, another RPC XID, a
+        // direction that is not the msg_type, no payload, an unsupported
+        // version: the field-by-field path.
+        assert_eq!(plain(&[9, 1, 5, 0, 1, 0, 0, 9, 0]), None);
+        assert_eq!(plain(&[9, 1, 5, 1, 0, 0, 1]), None);
+        assert_eq!(plain(&[9, 2, 5, 0, 2, 0, 0, 0, 9, 2]), None);
+        assert_eq!(plain(&[9, 1, 5, 0, 0, 0, 0, 8, 0]), None);
+        assert_eq!(plain(&[9, 2, 5, 0, 1, 0, 0, 0, 9, 0]), None);
+        assert_eq!(plain(&[9, 1, 5, 0, 0, 0, 0]), None);
+        assert_eq!(plain(&[9, 3, 5, 0, 0, 0, 0, 9, 0]), None);
     }
 
     fn hex_words(words: &[u32]) -> Vec<u8> {

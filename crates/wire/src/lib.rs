@@ -100,8 +100,8 @@ pub use chunks::{
     MAX_WRITE_CHUNKS,
 };
 pub use decode::{
-    decode, decode_owned, DecodeConfig, ErrorCredits, Header, Message, Rejection, Verdict,
-    VersionRange,
+    decode, decode_owned, decode_plain, DecodeConfig, ErrorCredits, Header, Message, PlainMsg,
+    Rejection, Verdict, VersionRange,
 };
 pub use error::{Action, ConfigError, ErrorMessageDefect, HeaderError};
 pub use prefix::Proc;

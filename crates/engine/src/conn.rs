@@ -49,9 +49,10 @@ pub(crate) struct Pending {
 pub(crate) struct OutCall<Mr> {
     pub(crate) version: u32,
     pub(crate) form: MessageForm,
-    pub(crate) sources: Vec<Mr>,
-    pub(crate) writes: Vec<Provided<Mr>>,
-    pub(crate) reply: Option<Provided<Mr>>,
+    /// Its registrations; `None` when it has none (a Short call without
+    /// Write or Reply chunks: nothing allocated for it, and the table
+    /// entry stays small).
+    pub(crate) regs: Option<Box<CallRegs<Mr>>>,
     /// Abandoned by the upper layer: registrations already released, the
     /// credit stays taken until the reply comes (RFC 8166 §4.3.1).
     pub(crate) released: bool,
@@ -59,6 +60,46 @@ pub(crate) struct OutCall<Mr> {
     /// in Version One after `ERR_VERS` (boxed: only the probe has one, and
     /// every other call is moved in and out of the table smaller).
     pub(crate) retry: Option<Box<Pending>>,
+}
+
+/// The memory registrations of one of our calls: its Read chunks'
+/// sources, and the Write chunks and Reply chunk it provided.
+#[derive(Debug)]
+pub(crate) struct CallRegs<Mr> {
+    pub(crate) sources: Vec<Mr>,
+    pub(crate) writes: Vec<Provided<Mr>>,
+    pub(crate) reply: Option<Provided<Mr>>,
+}
+
+impl<Mr> CallRegs<Mr> {
+    /// `None` when there are none.
+    pub(crate) fn boxed(
+        sources: Vec<Mr>,
+        writes: Vec<Provided<Mr>>,
+        reply: Option<Provided<Mr>>,
+    ) -> Option<Box<Self>> {
+        if sources.is_empty() && writes.is_empty() && reply.is_none() {
+            None
+        } else {
+            Some(Box::new(Self {
+                sources,
+                writes,
+                reply,
+            }))
+        }
+    }
+
+    /// The registrations of `regs` (empty lists for `None`).
+    pub(crate) fn unbox(regs: Option<Box<Self>>) -> Self {
+        match regs {
+            Some(r) => *r,
+            None => Self {
+                sources: Vec::new(),
+                writes: Vec::new(),
+                reply: None,
+            },
+        }
+    }
 }
 
 /// A Read chunk being pulled.
@@ -84,12 +125,30 @@ pub(crate) struct Held {
 pub(crate) struct InCall<Mr> {
     pub(crate) xid: u32,
     pub(crate) version: u32,
+    pub(crate) form: MessageForm,
+    pub(crate) delivered: bool,
+    pub(crate) inline: Bytes,
+    /// Its chunks and the state of pulling them; `None` for a call
+    /// without chunks that was handed up at once (the common case: the
+    /// table entry stays small).
+    pub(crate) more: Option<Box<InCallMore<Mr>>>,
+}
+
+impl<Mr> InCall<Mr> {
+    /// Its chunks and pulling state, created empty on first use.
+    pub(crate) fn more(&mut self) -> &mut InCallMore<Mr> {
+        self.more.get_or_insert_with(Box::default)
+    }
+}
+
+/// What a received call with chunks (or one that waited for admission)
+/// carries besides its inline bytes.
+#[derive(Debug)]
+pub(crate) struct InCallMore<Mr> {
     pub(crate) writes: Vec<rpcrdma_wire::WriteChunk>,
     pub(crate) reply: Option<rpcrdma_wire::WriteChunk>,
     /// STags of the call a Send With Invalidate may name (RFC 8797 §4.1).
     pub(crate) rkeys: Vec<u32>,
-    pub(crate) form: MessageForm,
-    pub(crate) inline: Bytes,
     /// Read chunks (Position, segments) not yet pulled: the call waits
     /// for admission.
     pub(crate) groups: Vec<(u32, Vec<rpcrdma_wire::Segment>)>,
@@ -105,7 +164,24 @@ pub(crate) struct InCall<Mr> {
     pub(crate) sinks: Vec<Bytes>,
     pub(crate) pulls: Vec<Pull<Mr>>,
     pub(crate) reads_pending: u32,
-    pub(crate) delivered: bool,
+}
+
+impl<Mr> Default for InCallMore<Mr> {
+    fn default() -> Self {
+        Self {
+            writes: Vec::new(),
+            reply: None,
+            rkeys: Vec::new(),
+            groups: Vec::new(),
+            need: 0,
+            waited: false,
+            bufs: Vec::new(),
+            charge: 0,
+            sinks: Vec::new(),
+            pulls: Vec::new(),
+            reads_pending: 0,
+        }
+    }
 }
 
 /// The fixed fields of a received `RDMA_MSG` / `RDMA_NOMSG`.
@@ -1017,7 +1093,7 @@ impl<P: ProtectionDomain> Engine<P> {
         }
         let incoming: Vec<_> = self.incoming.drain().map(|(_, c)| c).collect();
         for c in incoming {
-            for p in c.pulls {
+            for p in c.more.map(|m| m.pulls).unwrap_or_default() {
                 if let Some(mr) = p.mr {
                     self.drop_mr(mr);
                 }

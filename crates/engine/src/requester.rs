@@ -9,7 +9,7 @@ use rpcrdma_wire::{ChunkLists, ErrorBody};
 use rpcrdma_xdr::Payload;
 
 use crate::config::{Role, VersionPolicy};
-use crate::conn::{Engine, MsgHead, OutCall, Pending, VersionState};
+use crate::conn::{CallRegs, Engine, MsgHead, OutCall, Pending, VersionState};
 use crate::error::{ApiError, CallError, EngineError};
 use crate::event::{Event, MessageForm};
 use crate::marshal::{plan_call, CallParams, ReplyHints};
@@ -112,9 +112,7 @@ impl<P: ProtectionDomain> Engine<P> {
             OutCall {
                 version,
                 form: MessageForm::Short,
-                sources: Vec::new(),
-                writes: Vec::new(),
-                reply: None,
+                regs: None,
                 released: false,
                 retry: None,
             },
@@ -142,9 +140,11 @@ impl<P: ProtectionDomain> Engine<P> {
         }
         call.released = true;
         call.retry = None;
-        let sources = std::mem::take(&mut call.sources);
-        let writes = std::mem::take(&mut call.writes);
-        let reply = call.reply.take();
+        let CallRegs {
+            sources,
+            writes,
+            reply,
+        } = CallRegs::unbox(call.regs.take());
         self.stats.released_early += 1;
         for mr in sources {
             self.drop_mr(mr);
@@ -243,9 +243,7 @@ impl<P: ProtectionDomain> Engine<P> {
             OutCall {
                 version,
                 form: plan.form,
-                sources: plan.sources,
-                writes: plan.writes,
-                reply: plan.reply,
+                regs: CallRegs::boxed(plan.sources, plan.writes, plan.reply),
                 released: false,
                 retry: probing.then(|| Box::new(pending)),
             },
@@ -261,10 +259,15 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     pub(crate) fn release_call_mrs(&mut self, call: OutCall<P::Mr>) {
-        for mr in call.sources {
+        let CallRegs {
+            sources,
+            writes,
+            reply,
+        } = CallRegs::unbox(call.regs);
+        for mr in sources {
             self.drop_mr(mr);
         }
-        for p in call.writes.into_iter().chain(call.reply) {
+        for p in writes.into_iter().chain(reply) {
             if let Some(b) = self.drop_mr(p.mr) {
                 self.budget.keep(b.freeze());
             }
@@ -297,17 +300,16 @@ impl<P: ProtectionDomain> Engine<P> {
             return;
         }
         if let Some(key) = invalidated {
-            let ours = call
-                .writes
-                .iter()
-                .chain(call.reply.as_ref())
-                .any(|p| p.segment.handle == key);
-            if !ours
-                && !call
-                    .sources
+            let ours = call.regs.as_ref().is_some_and(|r| {
+                r.writes
                     .iter()
-                    .any(|m| rpcrdma_verbs::MemoryRegion::rkey(m) == key)
-            {
+                    .chain(r.reply.as_ref())
+                    .any(|p| p.segment.handle == key)
+                    || r.sources
+                        .iter()
+                        .any(|m| rpcrdma_verbs::MemoryRegion::rkey(m) == key)
+            });
+            if !ours {
                 tracing::warn!(xid, key, "peer invalidated a key that is not this call's");
             }
         }
@@ -353,21 +355,17 @@ impl<P: ProtectionDomain> Engine<P> {
         nomsg: bool,
         inline: Bytes,
     ) -> Result<(Payload, MessageForm), CallError> {
-        if call.sources.is_empty()
-            && call.writes.is_empty()
-            && call.reply.is_none()
-            && chunks.is_empty()
-            && !nomsg
-        {
+        if call.regs.is_none() && chunks.is_empty() && !nomsg {
             // A Short call and its Short reply: nothing to release or
             // check (what the general path below finds for it too).
             return Ok((Payload::inline_only(inline), MessageForm::Short));
         }
-        for mr in call.sources {
+        let regs = CallRegs::unbox(call.regs);
+        for mr in regs.sources {
             self.drop_mr(mr);
         }
-        let mut writes = Vec::with_capacity(call.writes.len());
-        for p in call.writes {
+        let mut writes = Vec::with_capacity(regs.writes.len());
+        for p in regs.writes {
             let seg = p.segment;
             let buf = self.drop_mr(p.mr).map(MrBuffer::freeze);
             if let Some(b) = &buf {
@@ -375,7 +373,7 @@ impl<P: ProtectionDomain> Engine<P> {
             }
             writes.push((seg, buf));
         }
-        let reply = call.reply.map(|p| {
+        let reply = regs.reply.map(|p| {
             let seg = p.segment;
             let buf = self.drop_mr(p.mr).map(MrBuffer::freeze);
             if let Some(b) = &buf {

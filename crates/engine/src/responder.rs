@@ -11,7 +11,7 @@ use rpcrdma_wire::{ChunkLists, ErrorBody};
 use rpcrdma_xdr::{round_up, Payload};
 
 use crate::config::Role;
-use crate::conn::{Engine, Held, InCall, MsgHead, Pull, VersionState, Wr};
+use crate::conn::{Engine, Held, InCall, InCallMore, MsgHead, Pull, VersionState, Wr};
 use crate::error::ApiError;
 use crate::event::{CallToken, Event, MessageForm};
 use crate::reply::{plan_reply, ReplyParams};
@@ -121,13 +121,16 @@ impl<P: ProtectionDomain> Engine<P> {
     /// A call that ends without a reply Send to hold its memory: its charge
     /// goes back to the budget, its sink buffers to the pool.
     fn finish_call(&mut self, call: InCall<P::Mr>) {
-        let InCall {
+        let Some(more) = call.more else {
+            return;
+        };
+        let InCallMore {
             charge,
             sinks,
             pulls,
             bufs,
             ..
-        } = call;
+        } = *more;
         for p in pulls {
             if let Some(mr) = p.mr {
                 self.drop_mr(mr);
@@ -148,7 +151,11 @@ impl<P: ProtectionDomain> Engine<P> {
             credits: self.grant.max(1),
             send_threshold: t.send,
         };
-        match plan_reply(&call.writes, call.reply.as_ref(), payload, &params) {
+        let (writes, reply) = match &call.more {
+            Some(m) => (&m.writes[..], m.reply.as_ref()),
+            None => (&[][..], None),
+        };
+        match plan_reply(writes, reply, payload, &params) {
             Ok(plan) => {
                 self.stats.replies_sent += 1;
                 for w in plan.writes {
@@ -157,7 +164,7 @@ impl<P: ProtectionDomain> Engine<P> {
                     self.push_sq(SendWr::write(wr_id, sges, w.remote));
                 }
                 let invalidate = if self.remote_inv {
-                    call.rkeys.first().copied()
+                    call.more.as_ref().and_then(|m| m.rkeys.first().copied())
                 } else {
                     None
                 };
@@ -172,9 +179,15 @@ impl<P: ProtectionDomain> Engine<P> {
                     payload.stream_len() as u64
                 };
                 self.charge_anyway(data);
-                let held = Held {
-                    charge: call.charge + data,
-                    sinks: call.sinks,
+                let held = match call.more {
+                    Some(m) => Held {
+                        charge: m.charge + data,
+                        sinks: m.sinks,
+                    },
+                    None => Held {
+                        charge: data,
+                        sinks: Vec::new(),
+                    },
                 };
                 self.push_send_holding(&plan.header, plan.pieces, invalidate, held);
             }
@@ -239,18 +252,23 @@ impl<P: ProtectionDomain> Engine<P> {
         let nomsg = head.nomsg;
         let mut chunks = chunks;
         let has_pz = chunks.has_position_zero();
+        let more = (!chunks.is_empty()).then(|| {
+            Box::new(InCallMore {
+                rkeys: chunks
+                    .writes
+                    .iter()
+                    .chain(chunks.reply.as_ref())
+                    .flat_map(|c| c.segments.iter().map(|s| s.handle))
+                    .chain(chunks.reads.iter().map(|r| r.target.handle))
+                    .collect(),
+                writes: std::mem::take(&mut chunks.writes),
+                reply: chunks.reply.take(),
+                ..InCallMore::default()
+            })
+        });
         let call = InCall {
             xid,
             version,
-            rkeys: chunks
-                .writes
-                .iter()
-                .chain(chunks.reply.as_ref())
-                .flat_map(|c| c.segments.iter().map(|s| s.handle))
-                .chain(chunks.reads.iter().map(|r| r.target.handle))
-                .collect(),
-            writes: std::mem::take(&mut chunks.writes),
-            reply: chunks.reply.take(),
             form: if has_pz {
                 MessageForm::Long
             } else if chunks.reads.is_empty() {
@@ -258,16 +276,9 @@ impl<P: ProtectionDomain> Engine<P> {
             } else {
                 MessageForm::Chunked
             },
-            inline: payload,
-            groups: Vec::new(),
-            need: 0,
-            waited: false,
-            bufs: Vec::new(),
-            charge: 0,
-            sinks: Vec::new(),
-            pulls: Vec::new(),
-            reads_pending: 0,
             delivered: false,
+            inline: payload,
+            more,
         };
 
         if self.incoming.len() as u32 >= self.grant {
@@ -378,8 +389,9 @@ impl<P: ProtectionDomain> Engine<P> {
             self.incoming.insert(token, call);
             return;
         }
-        call.groups = groups;
-        call.need = total;
+        let more = call.more();
+        more.groups = groups;
+        more.need = total;
         self.incoming.insert(token, call);
         // The call holds its credit from now on; it is processed (its
         // Read sinks allocated and Reads posted, or it is handed up) once
@@ -425,10 +437,10 @@ impl<P: ProtectionDomain> Engine<P> {
         let Some(call) = self.incoming.get(&token) else {
             return false;
         };
-        if call.need == 0 {
+        let Some(more) = call.more.as_deref().filter(|m| m.need > 0) else {
             return true;
-        }
-        let lens: Vec<usize> = call
+        };
+        let lens: Vec<usize> = more
             .groups
             .iter()
             .map(|(_, segs)| segs.iter().map(|s| s.length as usize).sum())
@@ -461,8 +473,9 @@ impl<P: ProtectionDomain> Engine<P> {
             // this one's own calls (which wake it themselves).
             self.mem_blocked = conn_ok.then(|| self.budget.epoch());
             if let Some(call) = self.incoming.get_mut(&token) {
-                if !call.waited {
-                    call.waited = true;
+                let more = call.more();
+                if !more.waited {
+                    more.waited = true;
                     self.stats.calls_waited_for_memory += 1;
                 }
             }
@@ -479,8 +492,9 @@ impl<P: ProtectionDomain> Engine<P> {
             }
         }
         if let Some(call) = self.incoming.get_mut(&token) {
-            call.charge += pooled + fresh;
-            call.bufs = bufs.into_iter().flatten().collect();
+            let more = call.more();
+            more.charge += pooled + fresh;
+            more.bufs = bufs.into_iter().flatten().collect();
         }
         true
     }
@@ -491,8 +505,10 @@ impl<P: ProtectionDomain> Engine<P> {
         let Some(call) = self.incoming.get_mut(&token) else {
             return;
         };
-        let groups = std::mem::take(&mut call.groups);
-        let bufs = std::mem::take(&mut call.bufs);
+        let (groups, bufs) = match call.more.as_deref_mut() {
+            Some(m) => (std::mem::take(&mut m.groups), std::mem::take(&mut m.bufs)),
+            None => (Vec::new(), Vec::new()),
+        };
         let (xid, version) = (call.xid, call.version);
         if groups.is_empty() {
             let event = deliver_inline(token, call);
@@ -511,7 +527,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 Err(e) => {
                     tracing::warn!(xid, error = %e, "cannot register a Read sink");
                     if let Some(mut call) = self.incoming.remove(&token) {
-                        call.pulls = pulls;
+                        call.more().pulls = pulls;
                         self.finish_call(call);
                     }
                     self.send_error(version, xid, ErrorBody::BadHeader);
@@ -541,8 +557,9 @@ impl<P: ProtectionDomain> Engine<P> {
         let Some(call) = self.incoming.get_mut(&token) else {
             return;
         };
-        call.pulls = pulls;
-        call.reads_pending = reads.len() as u32;
+        let more = call.more();
+        more.pulls = pulls;
+        more.reads_pending = reads.len() as u32;
         if reads.is_empty() {
             self.finish_pull(token);
         } else {
@@ -567,8 +584,9 @@ impl<P: ProtectionDomain> Engine<P> {
         let Some(call) = self.incoming.get_mut(&token) else {
             return;
         };
-        call.reads_pending = call.reads_pending.saturating_sub(1);
-        if call.reads_pending == 0 {
+        let more = call.more();
+        more.reads_pending = more.reads_pending.saturating_sub(1);
+        if more.reads_pending == 0 {
             self.finish_pull(token);
         }
     }
@@ -578,7 +596,7 @@ impl<P: ProtectionDomain> Engine<P> {
         let Some(call) = self.incoming.get_mut(&token) else {
             return;
         };
-        let pulls = std::mem::take(&mut call.pulls);
+        let pulls = std::mem::take(&mut call.more().pulls);
         let mut chunks = Vec::with_capacity(pulls.len());
         let mut sinks = Vec::with_capacity(pulls.len());
         for p in pulls {
@@ -596,7 +614,7 @@ impl<P: ProtectionDomain> Engine<P> {
             return;
         };
         // The buffers stay the call's (and counted) until it is answered.
-        call.sinks = sinks;
+        call.more().sinks = sinks;
         let inline = match chunks.first() {
             Some((0, _)) => chunks.remove(0).1,
             _ => call.inline.clone(),

@@ -856,6 +856,7 @@ impl<P: ProtectionDomain> Engine<P> {
     /// Queues a send-queue work request, keeping within the queue depth.
     /// A work request that is not signaled (a Send whose completion
     /// nobody waits for; see [`Self::push_send`]) has no entry in `wrs`.
+    #[inline]
     pub(crate) fn push_sq(&mut self, wr: SendWr) {
         match &wr.op {
             SendOp::Write { .. } => self.stats.rdma_writes += 1,
@@ -888,6 +889,7 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     /// Hands one work request to the driver (the send queue has room).
+    #[inline]
     fn post_sq(&mut self, mut wr: SendWr) {
         let signal_every = (self.sq_limit / 2).max(1);
         if !wr.signaled && self.unsignaled_run + 1 >= signal_every {
@@ -927,6 +929,7 @@ impl<P: ProtectionDomain> Engine<P> {
     /// comes with index 0 left for the header (or empty, for a header
     /// alone). Nobody waits for its completion, so it may go unsignaled
     /// ([`Self::pump_sq`]).
+    #[inline]
     pub(crate) fn push_send(&mut self, header: &Header, sges: Vec<Sge>, invalidate: Option<u32>) {
         let wr_id = self.next_wr;
         self.next_wr += 1;

@@ -310,6 +310,17 @@ fn plan_inner<P: ProtectionDomain>(
     // spec note E16).
     let stated = hints.max_reply.map(|m| m as usize);
     let max_reply = stated.unwrap_or(p.max_message as usize);
+    // The common call first: its largest reply fits inline (so it gets
+    // neither Write chunks nor a Reply chunk, below) and so does the call
+    // itself. What the general path below decides for it, without
+    // building chunk lists.
+    let plain_len = reply_header_len(p.version, &[], None);
+    if plain_len + max_reply <= recv && plain_len + payload.stream_len() <= send {
+        let (pieces, _) = stream_sges(payload, 0);
+        let chunks = ChunkLists::default();
+        let header = hdr::chunked(p.version, p.xid, p.credits, Direction::Call, chunks, false);
+        return Ok((header, pieces, MessageForm::Short));
+    }
     let want_writes = hints.reduce
         && !hints.ddp_results.is_empty()
         && hints.ddp_results.len() <= max_writes

@@ -666,14 +666,27 @@ impl<P: ProtectionDomain> Engine<P> {
     /// When [`Engine::handle_timeout`] must next be called.
     #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
+        // The common case, checked inline: no probe deadline, no optional
+        // offer awaited, and no stall watch (it needs RDMA Reads out or
+        // memory held; see `stall_watched`).
+        if self.deadline.is_none()
+            && self.opt_calls.is_empty()
+            && self.reads_busy == 0
+            && self.mem_used == 0
+        {
+            return None;
+        }
+        self.next_deadline()
+    }
+
+    /// [`Self::poll_timeout`] when some timer may be armed.
+    fn next_deadline(&self) -> Option<Instant> {
         fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
             match (a, b) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             }
         }
-        // Written for the common case, where none of the three applies:
-        // no probe deadline, no optional offer awaited, no stall watch.
         let mut at = self.deadline;
         if !self.opt_calls.is_empty() {
             at = earlier(at, self.next_optional_deadline());

@@ -151,9 +151,16 @@ impl<P: ProtectionDomain> Engine<P> {
 
     /// Client on a Version Two connection: sends each feature's offer once,
     /// while credits allow (before queued calls).
+    #[inline]
     pub(crate) fn send_offers(&mut self, now: Instant) {
-        if self.features.unasked == 0
-            || self.cfg.role != Role::Client
+        // Checked inline: every feature asked (the common case).
+        if self.features.unasked > 0 {
+            self.send_new_offers(now);
+        }
+    }
+
+    fn send_new_offers(&mut self, now: Instant) {
+        if self.cfg.role != Role::Client
             || self.version != VersionState::Settled(2)
             || self.failed.is_some()
         {

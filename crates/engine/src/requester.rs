@@ -155,7 +155,17 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     /// Sends queued calls while credits allow.
+    #[inline]
     pub(crate) fn pump_calls(&mut self, now: Instant) {
+        // Checked inline: nothing queued and no offer to make (the common
+        // case after every completion).
+        if self.queue.is_empty() && self.features.unasked == 0 {
+            return;
+        }
+        self.pump_queue(now);
+    }
+
+    fn pump_queue(&mut self, now: Instant) {
         // Version Two optional offers go first (each holds a credit).
         self.send_offers(now);
         while self.failed.is_none() && self.req_enabled && !self.queue.is_empty() {

@@ -34,7 +34,7 @@ use crate::budget::MemoryBudget;
 use crate::error::CallError;
 use crate::event::MessageForm;
 use crate::hdr;
-use crate::stream::{concat, item_positions, stream_pieces, stream_sges};
+use crate::stream::{concat, inline_sges, item_positions, stream_pieces, stream_sges};
 
 /// What a call's Upper Layer Binding says about its reply (RFC 8166 §8).
 ///
@@ -250,10 +250,30 @@ pub(crate) struct SinkCounts {
 pub(crate) fn plan_call<P: ProtectionDomain>(
     pd: &P,
     budget: &MemoryBudget,
-    payload: &Payload,
+    payload: Payload,
     hints: &ReplyHints,
     p: &CallParams,
 ) -> (Result<CallPlan<P::Mr>, CallError>, SinkCounts) {
+    // The common call first: its largest reply fits inline (so it gets
+    // neither Write chunks nor a Reply chunk, see `plan_inner`) and so does
+    // the call itself. What `plan_inner` decides for it, without building
+    // chunk lists, and the payload moved into the gather list.
+    let plain_len = reply_header_len(p.version, &[], None);
+    let max_reply = hints.max_reply.unwrap_or(p.max_message) as usize;
+    if plain_len + max_reply <= p.recv_threshold as usize
+        && plain_len + payload.stream_len() <= p.send_threshold as usize
+    {
+        let chunks = ChunkLists::default();
+        let plan = CallPlan {
+            header: hdr::chunked(p.version, p.xid, p.credits, Direction::Call, chunks, false),
+            pieces: inline_sges(payload),
+            form: MessageForm::Short,
+            sources: Vec::new(),
+            writes: Vec::new(),
+            reply: None,
+        };
+        return (Ok(plan), SinkCounts::default());
+    }
     let mut regs = Regs {
         pd,
         budget,
@@ -264,7 +284,7 @@ pub(crate) fn plan_call<P: ProtectionDomain>(
         writes: Vec::new(),
         reply: None,
     };
-    let r = plan_inner(&mut regs, payload, hints, p);
+    let r = plan_inner(&mut regs, &payload, hints, p);
     let counts = SinkCounts {
         allocated: regs.allocated,
         allocated_bytes: regs.allocated_bytes,
@@ -310,17 +330,6 @@ fn plan_inner<P: ProtectionDomain>(
     // spec note E16).
     let stated = hints.max_reply.map(|m| m as usize);
     let max_reply = stated.unwrap_or(p.max_message as usize);
-    // The common call first: its largest reply fits inline (so it gets
-    // neither Write chunks nor a Reply chunk, below) and so does the call
-    // itself. What the general path below decides for it, without
-    // building chunk lists.
-    let plain_len = reply_header_len(p.version, &[], None);
-    if plain_len + max_reply <= recv && plain_len + payload.stream_len() <= send {
-        let (pieces, _) = stream_sges(payload, 0);
-        let chunks = ChunkLists::default();
-        let header = hdr::chunked(p.version, p.xid, p.credits, Direction::Call, chunks, false);
-        return Ok((header, pieces, MessageForm::Short));
-    }
     let want_writes = hints.reduce
         && !hints.ddp_results.is_empty()
         && hints.ddp_results.len() <= max_writes

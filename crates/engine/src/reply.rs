@@ -15,7 +15,7 @@ use rpcrdma_xdr::{Encode, Payload};
 
 use crate::event::MessageForm;
 use crate::hdr;
-use crate::stream::stream_sges;
+use crate::stream::{inline_sges, stream_sges};
 
 /// One RDMA Write: a gather list and where it goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +112,7 @@ pub(crate) struct ReplyParams {
 pub(crate) fn plan_reply(
     writes: &[WriteChunk],
     reply: Option<&WriteChunk>,
-    payload: &Payload,
+    payload: Payload,
     p: &ReplyParams,
 ) -> Result<ReplyPlan, ReplyError> {
     if writes.is_empty() && !payload.has_items() {
@@ -120,7 +120,6 @@ pub(crate) fn plan_reply(
         // the general path below decides for it too).
         let len = hdr::chunked_len(p.version, 0, &[], None) + payload.inline().len();
         if len <= p.send_threshold as usize {
-            let (pieces, _) = stream_sges(payload, 0);
             return Ok(ReplyPlan {
                 writes: Vec::new(),
                 header: hdr::chunked(
@@ -131,11 +130,12 @@ pub(crate) fn plan_reply(
                     ChunkLists::default(),
                     false,
                 ),
-                pieces,
+                pieces: inline_sges(payload),
                 form: MessageForm::Short,
             });
         }
     }
+    let payload = &payload;
     let positioned: Vec<&Bytes> = payload
         .items()
         .iter()

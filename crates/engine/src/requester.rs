@@ -198,6 +198,16 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     fn transmit(&mut self, now: Instant, pending: Pending, version: u32) {
+        // The version probe keeps a copy of itself, to be sent again in
+        // Version One after ERR_VERS; every other call's payload moves into
+        // its Send.
+        let probing = self.version == VersionState::Probing;
+        let retry = probing.then(|| Box::new(pending.clone()));
+        let Pending {
+            xid,
+            payload,
+            hints,
+        } = pending;
         let t = self.thresholds();
         let adj = self.adjustments;
         let credits = match self.cfg.role {
@@ -206,7 +216,7 @@ impl<P: ProtectionDomain> Engine<P> {
         };
         let params = CallParams {
             version,
-            xid: pending.xid,
+            xid,
             credits,
             send_threshold: t.send,
             recv_threshold: t.recv,
@@ -214,23 +224,14 @@ impl<P: ProtectionDomain> Engine<P> {
             peer_limits: adj.peer_limits,
             peer_max_message: adj.peer_max_message,
         };
-        let (plan, sinks) = plan_call(
-            &self.pd,
-            &self.budget,
-            &pending.payload,
-            &pending.hints,
-            &params,
-        );
+        let (plan, sinks) = plan_call(&self.pd, &self.budget, payload, &hints, &params);
         self.stats.sink_buffers_allocated += sinks.allocated;
         self.stats.sink_bytes_allocated += sinks.allocated_bytes;
         self.stats.sink_buffers_reused += sinks.reused;
         let plan = match plan {
             Ok(p) => p,
             Err(error) => {
-                self.events.push_back(Event::CallFailed {
-                    xid: pending.xid,
-                    error,
-                });
+                self.events.push_back(Event::CallFailed { xid, error });
                 return;
             }
         };
@@ -241,13 +242,11 @@ impl<P: ProtectionDomain> Engine<P> {
             MessageForm::Long => self.stats.calls_long += 1,
         }
         self.credits.take();
-        let probing = self.version == VersionState::Probing;
         if probing && version == 2 && self.cfg.client_version == VersionPolicy::Negotiate {
             self.deadline = Some(now + self.cfg.negotiation_timeout);
         }
-        tracing::trace!(xid = pending.xid, form = plan.form.name(), "call sent");
+        tracing::trace!(xid, form = plan.form.name(), "call sent");
         self.push_send(&plan.header, plan.pieces, None);
-        let xid = pending.xid;
         self.calls.insert(
             xid,
             OutCall {
@@ -255,7 +254,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 form: plan.form,
                 regs: CallRegs::boxed(plan.sources, plan.writes, plan.reply),
                 released: false,
-                retry: probing.then(|| Box::new(pending)),
+                retry,
             },
         );
     }

@@ -73,7 +73,7 @@ impl<P: ProtectionDomain> Engine<P> {
             Entry::Occupied(e) if e.get().delivered => e.remove(),
             _ => return Err(ApiError::UnknownCall),
         };
-        self.answer(call, &payload);
+        self.answer(call, payload);
         Ok(())
     }
 
@@ -143,7 +143,8 @@ impl<P: ProtectionDomain> Engine<P> {
     /// Sends `payload` as the reply to `call` (or `ERR_BADHEADER` if it
     /// cannot be returned). The call's memory and the reply's data are
     /// held until the reply's Send completes.
-    fn answer(&mut self, call: InCall<P::Mr>, payload: &Payload) {
+    fn answer(&mut self, call: InCall<P::Mr>, payload: Payload) {
+        let data_len = payload.stream_len() as u64;
         let t = self.thresholds();
         let params = ReplyParams {
             version: call.version,
@@ -176,7 +177,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 let data = if plan.form == MessageForm::Short {
                     0
                 } else {
-                    payload.stream_len() as u64
+                    data_len
                 };
                 self.charge_anyway(data);
                 let held = match call.more {
@@ -203,7 +204,7 @@ impl<P: ProtectionDomain> Engine<P> {
     /// Answers a call with an RPC-level error the engine forms itself.
     fn reply_rpc_error(&mut self, call: InCall<P::Mr>, stat: u32) {
         let payload = Payload::inline_only(rpc_error_reply(call.xid, stat));
-        self.answer(call, &payload);
+        self.answer(call, payload);
     }
 
     /// Answers a call whose RPC header the upper layer could not use, as

@@ -37,6 +37,22 @@ pub(crate) fn stream_sges(payload: &Payload, reduced: usize) -> (Vec<Sge>, usize
     (out, total)
 }
 
+/// The gather list of a Send of the whole (unreduced) Payload stream of
+/// `payload`, taken by value: inline bytes alone are moved into the list,
+/// not shared (slot 0 left for the header, as in [`stream_sges`]).
+pub(crate) fn inline_sges(payload: Payload) -> Vec<Sge> {
+    if payload.has_items() {
+        return stream_sges(&payload, 0).0;
+    }
+    let (inline, _) = payload.into_parts();
+    let mut out = Vec::with_capacity(2);
+    out.push(Sge::Bytes(Bytes::new()));
+    if !inline.is_empty() {
+        out.push(Sge::Bytes(inline));
+    }
+    out
+}
+
 /// Calls `f` with each non-empty piece of the (reduced) Payload stream in
 /// order; returns their total length.
 fn visit_pieces(payload: &Payload, reduced: usize, mut f: impl FnMut(Bytes)) -> usize {
@@ -139,6 +155,14 @@ mod tests {
             assert_eq!(sges[0], Sge::Bytes(Bytes::new()));
             let rest: Vec<Sge> = pieces.into_iter().map(Sge::Bytes).collect();
             assert_eq!(&sges[1..], &rest[..]);
+        }
+    }
+
+    #[test]
+    fn a_gather_list_by_value_is_the_same_list() {
+        let inline_only = Payload::inline_only(Bytes::from_static(b"0123"));
+        for p in [sample(), inline_only, Payload::default()] {
+            assert_eq!(inline_sges(p.clone()), stream_sges(&p, 0).0);
         }
     }
 

@@ -463,3 +463,99 @@ fn plan_inner<P: ProtectionDomain>(
     }
     Ok((hdr, Vec::new(), MessageForm::Long))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Fabric;
+
+    /// `plan_call` plans a call whose largest reply and itself fit inline
+    /// at once; the general planner (`plan_inner`) must decide the same,
+    /// for every input.
+    #[test]
+    fn the_short_fast_path_plans_what_the_general_path_plans() {
+        let fabric = Fabric::new(1);
+        let pd = fabric.pd(0);
+        let budget = MemoryBudget::new(1 << 30);
+        let mut fast_paths = 0;
+        for version in [1, 2] {
+            for len in [0usize, 4, 40, 960, 995, 996, 997, 1000, 4000, 4064, 4065] {
+                let payload = Payload::inline_only(Bytes::from(vec![1u8; len]));
+                for max_reply in [None, Some(100), Some(992), Some(996), Some(997), Some(5000)] {
+                    for ddp_results in [vec![], vec![4096]] {
+                        for (send, recv) in [(1024, 1024), (4096, 4096), (4096, 1024)] {
+                            let hints = ReplyHints {
+                                ddp_results: ddp_results.clone(),
+                                max_reply,
+                                reduce: true,
+                                max_reply_reduced: None,
+                            };
+                            let p = CallParams {
+                                version,
+                                xid: 3,
+                                credits: 8,
+                                send_threshold: send,
+                                recv_threshold: recv,
+                                max_message: 1 << 20,
+                                peer_limits: None,
+                                peer_max_message: None,
+                            };
+                            let (planned, _) = plan_call(&pd, &budget, payload.clone(), &hints, &p);
+                            let mut regs = Regs {
+                                pd: &pd,
+                                budget: &budget,
+                                allocated: 0,
+                                allocated_bytes: 0,
+                                reused: 0,
+                                sources: Vec::new(),
+                                writes: Vec::new(),
+                                reply: None,
+                            };
+                            let general = plan_inner(&mut regs, &payload, &hints, &p);
+                            let general_regs = regs.sources.len()
+                                + regs.writes.len()
+                                + usize::from(regs.reply.is_some());
+                            let case = format!("v{version}, {len} octets, {max_reply:?}, {ddp_results:?}, {send}/{recv}");
+                            match (planned, general) {
+                                (Ok(plan), Ok((header, pieces, form))) => {
+                                    assert_eq!(plan.registrations(), general_regs, "{case}");
+                                    assert_eq!(plan.form, form, "{case}");
+                                    if general_regs == 0 {
+                                        // No keys in the headers: the same bytes.
+                                        assert_eq!(
+                                            (plan.header, plan.pieces),
+                                            (header, pieces),
+                                            "{case}"
+                                        );
+                                        fast_paths += usize::from(form == MessageForm::Short);
+                                    }
+                                    release(plan.sources, plan.writes, plan.reply);
+                                }
+                                (Err(a), Err(b)) => assert_eq!(a, b, "{case}"),
+                                (a, b) => {
+                                    panic!("{case}: {:?} / {:?}", a.map(|p| p.form), b.map(|g| g.2))
+                                }
+                            }
+                            release(regs.sources, regs.writes, regs.reply);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(fast_paths > 50, "only {fast_paths} Short plans compared");
+        assert_eq!(fabric.live_regions(0), 0);
+    }
+
+    fn release<Mr: MemoryRegion>(
+        sources: Vec<Mr>,
+        writes: Vec<Provided<Mr>>,
+        reply: Option<Provided<Mr>>,
+    ) {
+        for mr in sources {
+            mr.deregister().unwrap();
+        }
+        for p in writes.into_iter().chain(reply) {
+            p.mr.deregister().unwrap();
+        }
+    }
+}

@@ -551,6 +551,17 @@ fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<(Header, usize), Head
     decode_with(buf, cfg, true)
 }
 
+/// The header and its length as the field-by-field decoder alone reads
+/// them (without [`decode_plain`]): what the fuzz checks hold the fast
+/// path against.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn decode_fieldwise(
+    buf: &Bytes,
+    cfg: &DecodeConfig,
+) -> Result<(Header, usize), HeaderError> {
+    decode_with(buf, cfg, false)
+}
+
 /// [`decode_inner`], with the one-piece reading of plain `RDMA_MSG`
 /// headers ([`decode_plain`]) or without it (the tests compare both).
 fn decode_with(

@@ -338,6 +338,39 @@ fn bounded_fuzz_run() {
         v.extend_from_slice(&payload_for(&Header::V2(h)));
         seeds.push(v);
     }
+    // The common message (RDMA_MSG without chunks, read in one piece by
+    // decode_plain) in both versions and directions.
+    for xid in [1u32, 0x8000_0000] {
+        let chunks = ChunkLists::default();
+        let plain = [
+            Header::V1(V1Header {
+                xid,
+                credits: 32,
+                body: V1Body::Msg(chunks.clone()),
+            }),
+            Header::V2(V2Header {
+                xid,
+                credits: 32,
+                body: V2Body::Msg {
+                    direction: Direction::Call,
+                    chunks: chunks.clone(),
+                },
+            }),
+            Header::V2(V2Header {
+                xid,
+                credits: 32,
+                body: V2Body::Msg {
+                    direction: Direction::Reply,
+                    chunks,
+                },
+            }),
+        ];
+        for h in plain {
+            let mut v = h.to_bytes().to_vec();
+            v.extend_from_slice(&payload_for(&h));
+            seeds.push(v);
+        }
+    }
     let words = [0u32, 1, 2, 3, 4, 5, 64, 65, 0xffff_ffff, 0x8000_0000];
     for i in 0..60_000 {
         let mut buf = if i % 5 == 0 {

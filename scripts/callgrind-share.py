@@ -13,6 +13,10 @@ binary is attributed by its inline stack (llvm-symbolizer).
     generic code instantiated for their types count too).
   * A call from such an instruction to a function that does not is counted
     with everything that function does (malloc, a hash table insert, ...).
+    Code of those crates reached again further down such a call counts
+    twice: the figure is meant for crates that other code calls (the
+    engine, the codecs, a provider), not for the runtime or the RPC layer
+    at the top of every stack, whose "own" part is the meaningful one.
 
 Like callgrind-null.sh: `rpcrdma bench loop` runs LOW and HIGH round trips
 under callgrind (--dump-instr=yes); the difference divided by HIGH - LOW is

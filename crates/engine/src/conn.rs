@@ -11,8 +11,8 @@ use rpcrdma_verbs::{
 };
 use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{
-    decode, DecodeConfig, ErrorBody, ErrorCredits, Header, InlineThresholds, Message, PrivateData,
-    Proc,
+    decode_owned, decode_plain, ChunkLists, DecodeConfig, ErrorBody, ErrorCredits, Header,
+    InlineThresholds, Message, PrivateData, Proc,
 };
 use rpcrdma_xdr::{Encode, Payload};
 
@@ -21,7 +21,7 @@ use crate::config::{EngineConfig, Role};
 use crate::credits::Credits;
 use crate::error::{ApiError, EngineError};
 use crate::event::{Event, MessageForm};
-use crate::features::{FeatureInfo, Registry, TransportPropertiesFeature};
+use crate::features::{Adjustments, FeatureInfo, Registry, TransportPropertiesFeature};
 use crate::hdr;
 use crate::marshal::{Provided, ReplyHints};
 use crate::optional::OptCall;
@@ -49,15 +49,57 @@ pub(crate) struct Pending {
 pub(crate) struct OutCall<Mr> {
     pub(crate) version: u32,
     pub(crate) form: MessageForm,
-    pub(crate) sources: Vec<Mr>,
-    pub(crate) writes: Vec<Provided<Mr>>,
-    pub(crate) reply: Option<Provided<Mr>>,
+    /// Its registrations; `None` when it has none (a Short call without
+    /// Write or Reply chunks: nothing allocated for it, and the table
+    /// entry stays small).
+    pub(crate) regs: Option<Box<CallRegs<Mr>>>,
     /// Abandoned by the upper layer: registrations already released, the
     /// credit stays taken until the reply comes (RFC 8166 §4.3.1).
     pub(crate) released: bool,
     /// The call itself, kept for the version probe so it can be sent again
-    /// in Version One after `ERR_VERS`.
-    pub(crate) retry: Option<Pending>,
+    /// in Version One after `ERR_VERS` (boxed: only the probe has one, and
+    /// every other call is moved in and out of the table smaller).
+    pub(crate) retry: Option<Box<Pending>>,
+}
+
+/// The memory registrations of one of our calls: its Read chunks'
+/// sources, and the Write chunks and Reply chunk it provided.
+#[derive(Debug)]
+pub(crate) struct CallRegs<Mr> {
+    pub(crate) sources: Vec<Mr>,
+    pub(crate) writes: Vec<Provided<Mr>>,
+    pub(crate) reply: Option<Provided<Mr>>,
+}
+
+impl<Mr> CallRegs<Mr> {
+    /// `None` when there are none.
+    pub(crate) fn boxed(
+        sources: Vec<Mr>,
+        writes: Vec<Provided<Mr>>,
+        reply: Option<Provided<Mr>>,
+    ) -> Option<Box<Self>> {
+        if sources.is_empty() && writes.is_empty() && reply.is_none() {
+            None
+        } else {
+            Some(Box::new(Self {
+                sources,
+                writes,
+                reply,
+            }))
+        }
+    }
+
+    /// The registrations of `regs` (empty lists for `None`).
+    pub(crate) fn unbox(regs: Option<Box<Self>>) -> Self {
+        match regs {
+            Some(r) => *r,
+            None => Self {
+                sources: Vec::new(),
+                writes: Vec::new(),
+                reply: None,
+            },
+        }
+    }
 }
 
 /// A Read chunk being pulled.
@@ -83,12 +125,30 @@ pub(crate) struct Held {
 pub(crate) struct InCall<Mr> {
     pub(crate) xid: u32,
     pub(crate) version: u32,
+    pub(crate) form: MessageForm,
+    pub(crate) delivered: bool,
+    pub(crate) inline: Bytes,
+    /// Its chunks and the state of pulling them; `None` for a call
+    /// without chunks that was handed up at once (the common case: the
+    /// table entry stays small).
+    pub(crate) more: Option<Box<InCallMore<Mr>>>,
+}
+
+impl<Mr> InCall<Mr> {
+    /// Its chunks and pulling state, created empty on first use.
+    pub(crate) fn more(&mut self) -> &mut InCallMore<Mr> {
+        self.more.get_or_insert_with(Box::default)
+    }
+}
+
+/// What a received call with chunks (or one that waited for admission)
+/// carries besides its inline bytes.
+#[derive(Debug)]
+pub(crate) struct InCallMore<Mr> {
     pub(crate) writes: Vec<rpcrdma_wire::WriteChunk>,
     pub(crate) reply: Option<rpcrdma_wire::WriteChunk>,
     /// STags of the call a Send With Invalidate may name (RFC 8797 §4.1).
     pub(crate) rkeys: Vec<u32>,
-    pub(crate) form: MessageForm,
-    pub(crate) inline: Bytes,
     /// Read chunks (Position, segments) not yet pulled: the call waits
     /// for admission.
     pub(crate) groups: Vec<(u32, Vec<rpcrdma_wire::Segment>)>,
@@ -104,7 +164,34 @@ pub(crate) struct InCall<Mr> {
     pub(crate) sinks: Vec<Bytes>,
     pub(crate) pulls: Vec<Pull<Mr>>,
     pub(crate) reads_pending: u32,
-    pub(crate) delivered: bool,
+}
+
+impl<Mr> Default for InCallMore<Mr> {
+    fn default() -> Self {
+        Self {
+            writes: Vec::new(),
+            reply: None,
+            rkeys: Vec::new(),
+            groups: Vec::new(),
+            need: 0,
+            waited: false,
+            bufs: Vec::new(),
+            charge: 0,
+            sinks: Vec::new(),
+            pulls: Vec::new(),
+            reads_pending: 0,
+        }
+    }
+}
+
+/// The fixed fields of a received `RDMA_MSG` / `RDMA_NOMSG`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MsgHead {
+    pub(crate) xid: u32,
+    pub(crate) vers: u32,
+    pub(crate) credits: u32,
+    /// `RDMA_NOMSG` (the Payload stream is in a chunk).
+    pub(crate) nomsg: bool,
 }
 
 /// What a posted work request is for.
@@ -164,6 +251,12 @@ pub struct Engine<P: ProtectionDomain> {
     pub(crate) remote_inv: bool,
     pub(crate) decode_cfg: DecodeConfig,
     pub(crate) version: VersionState,
+    /// The inline thresholds in effect and the active features' combined
+    /// adjustments: derived from the version, the private data and the
+    /// features' states, recomputed ([`Self::refresh_derived`]) whenever
+    /// one of those changes rather than on every message.
+    thresholds: InlineThresholds,
+    pub(crate) adjustments: Adjustments,
     pub(crate) deadline: Option<Instant>,
     /// The latest `now` an input carried.
     pub(crate) last_now: Option<Instant>,
@@ -172,8 +265,11 @@ pub struct Engine<P: ProtectionDomain> {
     pub(crate) stall_since: Option<Instant>,
 
     next_wr: u64,
-    /// Receives and signaled send-queue work requests outstanding.
+    /// Signaled send-queue work requests outstanding.
     wrs: IdMap<u64, Wr>,
+    /// Receives outstanding, in posting order (a receive queue completes
+    /// in order, so the next completion is normally the front one).
+    recv_ids: VecDeque<u64>,
     /// Send-queue work requests posted and not known complete: the
     /// unsignaled ones count until a later signaled one completes (a
     /// send queue completes in order).
@@ -348,11 +444,14 @@ impl<P: ProtectionDomain> Engine<P> {
             remote_inv,
             decode_cfg,
             version,
+            thresholds: InlineThresholds { send: 0, recv: 0 },
+            adjustments: Adjustments::default(),
             deadline: None,
             last_now: None,
             stall_since: None,
             next_wr: 1,
             wrs: IdMap::default(),
+            recv_ids: VecDeque::new(),
             sq_busy: 0,
             sq_limit: caps.send_depth.max(1),
             sq_posted: 0,
@@ -380,6 +479,7 @@ impl<P: ProtectionDomain> Engine<P> {
             failed: None,
             stats: Stats::default(),
         };
+        e.refresh_derived();
         e.top_up_receives();
         Ok(e)
     }
@@ -411,6 +511,7 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     /// The connection's error, once it has failed.
+    #[inline]
     pub fn error(&self) -> Option<&EngineError> {
         self.failed.as_ref()
     }
@@ -436,6 +537,7 @@ impl<P: ProtectionDomain> Engine<P> {
     /// connections sharing the budget hold: the driver waits for
     /// [`MemoryBudget::poll_released`]`(epoch, ..)` and then calls
     /// [`Engine::retry_admission`].
+    #[inline]
     pub fn memory_wait(&self) -> Option<u64> {
         if self.failed.is_some() || self.waiting.is_empty() {
             return None;
@@ -488,6 +590,23 @@ impl<P: ProtectionDomain> Engine<P> {
     /// private data, otherwise the version's default; while a Version Two
     /// probe is outstanding, at most 1024 bytes may be sent, draft §5).
     pub fn thresholds(&self) -> InlineThresholds {
+        debug_assert_eq!(
+            (self.thresholds, self.adjustments),
+            (self.compute_thresholds(), self.features.adjustments()),
+            "derived connection values are stale (refresh_derived not called after a change)"
+        );
+        self.thresholds
+    }
+
+    /// Recomputes the values derived from the version, the private data
+    /// and the features (their states and adjustments): called wherever
+    /// one of them changes.
+    pub(crate) fn refresh_derived(&mut self) {
+        self.adjustments = self.features.adjustments();
+        self.thresholds = self.compute_thresholds();
+    }
+
+    fn compute_thresholds(&self) -> InlineThresholds {
         let mut t = match self.peer_pd {
             Some(peer) => InlineThresholds::derive(&self.local_pd, &peer),
             None => {
@@ -520,33 +639,59 @@ impl<P: ProtectionDomain> Engine<P> {
     // ----- outputs -------------------------------------------------------
 
     /// The next receive to post.
+    #[inline]
     pub fn poll_recv(&mut self) -> Option<RecvWr> {
         self.out_recv.pop_front()
     }
 
     /// The next send-queue work request to post (in this order).
+    #[inline]
     pub fn poll_send(&mut self) -> Option<SendWr> {
         self.out_send.pop_front()
     }
 
     /// The next event.
+    #[inline]
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
 
     /// Whether [`Engine::poll_event`] has something (a driver whose reader
     /// sleeps wakes it only then).
+    #[inline]
     pub fn has_events(&self) -> bool {
         !self.events.is_empty()
     }
 
     /// When [`Engine::handle_timeout`] must next be called.
+    #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let stall = self.stall_deadline();
-        [self.deadline, self.next_optional_deadline(), stall]
-            .into_iter()
-            .flatten()
-            .min()
+        // The common case, checked inline: no probe deadline, no optional
+        // offer awaited, and no stall watch (it needs RDMA Reads out or
+        // memory held; see `stall_watched`).
+        if self.deadline.is_none()
+            && self.opt_calls.is_empty()
+            && self.reads_busy == 0
+            && self.mem_used == 0
+        {
+            return None;
+        }
+        self.next_deadline()
+    }
+
+    /// [`Self::poll_timeout`] when some timer may be armed.
+    fn next_deadline(&self) -> Option<Instant> {
+        fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        }
+        let mut at = self.deadline;
+        if !self.opt_calls.is_empty() {
+            at = earlier(at, self.next_optional_deadline());
+        }
+        earlier(at, self.stall_deadline())
     }
 
     /// When the send-queue watch must look next (spec note E22): the end
@@ -627,7 +772,7 @@ impl<P: ProtectionDomain> Engine<P> {
 
     /// Feeds one work completion of this connection's queue pair.
     pub fn handle_completion(&mut self, now: Instant, wc: WorkCompletion) {
-        let Some(kind) = self.wrs.remove(&wc.wr_id) else {
+        let Some(kind) = self.take_wr(wc.wr_id) else {
             // An unsignaled Send reports only its failure (verbs).
             if !wc.status.is_ok() && self.failed.is_none() {
                 if wc.status != WcStatus::WrFlush {
@@ -697,6 +842,23 @@ impl<P: ProtectionDomain> Engine<P> {
 
     // ----- internals shared by both directions ---------------------------
 
+    /// What the completed work request `wr_id` was for, if it is ours and
+    /// outstanding (then no longer).
+    fn take_wr(&mut self, wr_id: u64) -> Option<Wr> {
+        if self.recv_ids.front() == Some(&wr_id) {
+            self.recv_ids.pop_front();
+            return Some(Wr::Recv);
+        }
+        if let Some(kind) = self.wrs.remove(&wr_id) {
+            return Some(kind);
+        }
+        // A receive completing out of order (no provider does; kept
+        // correct anyway).
+        let i = self.recv_ids.iter().position(|&id| id == wr_id)?;
+        self.recv_ids.remove(i);
+        Some(Wr::Recv)
+    }
+
     pub(crate) fn wr_id(&mut self, kind: Wr) -> u64 {
         let id = self.next_wr;
         self.next_wr += 1;
@@ -707,14 +869,21 @@ impl<P: ProtectionDomain> Engine<P> {
     /// Queues a send-queue work request, keeping within the queue depth.
     /// A work request that is not signaled (a Send whose completion
     /// nobody waits for; see [`Self::push_send`]) has no entry in `wrs`.
+    #[inline]
     pub(crate) fn push_sq(&mut self, wr: SendWr) {
         match &wr.op {
             SendOp::Write { .. } => self.stats.rdma_writes += 1,
             SendOp::Read { .. } => self.stats.rdma_reads += 1,
             _ => {}
         }
-        self.sq_backlog.push_back(wr);
-        self.pump_sq();
+        if self.sq_backlog.is_empty() && self.sq_busy < self.sq_limit {
+            // Room on the send queue and nothing before it: posted at
+            // once, not through the backlog.
+            self.post_sq(wr);
+        } else {
+            self.sq_backlog.push_back(wr);
+            self.pump_sq();
+        }
     }
 
     /// Posts backlogged work requests while the send queue has room.
@@ -724,26 +893,32 @@ impl<P: ProtectionDomain> Engine<P> {
     /// tells that every work request before it completed too (a send queue
     /// completes in order), so a full queue always holds a signaled one.
     fn pump_sq(&mut self) {
-        let signal_every = (self.sq_limit / 2).max(1);
         while self.sq_busy < self.sq_limit {
-            let Some(mut wr) = self.sq_backlog.pop_front() else {
+            let Some(wr) = self.sq_backlog.pop_front() else {
                 break;
             };
-            if !wr.signaled && self.unsignaled_run + 1 >= signal_every {
-                wr.signaled = true;
-                self.wrs.insert(wr.wr_id, Wr::Send);
-            }
-            self.sq_busy += 1;
-            self.sq_posted += 1;
-            if wr.signaled {
-                self.unsignaled_run = 0;
-                self.sq_signaled.push_back((wr.wr_id, self.sq_posted));
-            } else {
-                self.unsignaled_run += 1;
-                self.stats.sends_unsignaled += 1;
-            }
-            self.out_send.push_back(wr);
+            self.post_sq(wr);
         }
+    }
+
+    /// Hands one work request to the driver (the send queue has room).
+    #[inline]
+    fn post_sq(&mut self, mut wr: SendWr) {
+        let signal_every = (self.sq_limit / 2).max(1);
+        if !wr.signaled && self.unsignaled_run + 1 >= signal_every {
+            wr.signaled = true;
+            self.wrs.insert(wr.wr_id, Wr::Send);
+        }
+        self.sq_busy += 1;
+        self.sq_posted += 1;
+        if wr.signaled {
+            self.unsignaled_run = 0;
+            self.sq_signaled.push_back((wr.wr_id, self.sq_posted));
+        } else {
+            self.unsignaled_run += 1;
+            self.stats.sends_unsignaled += 1;
+        }
+        self.out_send.push_back(wr);
     }
 
     /// A signaled send-queue work request completed: so did every one
@@ -767,6 +942,7 @@ impl<P: ProtectionDomain> Engine<P> {
     /// comes with index 0 left for the header (or empty, for a header
     /// alone). Nobody waits for its completion, so it may go unsignaled
     /// ([`Self::pump_sq`]).
+    #[inline]
     pub(crate) fn push_send(&mut self, header: &Header, sges: Vec<Sge>, invalidate: Option<u32>) {
         let wr_id = self.next_wr;
         self.next_wr += 1;
@@ -825,6 +1001,10 @@ impl<P: ProtectionDomain> Engine<P> {
     /// Charges `n` octets that exist already (reply data) to this
     /// connection and the budget, whatever the limits.
     pub(crate) fn charge_anyway(&mut self, n: u64) {
+        if n == 0 {
+            // (Every reply that goes inline: no lock of a shared budget.)
+            return;
+        }
         self.mem_used += n;
         self.budget.force(n);
     }
@@ -861,7 +1041,9 @@ impl<P: ProtectionDomain> Engine<P> {
             return;
         }
         while self.recvs_posted < self.recv_target {
-            let wr_id = self.wr_id(Wr::Recv);
+            let wr_id = self.next_wr;
+            self.next_wr += 1;
+            self.recv_ids.push_back(wr_id);
             self.recvs_posted += 1;
             let buf = self.reusable_buffer().unwrap_or_else(|| {
                 self.stats.recv_buffers_allocated += 1;
@@ -927,7 +1109,7 @@ impl<P: ProtectionDomain> Engine<P> {
         }
         let incoming: Vec<_> = self.incoming.drain().map(|(_, c)| c).collect();
         for c in incoming {
-            for p in c.pulls {
+            for p in c.more.map(|m| m.pulls).unwrap_or_default() {
                 if let Some(mr) = p.mr {
                     self.drop_mr(mr);
                 }
@@ -956,8 +1138,30 @@ impl<P: ProtectionDomain> Engine<P> {
 
     // ----- receive dispatch ----------------------------------------------
 
-    fn on_receive(&mut self, now: Instant, buf: Bytes, invalidated: Option<u32>) {
-        let msg = match decode(&buf, &self.decode_cfg) {
+    fn on_receive(&mut self, now: Instant, mut buf: Bytes, invalidated: Option<u32>) {
+        if let Some(p) = decode_plain(&buf, &self.decode_cfg) {
+            // The common message (an RDMA_MSG without chunks), read
+            // without building its header: the checks are the decoder's.
+            self.note_invalidation(invalidated);
+            bytes::Buf::advance(&mut buf, p.header_len);
+            let direction = p.direction.or_else(|| v1_msg_direction(&buf));
+            let head = MsgHead {
+                xid: p.xid,
+                vers: p.vers,
+                credits: p.credits,
+                nomsg: false,
+            };
+            self.dispatch_msg(
+                now,
+                direction,
+                head,
+                ChunkLists::default(),
+                buf,
+                invalidated,
+            );
+            return;
+        }
+        let msg = match decode_owned(buf, &self.decode_cfg) {
             Ok(m) => m,
             Err(rej) => {
                 self.stats.bad_messages += 1;
@@ -976,25 +1180,53 @@ impl<P: ProtectionDomain> Engine<P> {
                 return;
             }
         };
-        if let Some(key) = invalidated {
-            self.stats.remote_invalidations += 1;
-            tracing::trace!(key, "peer invalidated a region");
-        }
+        self.note_invalidation(invalidated);
         match msg.header.proc_() {
             Proc::ERROR => self.on_error_message(&msg),
-            Proc::MSG | Proc::NOMSG => match self.direction_of(&msg) {
-                Some(Direction::Call) => self.on_call(now, msg),
-                Some(Direction::Reply) => self.on_reply(now, msg, invalidated),
-                None => {
-                    self.stats.bad_messages += 1;
-                    self.send_error(msg.header.vers(), msg.header.xid(), ErrorBody::BadHeader);
-                }
-            },
+            Proc::MSG | Proc::NOMSG => {
+                let direction = self.direction_of(&msg);
+                let head = MsgHead {
+                    xid: msg.header.xid(),
+                    vers: msg.header.vers(),
+                    credits: msg.header.credits(),
+                    nomsg: msg.header.proc_() == Proc::NOMSG,
+                };
+                let chunks = msg.header.into_chunks().unwrap_or_default();
+                self.dispatch_msg(now, direction, head, chunks, msg.payload, invalidated);
+            }
             // Only types in the registry get here: the decoder answers every
             // other one with RDMA2_ERR_INVAL_OPTION (draft §3.1).
             Proc::OPTIONAL => self.on_optional(now, msg),
             _ => {
                 self.stats.bad_messages += 1;
+            }
+        }
+    }
+
+    fn note_invalidation(&mut self, invalidated: Option<u32>) {
+        if let Some(key) = invalidated {
+            self.stats.remote_invalidations += 1;
+            tracing::trace!(key, "peer invalidated a region");
+        }
+    }
+
+    /// An `RDMA_MSG`/`RDMA_NOMSG` goes to the responder or the requester
+    /// side by its direction.
+    fn dispatch_msg(
+        &mut self,
+        now: Instant,
+        direction: Option<Direction>,
+        head: MsgHead,
+        chunks: ChunkLists,
+        payload: Bytes,
+        invalidated: Option<u32>,
+    ) {
+        match direction {
+            Some(Direction::Call) => self.on_call(now, head, chunks, payload),
+            Some(Direction::Reply) => self.on_reply(now, head, chunks, payload, invalidated),
+            None => {
+                self.stats.bad_messages += 1;
+                self.send_error(head.vers, head.xid, ErrorBody::BadHeader);
             }
         }
     }
@@ -1006,11 +1238,7 @@ impl<P: ProtectionDomain> Engine<P> {
         match &msg.header {
             Header::V2(h) => Some(h.direction()),
             Header::V1(h) => match h.proc_() {
-                Proc::MSG => match msg.payload.get(4..8) {
-                    Some([0, 0, 0, 0]) => Some(Direction::Call),
-                    Some([0, 0, 0, 1]) => Some(Direction::Reply),
-                    _ => None,
-                },
+                Proc::MSG => v1_msg_direction(&msg.payload),
                 _ => {
                     let c = h.chunks()?;
                     if c.has_position_zero() {
@@ -1033,6 +1261,15 @@ impl<P: ProtectionDomain> Engine<P> {
             return;
         };
         self.on_rdma_error(msg.header.xid(), body);
+    }
+}
+
+/// The direction of a Version One `RDMA_MSG`: its RPC `msg_type`.
+fn v1_msg_direction(payload: &[u8]) -> Option<Direction> {
+    match payload.get(4..8) {
+        Some([0, 0, 0, 0]) => Some(Direction::Call),
+        Some([0, 0, 0, 1]) => Some(Direction::Reply),
+        _ => None,
     }
 }
 

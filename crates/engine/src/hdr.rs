@@ -1,7 +1,22 @@
 //! Building transport headers of the connection's version.
 
+use rpcrdma_wire::prefix::PREFIX_LEN;
 use rpcrdma_wire::v2::Direction;
-use rpcrdma_wire::{ChunkLists, ErrorBody, Header, V1Body, V1Header, V2Body, V2Header};
+use rpcrdma_wire::{ChunkLists, ErrorBody, Header, V1Body, V1Header, V2Body, V2Header, WriteChunk};
+
+/// The encoded length of what [`chunked`] builds in `version` with
+/// `reads` Read segments and these Write and Reply chunks, without
+/// building it.
+pub(crate) fn chunked_len(
+    version: u32,
+    reads: usize,
+    writes: &[WriteChunk],
+    reply: Option<&WriteChunk>,
+) -> usize {
+    // Version Two has rdma_direction before the lists.
+    let direction = if version == 1 { 0 } else { 4 };
+    PREFIX_LEN + direction + ChunkLists::encoded_len_of(reads, writes, reply)
+}
 
 /// `RDMA_MSG` (`nomsg == false`) or `RDMA_NOMSG` in `version`.
 pub(crate) fn chunked(
@@ -43,5 +58,38 @@ pub(crate) fn error(version: u32, xid: u32, credits: u32, body: ErrorBody) -> He
             credits,
             body: V2Body::Error(body),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpcrdma_wire::{ReadSegment, Segment};
+    use rpcrdma_xdr::Encode;
+
+    #[test]
+    fn chunked_len_is_the_built_headers_length() {
+        let seg = Segment::default();
+        let chunk = |n: usize| WriteChunk::new(vec![seg; n]);
+        for version in [1, 2] {
+            for reads in [0, 1, 3] {
+                for writes in [vec![], vec![chunk(1)], vec![chunk(2), chunk(5)]] {
+                    for reply in [None, Some(chunk(1)), Some(chunk(3))] {
+                        let lists = ChunkLists {
+                            reads: vec![ReadSegment::default(); reads],
+                            writes: writes.clone(),
+                            reply: reply.clone(),
+                        };
+                        let built =
+                            chunked(version, 1, 2, Direction::Reply, lists, reply.is_some());
+                        assert_eq!(
+                            chunked_len(version, reads, &writes, reply.as_ref()),
+                            built.encoded_len(),
+                            "version {version}, {reads} reads, {writes:?}, {reply:?}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

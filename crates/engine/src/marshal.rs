@@ -34,7 +34,7 @@ use crate::budget::MemoryBudget;
 use crate::error::CallError;
 use crate::event::MessageForm;
 use crate::hdr;
-use crate::stream::{concat, item_positions, stream_pieces, stream_sges};
+use crate::stream::{concat, inline_sges, item_positions, stream_pieces, stream_sges};
 
 /// What a call's Upper Layer Binding says about its reply (RFC 8166 §8).
 ///
@@ -235,19 +235,7 @@ impl<P: ProtectionDomain> Regs<'_, P> {
 
 /// Length of a reply header that echoes `writes` (what the responder sends).
 fn reply_header_len(version: u32, writes: &[WriteChunk], reply: Option<&WriteChunk>) -> usize {
-    hdr::chunked(
-        version,
-        0,
-        0,
-        Direction::Reply,
-        ChunkLists {
-            reads: Vec::new(),
-            writes: writes.to_vec(),
-            reply: reply.cloned(),
-        },
-        reply.is_some(),
-    )
-    .encoded_len()
+    hdr::chunked_len(version, 0, writes, reply)
 }
 
 /// Plans one call: registers its chunks and builds its header.
@@ -262,10 +250,30 @@ pub(crate) struct SinkCounts {
 pub(crate) fn plan_call<P: ProtectionDomain>(
     pd: &P,
     budget: &MemoryBudget,
-    payload: &Payload,
+    payload: Payload,
     hints: &ReplyHints,
     p: &CallParams,
 ) -> (Result<CallPlan<P::Mr>, CallError>, SinkCounts) {
+    // The common call first: its largest reply fits inline (so it gets
+    // neither Write chunks nor a Reply chunk, see `plan_inner`) and so does
+    // the call itself. What `plan_inner` decides for it, without building
+    // chunk lists, and the payload moved into the gather list.
+    let plain_len = reply_header_len(p.version, &[], None);
+    let max_reply = hints.max_reply.unwrap_or(p.max_message) as usize;
+    if plain_len + max_reply <= p.recv_threshold as usize
+        && plain_len + payload.stream_len() <= p.send_threshold as usize
+    {
+        let chunks = ChunkLists::default();
+        let plan = CallPlan {
+            header: hdr::chunked(p.version, p.xid, p.credits, Direction::Call, chunks, false),
+            pieces: inline_sges(payload),
+            form: MessageForm::Short,
+            sources: Vec::new(),
+            writes: Vec::new(),
+            reply: None,
+        };
+        return (Ok(plan), SinkCounts::default());
+    }
     let mut regs = Regs {
         pd,
         budget,
@@ -276,7 +284,7 @@ pub(crate) fn plan_call<P: ProtectionDomain>(
         writes: Vec::new(),
         reply: None,
     };
-    let r = plan_inner(&mut regs, payload, hints, p);
+    let r = plan_inner(&mut regs, &payload, hints, p);
     let counts = SinkCounts {
         allocated: regs.allocated,
         allocated_bytes: regs.allocated_bytes,
@@ -454,4 +462,100 @@ fn plan_inner<P: ProtectionDomain>(
         ));
     }
     Ok((hdr, Vec::new(), MessageForm::Long))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Fabric;
+
+    /// `plan_call` plans a call whose largest reply and itself fit inline
+    /// at once; the general planner (`plan_inner`) must decide the same,
+    /// for every input.
+    #[test]
+    fn the_short_fast_path_plans_what_the_general_path_plans() {
+        let fabric = Fabric::new(1);
+        let pd = fabric.pd(0);
+        let budget = MemoryBudget::new(1 << 30);
+        let mut fast_paths = 0;
+        for version in [1, 2] {
+            for len in [0usize, 4, 40, 960, 995, 996, 997, 1000, 4000, 4064, 4065] {
+                let payload = Payload::inline_only(Bytes::from(vec![1u8; len]));
+                for max_reply in [None, Some(100), Some(992), Some(996), Some(997), Some(5000)] {
+                    for ddp_results in [vec![], vec![4096]] {
+                        for (send, recv) in [(1024, 1024), (4096, 4096), (4096, 1024)] {
+                            let hints = ReplyHints {
+                                ddp_results: ddp_results.clone(),
+                                max_reply,
+                                reduce: true,
+                                max_reply_reduced: None,
+                            };
+                            let p = CallParams {
+                                version,
+                                xid: 3,
+                                credits: 8,
+                                send_threshold: send,
+                                recv_threshold: recv,
+                                max_message: 1 << 20,
+                                peer_limits: None,
+                                peer_max_message: None,
+                            };
+                            let (planned, _) = plan_call(&pd, &budget, payload.clone(), &hints, &p);
+                            let mut regs = Regs {
+                                pd: &pd,
+                                budget: &budget,
+                                allocated: 0,
+                                allocated_bytes: 0,
+                                reused: 0,
+                                sources: Vec::new(),
+                                writes: Vec::new(),
+                                reply: None,
+                            };
+                            let general = plan_inner(&mut regs, &payload, &hints, &p);
+                            let general_regs = regs.sources.len()
+                                + regs.writes.len()
+                                + usize::from(regs.reply.is_some());
+                            let case = format!("v{version}, {len} octets, {max_reply:?}, {ddp_results:?}, {send}/{recv}");
+                            match (planned, general) {
+                                (Ok(plan), Ok((header, pieces, form))) => {
+                                    assert_eq!(plan.registrations(), general_regs, "{case}");
+                                    assert_eq!(plan.form, form, "{case}");
+                                    if general_regs == 0 {
+                                        // No keys in the headers: the same bytes.
+                                        assert_eq!(
+                                            (plan.header, plan.pieces),
+                                            (header, pieces),
+                                            "{case}"
+                                        );
+                                        fast_paths += usize::from(form == MessageForm::Short);
+                                    }
+                                    release(plan.sources, plan.writes, plan.reply);
+                                }
+                                (Err(a), Err(b)) => assert_eq!(a, b, "{case}"),
+                                (a, b) => {
+                                    panic!("{case}: {:?} / {:?}", a.map(|p| p.form), b.map(|g| g.2))
+                                }
+                            }
+                            release(regs.sources, regs.writes, regs.reply);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(fast_paths > 50, "only {fast_paths} Short plans compared");
+        assert_eq!(fabric.live_regions(0), 0);
+    }
+
+    fn release<Mr: MemoryRegion>(
+        sources: Vec<Mr>,
+        writes: Vec<Provided<Mr>>,
+        reply: Option<Provided<Mr>>,
+    ) {
+        for mr in sources {
+            mr.deregister().unwrap();
+        }
+        for p in writes.into_iter().chain(reply) {
+            p.mr.deregister().unwrap();
+        }
+    }
 }

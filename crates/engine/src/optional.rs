@@ -83,6 +83,7 @@ impl<P: ProtectionDomain> Engine<P> {
             return Err(ApiError::FeatureRegistered(t.0));
         }
         self.decode_cfg.options.insert(t);
+        self.refresh_derived();
         Ok(())
     }
 
@@ -101,14 +102,19 @@ impl<P: ProtectionDomain> Engine<P> {
         }
     }
 
+    /// Records a feature's state after each of its callbacks (which may
+    /// also have changed its adjustments, whatever the state).
     fn set_feature_state(&mut self, slot: usize, state: FeatureState) {
         let Some(s) = self.features.slots.get_mut(slot) else {
             return;
         };
         if s.state == state {
+            self.refresh_derived();
             return;
         }
         s.state = state.clone();
+        self.refresh_derived();
+        let s = &self.features.slots[slot];
         let (opttype, name) = (s.feature.opttype(), s.feature.name());
         tracing::debug!(
             opttype = opttype.0,
@@ -145,7 +151,15 @@ impl<P: ProtectionDomain> Engine<P> {
 
     /// Client on a Version Two connection: sends each feature's offer once,
     /// while credits allow (before queued calls).
+    #[inline]
     pub(crate) fn send_offers(&mut self, now: Instant) {
+        // Checked inline: every feature asked (the common case).
+        if self.features.unasked > 0 {
+            self.send_new_offers(now);
+        }
+    }
+
+    fn send_new_offers(&mut self, now: Instant) {
         if self.cfg.role != Role::Client
             || self.version != VersionState::Settled(2)
             || self.failed.is_some()
@@ -162,8 +176,11 @@ impl<P: ProtectionDomain> Engine<P> {
             let ctx = self.feature_context();
             let slot = &mut self.features.slots[i];
             slot.asked = true;
+            self.features.unasked -= 1;
             let opttype = slot.feature.opttype();
-            let Some(info) = slot.feature.offer(&ctx) else {
+            let offer = slot.feature.offer(&ctx);
+            self.refresh_derived();
+            let Some(info) = offer else {
                 continue;
             };
             let xid = self.alloc_opt_xid();

@@ -15,7 +15,7 @@ use rpcrdma_xdr::{Encode, Payload};
 
 use crate::event::MessageForm;
 use crate::hdr;
-use crate::stream::stream_sges;
+use crate::stream::{inline_sges, stream_sges};
 
 /// One RDMA Write: a gather list and where it goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub(crate) struct WriteOp {
 }
 
 /// How to send one reply.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) struct ReplyPlan {
     /// RDMA Writes to post before the Send.
     pub(crate) writes: Vec<WriteOp>,
@@ -110,6 +110,36 @@ pub(crate) struct ReplyParams {
 
 /// Plans the reply to a call that provided `writes` and `reply`.
 pub(crate) fn plan_reply(
+    writes: &[WriteChunk],
+    reply: Option<&WriteChunk>,
+    payload: Payload,
+    p: &ReplyParams,
+) -> Result<ReplyPlan, ReplyError> {
+    if writes.is_empty() && !payload.has_items() {
+        // The common reply: nothing to reduce; inline if it fits (what
+        // the general path below decides for it too).
+        let len = hdr::chunked_len(p.version, 0, &[], None) + payload.inline().len();
+        if len <= p.send_threshold as usize {
+            return Ok(ReplyPlan {
+                writes: Vec::new(),
+                header: hdr::chunked(
+                    p.version,
+                    p.xid,
+                    p.credits,
+                    Direction::Reply,
+                    ChunkLists::default(),
+                    false,
+                ),
+                pieces: inline_sges(payload),
+                form: MessageForm::Short,
+            });
+        }
+    }
+    plan_reply_general(writes, reply, &payload, p)
+}
+
+/// [`plan_reply`] without its fast path.
+fn plan_reply_general(
     writes: &[WriteChunk],
     reply: Option<&WriteChunk>,
     payload: &Payload,
@@ -208,6 +238,31 @@ mod tests {
             vec![4, 4, 2, 0]
         );
         assert!(scatter(&data, &[seg(1, 9)]).is_none());
+    }
+
+    #[test]
+    fn the_short_fast_path_plans_what_the_general_path_plans() {
+        let reply_chunk = WriteChunk::new(vec![seg(9, 8192)]);
+        for version in [1, 2] {
+            for len in [0usize, 4, 24, 995, 996, 997, 1000, 4064, 4065, 5000] {
+                let payload = Payload::inline_only(Bytes::from(vec![7u8; len]));
+                for send_threshold in [1024, 4096] {
+                    for reply in [None, Some(&reply_chunk)] {
+                        let p = ReplyParams {
+                            version,
+                            xid: 5,
+                            credits: 32,
+                            send_threshold,
+                        };
+                        assert_eq!(
+                            plan_reply(&[], reply, payload.clone(), &p),
+                            plan_reply_general(&[], reply, &payload, &p),
+                            "version {version}, {len} octets, threshold {send_threshold}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

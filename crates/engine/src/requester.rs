@@ -5,11 +5,11 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use rpcrdma_verbs::{MrBuffer, ProtectionDomain};
-use rpcrdma_wire::{ChunkLists, ErrorBody, Message, Proc};
+use rpcrdma_wire::{ChunkLists, ErrorBody};
 use rpcrdma_xdr::Payload;
 
 use crate::config::{Role, VersionPolicy};
-use crate::conn::{Engine, OutCall, Pending, VersionState};
+use crate::conn::{CallRegs, Engine, MsgHead, OutCall, Pending, VersionState};
 use crate::error::{ApiError, CallError, EngineError};
 use crate::event::{Event, MessageForm};
 use crate::marshal::{plan_call, CallParams, ReplyHints};
@@ -46,14 +46,39 @@ impl<P: ProtectionDomain> Engine<P> {
         if !self.credits.available() || !self.queue.is_empty() {
             self.stats.credit_waits += 1;
         }
-        self.queue.push_back(Pending {
+        let pending = Pending {
             xid,
             payload,
             hints,
-        });
+        };
+        if self.queue.is_empty() {
+            // What `pump_calls` does for a queue of this one call, without
+            // queueing it: offers first, then the call if it may go now.
+            self.send_offers(now);
+            if let Some(version) = self.may_send(xid) {
+                self.transmit(now, pending, version);
+                self.note_time(now);
+                return Ok(());
+            }
+        }
+        self.queue.push_back(pending);
         self.pump_calls(now);
         self.note_time(now);
         Ok(())
+    }
+
+    /// The version call `xid` goes in, if it may be sent now (alive,
+    /// this direction enabled, a credit free, the version known, and no
+    /// unanswered optional offer under the same XID).
+    fn may_send(&self, xid: u32) -> Option<u32> {
+        if self.failed.is_some()
+            || !self.req_enabled
+            || !self.credits.available()
+            || (!self.opt_calls.is_empty() && self.opt_calls.contains_key(&xid))
+        {
+            return None;
+        }
+        self.send_version()
     }
 
     /// Diagnostics: sends a transport header with an `rdma_proc` no version
@@ -87,9 +112,7 @@ impl<P: ProtectionDomain> Engine<P> {
             OutCall {
                 version,
                 form: MessageForm::Short,
-                sources: Vec::new(),
-                writes: Vec::new(),
-                reply: None,
+                regs: None,
                 released: false,
                 retry: None,
             },
@@ -117,9 +140,11 @@ impl<P: ProtectionDomain> Engine<P> {
         }
         call.released = true;
         call.retry = None;
-        let sources = std::mem::take(&mut call.sources);
-        let writes = std::mem::take(&mut call.writes);
-        let reply = call.reply.take();
+        let CallRegs {
+            sources,
+            writes,
+            reply,
+        } = CallRegs::unbox(call.regs.take());
         self.stats.released_early += 1;
         for mr in sources {
             self.drop_mr(mr);
@@ -130,7 +155,17 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     /// Sends queued calls while credits allow.
+    #[inline]
     pub(crate) fn pump_calls(&mut self, now: Instant) {
+        // Checked inline: nothing queued and no offer to make (the common
+        // case after every completion).
+        if self.queue.is_empty() && self.features.unasked == 0 {
+            return;
+        }
+        self.pump_queue(now);
+    }
+
+    fn pump_queue(&mut self, now: Instant) {
         // Version Two optional offers go first (each holds a credit).
         self.send_offers(now);
         while self.failed.is_none() && self.req_enabled && !self.queue.is_empty() {
@@ -163,15 +198,25 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     fn transmit(&mut self, now: Instant, pending: Pending, version: u32) {
+        // The version probe keeps a copy of itself, to be sent again in
+        // Version One after ERR_VERS; every other call's payload moves into
+        // its Send.
+        let probing = self.version == VersionState::Probing;
+        let retry = probing.then(|| Box::new(pending.clone()));
+        let Pending {
+            xid,
+            payload,
+            hints,
+        } = pending;
         let t = self.thresholds();
-        let adj = self.features.adjustments();
+        let adj = self.adjustments;
         let credits = match self.cfg.role {
             Role::Client => self.cfg.credits_request,
             Role::Server => self.cfg.backchannel_credits.max(1),
         };
         let params = CallParams {
             version,
-            xid: pending.xid,
+            xid,
             credits,
             send_threshold: t.send,
             recv_threshold: t.recv,
@@ -179,23 +224,14 @@ impl<P: ProtectionDomain> Engine<P> {
             peer_limits: adj.peer_limits,
             peer_max_message: adj.peer_max_message,
         };
-        let (plan, sinks) = plan_call(
-            &self.pd,
-            &self.budget,
-            &pending.payload,
-            &pending.hints,
-            &params,
-        );
+        let (plan, sinks) = plan_call(&self.pd, &self.budget, payload, &hints, &params);
         self.stats.sink_buffers_allocated += sinks.allocated;
         self.stats.sink_bytes_allocated += sinks.allocated_bytes;
         self.stats.sink_buffers_reused += sinks.reused;
         let plan = match plan {
             Ok(p) => p,
             Err(error) => {
-                self.events.push_back(Event::CallFailed {
-                    xid: pending.xid,
-                    error,
-                });
+                self.events.push_back(Event::CallFailed { xid, error });
                 return;
             }
         };
@@ -206,39 +242,41 @@ impl<P: ProtectionDomain> Engine<P> {
             MessageForm::Long => self.stats.calls_long += 1,
         }
         self.credits.take();
-        let probing = self.version == VersionState::Probing;
         if probing && version == 2 && self.cfg.client_version == VersionPolicy::Negotiate {
             self.deadline = Some(now + self.cfg.negotiation_timeout);
         }
-        tracing::trace!(xid = pending.xid, form = plan.form.name(), "call sent");
+        tracing::trace!(xid, form = plan.form.name(), "call sent");
         self.push_send(&plan.header, plan.pieces, None);
-        let xid = pending.xid;
         self.calls.insert(
             xid,
             OutCall {
                 version,
                 form: plan.form,
-                sources: plan.sources,
-                writes: plan.writes,
-                reply: plan.reply,
+                regs: CallRegs::boxed(plan.sources, plan.writes, plan.reply),
                 released: false,
-                retry: probing.then_some(pending),
+                retry,
             },
         );
     }
 
     pub(crate) fn settle(&mut self, version: u32, fell_back: bool) {
         self.version = VersionState::Settled(version);
+        self.refresh_derived();
         self.deadline = None;
         self.events
             .push_back(Event::Negotiated { version, fell_back });
     }
 
     pub(crate) fn release_call_mrs(&mut self, call: OutCall<P::Mr>) {
-        for mr in call.sources {
+        let CallRegs {
+            sources,
+            writes,
+            reply,
+        } = CallRegs::unbox(call.regs);
+        for mr in sources {
             self.drop_mr(mr);
         }
-        for p in call.writes.into_iter().chain(call.reply) {
+        for p in writes.into_iter().chain(reply) {
             if let Some(b) = self.drop_mr(p.mr) {
                 self.budget.keep(b.freeze());
             }
@@ -246,43 +284,47 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     /// A reply to one of our calls.
-    pub(crate) fn on_reply(&mut self, now: Instant, msg: Message, invalidated: Option<u32>) {
-        let xid = msg.header.xid();
+    pub(crate) fn on_reply(
+        &mut self,
+        now: Instant,
+        head: MsgHead,
+        chunks: ChunkLists,
+        payload: Bytes,
+        invalidated: Option<u32>,
+    ) {
+        let xid = head.xid;
         let Some(call) = self.calls.remove(&xid) else {
             self.stats.unmatched_replies += 1;
             tracing::debug!(xid, "reply matches no outstanding call; dropped");
             return;
         };
         self.credits.put();
-        self.credits.grant(msg.header.credits());
+        self.credits.grant(head.credits);
         if self.version == VersionState::Probing {
             self.seed_opt_xid(xid);
-            self.settle(msg.header.vers(), false);
+            self.settle(head.vers, false);
         }
         if call.released {
             self.pump_calls(now);
             return;
         }
         if let Some(key) = invalidated {
-            let ours = call
-                .writes
-                .iter()
-                .chain(call.reply.as_ref())
-                .any(|p| p.segment.handle == key);
-            if !ours
-                && !call
-                    .sources
+            let ours = call.regs.as_ref().is_some_and(|r| {
+                r.writes
                     .iter()
-                    .any(|m| rpcrdma_verbs::MemoryRegion::rkey(m) == key)
-            {
+                    .chain(r.reply.as_ref())
+                    .any(|p| p.segment.handle == key)
+                    || r.sources
+                        .iter()
+                        .any(|m| rpcrdma_verbs::MemoryRegion::rkey(m) == key)
+            });
+            if !ours {
                 tracing::warn!(xid, key, "peer invalidated a key that is not this call's");
             }
         }
-        let version_ok = msg.header.vers() == call.version;
-        let chunks = msg.header.chunks().cloned().unwrap_or_default();
-        let nomsg = msg.header.proc_() == Proc::NOMSG;
+        let version_ok = head.vers == call.version;
         let call_form = call.form;
-        let outcome = self.collect_reply(call, &chunks, nomsg, msg.payload);
+        let outcome = self.collect_reply(call, &chunks, head.nomsg, payload);
         if self.failed.is_some() {
             // A region could not be invalidated: the connection is closed
             // and the call abandoned, never completed (§5.5.4).
@@ -322,11 +364,17 @@ impl<P: ProtectionDomain> Engine<P> {
         nomsg: bool,
         inline: Bytes,
     ) -> Result<(Payload, MessageForm), CallError> {
-        for mr in call.sources {
+        if call.regs.is_none() && chunks.is_empty() && !nomsg {
+            // A Short call and its Short reply: nothing to release or
+            // check (what the general path below finds for it too).
+            return Ok((Payload::inline_only(inline), MessageForm::Short));
+        }
+        let regs = CallRegs::unbox(call.regs);
+        for mr in regs.sources {
             self.drop_mr(mr);
         }
-        let mut writes = Vec::with_capacity(call.writes.len());
-        for p in call.writes {
+        let mut writes = Vec::with_capacity(regs.writes.len());
+        for p in regs.writes {
             let seg = p.segment;
             let buf = self.drop_mr(p.mr).map(MrBuffer::freeze);
             if let Some(b) = &buf {
@@ -334,7 +382,7 @@ impl<P: ProtectionDomain> Engine<P> {
             }
             writes.push((seg, buf));
         }
-        let reply = call.reply.map(|p| {
+        let reply = regs.reply.map(|p| {
             let seg = p.segment;
             let buf = self.drop_mr(p.mr).map(MrBuffer::freeze);
             if let Some(b) = &buf {
@@ -415,7 +463,7 @@ impl<P: ProtectionDomain> Engine<P> {
                             "responder lacks the version; falling back"
                         );
                         self.settle(v, true);
-                        self.queue.push_front(pending);
+                        self.queue.push_front(*pending);
                     }
                     _ => {
                         self.events.push_back(Event::CallFailed {

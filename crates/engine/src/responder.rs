@@ -2,15 +2,16 @@
 //! within the memory budget, pulling their Read chunks) and sending replies
 //! (RFC 8166 §4.4.5, §4.5.3, §5.5; RFC 8797 §4.1).
 
+use std::collections::hash_map::Entry;
 use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain, RemoteAddr, SendWr, Sge};
-use rpcrdma_wire::{ErrorBody, Message, Proc};
+use rpcrdma_wire::{ChunkLists, ErrorBody};
 use rpcrdma_xdr::{round_up, Payload};
 
 use crate::config::Role;
-use crate::conn::{Engine, Held, InCall, Pull, VersionState, Wr};
+use crate::conn::{Engine, Held, InCall, InCallMore, MsgHead, Pull, VersionState, Wr};
 use crate::error::ApiError;
 use crate::event::{CallToken, Event, MessageForm};
 use crate::reply::{plan_reply, ReplyParams};
@@ -68,14 +69,11 @@ impl<P: ProtectionDomain> Engine<P> {
     /// counted against the memory budget until the reply's Send completes.
     pub fn send_reply(&mut self, token: CallToken, payload: Payload) -> Result<(), ApiError> {
         self.check_alive()?;
-        let call = match self.incoming.get(&token.0) {
-            Some(c) if c.delivered => self.incoming.remove(&token.0),
-            _ => None,
+        let call = match self.incoming.entry(token.0) {
+            Entry::Occupied(e) if e.get().delivered => e.remove(),
+            _ => return Err(ApiError::UnknownCall),
         };
-        let Some(call) = call else {
-            return Err(ApiError::UnknownCall);
-        };
-        self.answer(call, &payload);
+        self.answer(call, payload);
         Ok(())
     }
 
@@ -123,13 +121,16 @@ impl<P: ProtectionDomain> Engine<P> {
     /// A call that ends without a reply Send to hold its memory: its charge
     /// goes back to the budget, its sink buffers to the pool.
     fn finish_call(&mut self, call: InCall<P::Mr>) {
-        let InCall {
+        let Some(more) = call.more else {
+            return;
+        };
+        let InCallMore {
             charge,
             sinks,
             pulls,
             bufs,
             ..
-        } = call;
+        } = *more;
         for p in pulls {
             if let Some(mr) = p.mr {
                 self.drop_mr(mr);
@@ -142,7 +143,8 @@ impl<P: ProtectionDomain> Engine<P> {
     /// Sends `payload` as the reply to `call` (or `ERR_BADHEADER` if it
     /// cannot be returned). The call's memory and the reply's data are
     /// held until the reply's Send completes.
-    fn answer(&mut self, call: InCall<P::Mr>, payload: &Payload) {
+    fn answer(&mut self, call: InCall<P::Mr>, payload: Payload) {
+        let data_len = payload.stream_len() as u64;
         let t = self.thresholds();
         let params = ReplyParams {
             version: call.version,
@@ -150,7 +152,11 @@ impl<P: ProtectionDomain> Engine<P> {
             credits: self.grant.max(1),
             send_threshold: t.send,
         };
-        match plan_reply(&call.writes, call.reply.as_ref(), payload, &params) {
+        let (writes, reply) = match &call.more {
+            Some(m) => (&m.writes[..], m.reply.as_ref()),
+            None => (&[][..], None),
+        };
+        match plan_reply(writes, reply, payload, &params) {
             Ok(plan) => {
                 self.stats.replies_sent += 1;
                 for w in plan.writes {
@@ -159,7 +165,7 @@ impl<P: ProtectionDomain> Engine<P> {
                     self.push_sq(SendWr::write(wr_id, sges, w.remote));
                 }
                 let invalidate = if self.remote_inv {
-                    call.rkeys.first().copied()
+                    call.more.as_ref().and_then(|m| m.rkeys.first().copied())
                 } else {
                     None
                 };
@@ -171,12 +177,18 @@ impl<P: ProtectionDomain> Engine<P> {
                 let data = if plan.form == MessageForm::Short {
                     0
                 } else {
-                    payload.stream_len() as u64
+                    data_len
                 };
                 self.charge_anyway(data);
-                let held = Held {
-                    charge: call.charge + data,
-                    sinks: call.sinks,
+                let held = match call.more {
+                    Some(m) => Held {
+                        charge: m.charge + data,
+                        sinks: m.sinks,
+                    },
+                    None => Held {
+                        charge: data,
+                        sinks: Vec::new(),
+                    },
                 };
                 self.push_send_holding(&plan.header, plan.pieces, invalidate, held);
             }
@@ -192,7 +204,7 @@ impl<P: ProtectionDomain> Engine<P> {
     /// Answers a call with an RPC-level error the engine forms itself.
     fn reply_rpc_error(&mut self, call: InCall<P::Mr>, stat: u32) {
         let payload = Payload::inline_only(rpc_error_reply(call.xid, stat));
-        self.answer(call, &payload);
+        self.answer(call, payload);
     }
 
     /// Answers a call whose RPC header the upper layer could not use, as
@@ -214,9 +226,14 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     /// A call from the peer.
-    pub(crate) fn on_call(&mut self, now: Instant, msg: Message) {
-        let xid = msg.header.xid();
-        let version = msg.header.vers();
+    pub(crate) fn on_call(
+        &mut self,
+        now: Instant,
+        head: MsgHead,
+        chunks: ChunkLists,
+        payload: Bytes,
+    ) {
+        let (xid, version) = (head.xid, head.vers);
         if !self.resp_enabled || self.grant == 0 {
             // RFC 8167 §6: reverse-direction calls before the Upper Layer
             // enabled them are refused.
@@ -233,21 +250,26 @@ impl<P: ProtectionDomain> Engine<P> {
             self.pump_calls(now);
         }
         self.stats.calls_received += 1;
-        let chunks = msg.header.chunks().cloned().unwrap_or_default();
-        let nomsg = msg.header.proc_() == Proc::NOMSG;
+        let nomsg = head.nomsg;
+        let mut chunks = chunks;
         let has_pz = chunks.has_position_zero();
+        let more = (!chunks.is_empty()).then(|| {
+            Box::new(InCallMore {
+                rkeys: chunks
+                    .writes
+                    .iter()
+                    .chain(chunks.reply.as_ref())
+                    .flat_map(|c| c.segments.iter().map(|s| s.handle))
+                    .chain(chunks.reads.iter().map(|r| r.target.handle))
+                    .collect(),
+                writes: std::mem::take(&mut chunks.writes),
+                reply: chunks.reply.take(),
+                ..InCallMore::default()
+            })
+        });
         let call = InCall {
             xid,
             version,
-            rkeys: chunks
-                .writes
-                .iter()
-                .chain(chunks.reply.as_ref())
-                .flat_map(|c| c.segments.iter().map(|s| s.handle))
-                .chain(chunks.reads.iter().map(|r| r.target.handle))
-                .collect(),
-            writes: chunks.writes.clone(),
-            reply: chunks.reply.clone(),
             form: if has_pz {
                 MessageForm::Long
             } else if chunks.reads.is_empty() {
@@ -255,16 +277,9 @@ impl<P: ProtectionDomain> Engine<P> {
             } else {
                 MessageForm::Chunked
             },
-            inline: msg.payload,
-            groups: Vec::new(),
-            need: 0,
-            waited: false,
-            bufs: Vec::new(),
-            charge: 0,
-            sinks: Vec::new(),
-            pulls: Vec::new(),
-            reads_pending: 0,
             delivered: false,
+            inline: payload,
+            more,
         };
 
         if self.incoming.len() as u32 >= self.grant {
@@ -304,11 +319,15 @@ impl<P: ProtectionDomain> Engine<P> {
         // Group the Read list into chunks (by Position, sorted: a list in
         // any order is accepted, as Linux's server does; spec note W9) and
         // check them before pulling.
-        let groups: Vec<(u32, Vec<rpcrdma_wire::Segment>)> = chunks
-            .read_chunks_by_position()
-            .into_iter()
-            .map(|c| (c.position, c.segments))
-            .collect();
+        let groups: Vec<(u32, Vec<rpcrdma_wire::Segment>)> = if chunks.reads.is_empty() {
+            Vec::new()
+        } else {
+            chunks
+                .read_chunks_by_position()
+                .into_iter()
+                .map(|c| (c.position, c.segments))
+                .collect()
+        };
         let mut total: u64 = 0;
         let mut stream_end: u64 = if has_pz { 0 } else { call.inline.len() as u64 };
         let mut last_pos: Option<u32> = None;
@@ -360,8 +379,18 @@ impl<P: ProtectionDomain> Engine<P> {
         let token = self.next_token;
         self.next_token += 1;
         let mut call = call;
-        call.groups = groups;
-        call.need = total;
+        if groups.is_empty() && self.waiting.is_empty() && self.admission_open() {
+            // Nothing to pull and nothing waiting before it: admitted and
+            // handed up at once, as `pump_admission` and `start_call`
+            // would (one table operation instead of four).
+            self.mem_blocked = None;
+            self.events.push_back(deliver_inline(token, &mut call));
+            self.incoming.insert(token, call);
+            return;
+        }
+        let more = call.more();
+        more.groups = groups;
+        more.need = total;
         self.incoming.insert(token, call);
         // The call holds its credit from now on; it is processed (its
         // Read sinks allocated and Reads posted, or it is handed up) once
@@ -377,7 +406,7 @@ impl<P: ProtectionDomain> Engine<P> {
     /// E14; memory, E21).
     pub(crate) fn pump_admission(&mut self) {
         while let Some(&token) = self.waiting.front() {
-            if self.failed.is_some() || self.overloaded() || self.mem_used > self.cfg.max_memory {
+            if !self.admission_open() {
                 return;
             }
             if !self.incoming.contains_key(&token) {
@@ -393,6 +422,12 @@ impl<P: ProtectionDomain> Engine<P> {
         }
     }
 
+    /// Whether calls may be admitted now (the send backlog is small and
+    /// this connection within its memory limit).
+    fn admission_open(&self) -> bool {
+        self.failed.is_none() && !self.overloaded() && self.mem_used <= self.cfg.max_memory
+    }
+
     /// Finds the memory for a waiting call's Read sinks: idle pooled
     /// buffers where they fit, fresh ones otherwise, all within the
     /// connection's limit and the shared budget. Returns whether it did;
@@ -401,10 +436,10 @@ impl<P: ProtectionDomain> Engine<P> {
         let Some(call) = self.incoming.get(&token) else {
             return false;
         };
-        if call.need == 0 {
+        let Some(more) = call.more.as_deref().filter(|m| m.need > 0) else {
             return true;
-        }
-        let lens: Vec<usize> = call
+        };
+        let lens: Vec<usize> = more
             .groups
             .iter()
             .map(|(_, segs)| segs.iter().map(|s| s.length as usize).sum())
@@ -448,8 +483,9 @@ impl<P: ProtectionDomain> Engine<P> {
             // this one's own calls (which wake it themselves).
             self.mem_blocked = conn_ok.then(|| self.budget.epoch());
             if let Some(call) = self.incoming.get_mut(&token) {
-                if !call.waited {
-                    call.waited = true;
+                let more = call.more();
+                if !more.waited {
+                    more.waited = true;
                     self.stats.calls_waited_for_memory += 1;
                 }
             }
@@ -466,8 +502,9 @@ impl<P: ProtectionDomain> Engine<P> {
             }
         }
         if let Some(call) = self.incoming.get_mut(&token) {
-            call.charge += pooled + fresh;
-            call.bufs = bufs.into_iter().flatten().collect();
+            let more = call.more();
+            more.charge += pooled + fresh;
+            more.bufs = bufs.into_iter().flatten().collect();
         }
         true
     }
@@ -478,19 +515,14 @@ impl<P: ProtectionDomain> Engine<P> {
         let Some(call) = self.incoming.get_mut(&token) else {
             return;
         };
-        let groups = std::mem::take(&mut call.groups);
-        let bufs = std::mem::take(&mut call.bufs);
+        let (groups, bufs) = match call.more.as_deref_mut() {
+            Some(m) => (std::mem::take(&mut m.groups), std::mem::take(&mut m.bufs)),
+            None => (Vec::new(), Vec::new()),
+        };
         let (xid, version) = (call.xid, call.version);
         if groups.is_empty() {
-            call.delivered = true;
-            let message = Payload::inline_only(call.inline.clone());
-            let form = call.form;
-            self.events.push_back(Event::Call {
-                token: CallToken(token),
-                xid,
-                message,
-                form,
-            });
+            let event = deliver_inline(token, call);
+            self.events.push_back(event);
             return;
         }
 
@@ -505,7 +537,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 Err(e) => {
                     tracing::warn!(xid, error = %e, "cannot register a Read sink");
                     if let Some(mut call) = self.incoming.remove(&token) {
-                        call.pulls = pulls;
+                        call.more().pulls = pulls;
                         self.finish_call(call);
                     }
                     self.send_error(version, xid, ErrorBody::BadHeader);
@@ -535,8 +567,9 @@ impl<P: ProtectionDomain> Engine<P> {
         let Some(call) = self.incoming.get_mut(&token) else {
             return;
         };
-        call.pulls = pulls;
-        call.reads_pending = reads.len() as u32;
+        let more = call.more();
+        more.pulls = pulls;
+        more.reads_pending = reads.len() as u32;
         if reads.is_empty() {
             self.finish_pull(token);
         } else {
@@ -561,8 +594,9 @@ impl<P: ProtectionDomain> Engine<P> {
         let Some(call) = self.incoming.get_mut(&token) else {
             return;
         };
-        call.reads_pending = call.reads_pending.saturating_sub(1);
-        if call.reads_pending == 0 {
+        let more = call.more();
+        more.reads_pending = more.reads_pending.saturating_sub(1);
+        if more.reads_pending == 0 {
             self.finish_pull(token);
         }
     }
@@ -572,7 +606,7 @@ impl<P: ProtectionDomain> Engine<P> {
         let Some(call) = self.incoming.get_mut(&token) else {
             return;
         };
-        let pulls = std::mem::take(&mut call.pulls);
+        let pulls = std::mem::take(&mut call.more().pulls);
         let mut chunks = Vec::with_capacity(pulls.len());
         let mut sinks = Vec::with_capacity(pulls.len());
         for p in pulls {
@@ -590,7 +624,7 @@ impl<P: ProtectionDomain> Engine<P> {
             return;
         };
         // The buffers stay the call's (and counted) until it is answered.
-        call.sinks = sinks;
+        call.more().sinks = sinks;
         let inline = match chunks.first() {
             Some((0, _)) => chunks.remove(0).1,
             _ => call.inline.clone(),
@@ -627,6 +661,19 @@ impl<P: ProtectionDomain> Engine<P> {
                 }
             }
         }
+    }
+}
+
+/// The event handing up an admitted call without Read chunks, marked
+/// delivered: its inline bytes are the whole message (taken: nothing
+/// reads them from the call afterwards).
+fn deliver_inline<Mr>(token: u64, call: &mut InCall<Mr>) -> Event {
+    call.delivered = true;
+    Event::Call {
+        token: CallToken(token),
+        xid: call.xid,
+        message: Payload::inline_only(std::mem::take(&mut call.inline)),
+        form: call.form,
     }
 }
 

@@ -25,8 +25,32 @@ pub(crate) fn stream_pieces(payload: &Payload, reduced: usize) -> (Vec<Bytes>, u
 pub(crate) fn stream_sges(payload: &Payload, reduced: usize) -> (Vec<Sge>, usize) {
     let mut out = Vec::with_capacity(2 + 3 * payload.items().len());
     out.push(Sge::Bytes(Bytes::new()));
+    if !payload.has_items() {
+        // The whole stream is the inline bytes.
+        let inline = payload.inline();
+        if !inline.is_empty() {
+            out.push(Sge::Bytes(inline.clone()));
+        }
+        return (out, inline.len());
+    }
     let total = visit_pieces(payload, reduced, |b| out.push(Sge::Bytes(b)));
     (out, total)
+}
+
+/// The gather list of a Send of the whole (unreduced) Payload stream of
+/// `payload`, taken by value: inline bytes alone are moved into the list,
+/// not shared (slot 0 left for the header, as in [`stream_sges`]).
+pub(crate) fn inline_sges(payload: Payload) -> Vec<Sge> {
+    if payload.has_items() {
+        return stream_sges(&payload, 0).0;
+    }
+    let (inline, _) = payload.into_parts();
+    let mut out = Vec::with_capacity(2);
+    out.push(Sge::Bytes(Bytes::new()));
+    if !inline.is_empty() {
+        out.push(Sge::Bytes(inline));
+    }
+    out
 }
 
 /// Calls `f` with each non-empty piece of the (reduced) Payload stream in
@@ -131,6 +155,14 @@ mod tests {
             assert_eq!(sges[0], Sge::Bytes(Bytes::new()));
             let rest: Vec<Sge> = pieces.into_iter().map(Sge::Bytes).collect();
             assert_eq!(&sges[1..], &rest[..]);
+        }
+    }
+
+    #[test]
+    fn a_gather_list_by_value_is_the_same_list() {
+        let inline_only = Payload::inline_only(Bytes::from_static(b"0123"));
+        for p in [sample(), inline_only, Payload::default()] {
+            assert_eq!(inline_sges(p.clone()), stream_sges(&p, 0).0);
         }
     }
 

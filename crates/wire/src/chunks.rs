@@ -200,7 +200,36 @@ impl ChunkLists {
 
     /// Decodes the three lists, enforcing `limits` and the per-list rules
     /// (Position alignment, non-empty chunks).
+    /// The encoded length of chunk lists with `reads` Read segments and
+    /// these Write and Reply chunks, without building them (the same as
+    /// [`Encode::encoded_len`] of such a `ChunkLists`).
+    ///
+    /// ```
+    /// use rpcrdma_wire::{ChunkLists, Segment, WriteChunk};
+    /// use rpcrdma_xdr::Encode;
+    /// let w = vec![WriteChunk::new(vec![Segment::default(); 2])];
+    /// let lists = ChunkLists { writes: w.clone(), ..ChunkLists::default() };
+    /// assert_eq!(ChunkLists::encoded_len_of(0, &w, None), lists.encoded_len());
+    /// assert_eq!(ChunkLists::encoded_len_of(0, &[], None), 12);
+    /// ```
+    pub fn encoded_len_of(
+        reads: usize,
+        writes: &[WriteChunk],
+        reply: Option<&WriteChunk>,
+    ) -> usize {
+        let reads = reads * (4 + READ_SEGMENT_LEN) + 4;
+        let writes = writes.iter().map(|c| 4 + c.encoded_len()).sum::<usize>() + 4;
+        let reply = 4 + reply.map_or(0, Encode::encoded_len);
+        reads + writes + reply
+    }
+
     pub(crate) fn decode(dec: &mut Decoder<'_>, limits: &Limits) -> Result<Self, HeaderError> {
+        // The common case, three empty lists: three XDR `false` words (the
+        // checks below would find exactly this).
+        if dec.rest().get(..12) == Some(&[0u8; 12][..]) {
+            dec.skip(12).map_err(HeaderError::xdr("rdma_reads"))?;
+            return Ok(Self::default());
+        }
         let reads = decode_read_list(dec, limits)?;
         let writes = decode_write_list(dec, limits)?;
         let reply = if dec.get_bool().map_err(HeaderError::xdr("rdma_reply"))? {
@@ -308,14 +337,6 @@ impl Encode for ChunkLists {
     }
 
     fn encoded_len(&self) -> usize {
-        let reads = self.reads.len() * (4 + READ_SEGMENT_LEN) + 4;
-        let writes = self
-            .writes
-            .iter()
-            .map(|c| 4 + c.encoded_len())
-            .sum::<usize>()
-            + 4;
-        let reply = 4 + self.reply.as_ref().map_or(0, Encode::encoded_len);
-        reads + writes + reply
+        Self::encoded_len_of(self.reads.len(), &self.writes, self.reply.as_ref())
     }
 }

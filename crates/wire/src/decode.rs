@@ -161,6 +161,22 @@ impl Header {
         }
     }
 
+    /// The chunk lists of a `MSG` / `NOMSG` header, taken out of it (no
+    /// copy).
+    pub fn into_chunks(self) -> Option<ChunkLists> {
+        match self {
+            Self::V1(V1Header {
+                body: V1Body::Msg(c) | V1Body::NoMsg(c),
+                ..
+            })
+            | Self::V2(V2Header {
+                body: V2Body::Msg { chunks: c, .. } | V2Body::NoMsg { chunks: c, .. },
+                ..
+            }) => Some(c),
+            _ => None,
+        }
+    }
+
     /// The error body of an `RDMA_ERROR` / `RDMA2_ERROR` header.
     pub fn error(&self) -> Option<&ErrorBody> {
         match self {
@@ -185,6 +201,61 @@ impl Header {
     }
 }
 
+impl Header {
+    /// The encoding of an `RDMA_MSG` / `RDMA_NOMSG` header whose three
+    /// chunk lists are empty (the common Short message), built in one
+    /// piece: the encoding and its length, or `None` for any other header.
+    fn encode_plain(&self) -> Option<([u8; 32], usize)> {
+        let (xid, vers, credits, proc_, direction, chunks) = match self {
+            Self::V1(h) => match &h.body {
+                V1Body::Msg(c) => (h.xid, v1::VERSION, h.credits, Proc::MSG, None, c),
+                V1Body::NoMsg(c) => (h.xid, v1::VERSION, h.credits, Proc::NOMSG, None, c),
+                V1Body::Error(_) => return None,
+            },
+            Self::V2(h) => match &h.body {
+                V2Body::Msg { direction, chunks } => (
+                    h.xid,
+                    v2::VERSION,
+                    h.credits,
+                    Proc::MSG,
+                    Some(*direction),
+                    chunks,
+                ),
+                V2Body::NoMsg { direction, chunks } => (
+                    h.xid,
+                    v2::VERSION,
+                    h.credits,
+                    Proc::NOMSG,
+                    Some(*direction),
+                    chunks,
+                ),
+                V2Body::Error(_) | V2Body::Optional(_) => return None,
+            },
+        };
+        if !chunks.is_empty() {
+            return None;
+        }
+        // Version One: the prefix and three empty lists (seven words);
+        // Version Two: rdma_direction before the lists (eight).
+        let words = [
+            xid,
+            vers,
+            credits,
+            proc_.0,
+            direction.map_or(0, Direction::value),
+            0,
+            0,
+            0,
+        ];
+        let n = if direction.is_some() { 8 } else { 7 };
+        let mut out = [0u8; 32];
+        for (o, w) in out.chunks_exact_mut(4).zip(words) {
+            o.copy_from_slice(&w.to_be_bytes());
+        }
+        Some((out, 4 * n))
+    }
+}
+
 impl Encode for Header {
     fn encode(&self, enc: &mut Encoder<'_>) {
         match self {
@@ -196,6 +267,14 @@ impl Encode for Header {
         match self {
             Self::V1(h) => h.encoded_len(),
             Self::V2(h) => h.encoded_len(),
+        }
+    }
+    fn encode_into(&self, buf: &mut bytes::BytesMut) {
+        match self.encode_plain() {
+            // (Constant lengths: copied without a call to memcpy.)
+            Some((b, 28)) => buf.extend_from_slice(&b[..28]),
+            Some((b, _)) => buf.extend_from_slice(&b[..32]),
+            None => self.encode(&mut Encoder::new(buf)),
         }
     }
 }
@@ -331,10 +410,170 @@ fn reject(buf: &[u8], cfg: &DecodeConfig, error: HeaderError) -> Rejection {
 /// assert!(matches!(rej.verdict, Verdict::Reply(r) if hex::encode(r.to_bytes()).ends_with("0000000100000001")));
 /// ```
 pub fn decode(buf: &Bytes, cfg: &DecodeConfig) -> Result<Message, Rejection> {
-    decode_inner(buf, cfg).map_err(|e| reject(buf, cfg, e))
+    let (header, header_len) = decode_inner(buf, cfg).map_err(|e| reject(buf, cfg, e))?;
+    Ok(Message {
+        header,
+        header_len,
+        payload: buf.slice(header_len..),
+    })
 }
 
-fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<Message, HeaderError> {
+/// Like [`decode`], taking the received bytes by value: the payload is
+/// `buf` itself past the header, so no reference to the receive buffer is
+/// taken or dropped (a receiver that is done with `buf` saves two atomic
+/// operations per message).
+///
+/// ```
+/// use bytes::Bytes;
+/// use rpcrdma_wire::{decode, decode_owned, DecodeConfig};
+///
+/// let msg = Bytes::from(hex::decode(concat!(
+///     "0000002a", "00000001", "00000020", "00000000",
+///     "00000000", "00000000", "00000000", "0000002a", "00000000",
+/// )).unwrap());
+/// let cfg = DecodeConfig::default();
+/// assert_eq!(decode_owned(msg.clone(), &cfg), decode(&msg, &cfg));
+/// ```
+pub fn decode_owned(mut buf: Bytes, cfg: &DecodeConfig) -> Result<Message, Rejection> {
+    let (header, header_len) = decode_inner(&buf, cfg).map_err(|e| reject(&buf, cfg, e))?;
+    bytes::Buf::advance(&mut buf, header_len);
+    Ok(Message {
+        header,
+        header_len,
+        payload: buf,
+    })
+}
+
+/// The common received message, read without building a [`Header`]: an
+/// `RDMA_MSG` with three empty chunk lists, in a supported version, whose
+/// payload starts with the same XID (and, in Version Two, the
+/// `msg_type` its `rdma_direction` names). See [`decode_plain`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PlainMsg {
+    /// `rdma_xid`.
+    pub xid: u32,
+    /// `rdma_vers`.
+    pub vers: u32,
+    /// `rdma_credit`.
+    pub credits: u32,
+    /// Version Two's `rdma_direction`; `None` in Version One (where the
+    /// RPC `msg_type` says it).
+    pub direction: Option<Direction>,
+    /// Length of the transport header; the payload is what follows it.
+    pub header_len: usize,
+}
+
+impl PlainMsg {
+    /// The header [`decode`] gives for the same bytes.
+    pub fn header(&self) -> Header {
+        let chunks = ChunkLists::default();
+        match self.direction {
+            None => Header::V1(V1Header {
+                xid: self.xid,
+                credits: self.credits,
+                body: V1Body::Msg(chunks),
+            }),
+            Some(direction) => Header::V2(V2Header {
+                xid: self.xid,
+                credits: self.credits,
+                body: V2Body::Msg { direction, chunks },
+            }),
+        }
+    }
+}
+
+/// Reads `buf` if it is the common message (a [`PlainMsg`]): `Some`
+/// exactly when [`decode`] accepts `buf` as an `RDMA_MSG` with three empty
+/// chunk lists, and then `decode` gives the header [`PlainMsg::header`]
+/// and the payload `buf[header_len..]`. `None` says nothing about
+/// validity: [`decode`] reads (or rejects) every other message.
+///
+/// A receiver can take this fast path first and fall back to [`decode`]:
+/// the checks are the same.
+///
+/// ```
+/// use rpcrdma_wire::{decode_plain, DecodeConfig};
+///
+/// let msg = hex::decode(concat!(
+///     "0000002a", "00000001", "00000020", "00000000", // xid, vers 1, credits 32, RDMA_MSG
+///     "00000000", "00000000", "00000000",             // no chunks
+///     "0000002a", "00000000",                         // RPC XID, CALL
+/// )).unwrap();
+/// let p = decode_plain(&msg, &DecodeConfig::default()).unwrap();
+/// assert_eq!((p.xid, p.credits, p.direction, p.header_len), (42, 32, None, 28));
+/// // Another RPC XID: not plain (decode rejects it).
+/// let mut bad = msg.clone();
+/// bad[31] = 7;
+/// assert_eq!(decode_plain(&bad, &DecodeConfig::default()), None);
+/// ```
+pub fn decode_plain(buf: &[u8], cfg: &DecodeConfig) -> Option<PlainMsg> {
+    let xid = word(buf, 0)?;
+    let vers = word(buf, 1)?;
+    if !cfg.versions.contains(vers) || word(buf, 3)? != Proc::MSG.0 {
+        return None;
+    }
+    let (lists_at, direction) = match vers {
+        v1::VERSION => (16, None),
+        v2::VERSION => match word(buf, 4)? {
+            0 => (20, Some(Direction::Call)),
+            1 => (20, Some(Direction::Reply)),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    if buf.get(lists_at..lists_at + 12)? != [0u8; 12] {
+        return None;
+    }
+    let header_len = lists_at + 12;
+    // The RDMA_MSG rules (`check_msg`; no Read list, so no Position-Zero
+    // chunk) and Version Two's direction against the RPC msg_type.
+    let payload = buf.get(header_len..)?;
+    if word(payload, 0)? != xid {
+        return None;
+    }
+    if let Some(d) = direction {
+        if word(payload, 1)? != d.value() {
+            return None;
+        }
+    }
+    Some(PlainMsg {
+        xid,
+        vers,
+        credits: word(buf, 2)?,
+        direction,
+        header_len,
+    })
+}
+
+/// The header and its length; the payload (what follows it) is checked
+/// against the header here but cut out by the caller.
+fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<(Header, usize), HeaderError> {
+    decode_with(buf, cfg, true)
+}
+
+/// The header and its length as the field-by-field decoder alone reads
+/// them (without [`decode_plain`]): what the fuzz checks hold the fast
+/// path against.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn decode_fieldwise(
+    buf: &Bytes,
+    cfg: &DecodeConfig,
+) -> Result<(Header, usize), HeaderError> {
+    decode_with(buf, cfg, false)
+}
+
+/// [`decode_inner`], with the one-piece reading of plain `RDMA_MSG`
+/// headers ([`decode_plain`]) or without it (the tests compare both).
+fn decode_with(
+    buf: &Bytes,
+    cfg: &DecodeConfig,
+    plain: bool,
+) -> Result<(Header, usize), HeaderError> {
+    if plain {
+        if let Some(p) = decode_plain(buf, cfg) {
+            return Ok((p.header(), p.header_len));
+        }
+    }
     let (Some(xid), Some(vers)) = (word(buf, 0), word(buf, 1)) else {
         return Err(HeaderError::TooShort { len: buf.len() });
     };
@@ -357,7 +596,6 @@ fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<Message, HeaderError>
     dec.skip(8).map_err(HeaderError::xdr("rdma_vers"))?;
     let credits = dec.get_u32().map_err(HeaderError::xdr("rdma_credit"))?;
     let proc_ = Proc(dec.get_u32().map_err(HeaderError::xdr("rdma_proc"))?);
-
     let header = if vers == v1::VERSION {
         let body = V1Header::decode_body(&mut dec, proc_, &cfg.limits)?;
         Header::V1(V1Header { xid, credits, body })
@@ -366,20 +604,20 @@ fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<Message, HeaderError>
         Header::V2(V2Header { xid, credits, body })
     };
     let header_len = dec.position();
-    let payload = dec.take_rest_bytes();
+    let payload = buf.get(header_len..).unwrap_or_default();
 
     match &header {
         Header::V1(h) => match &h.body {
-            V1Body::Msg(c) => check_msg(c, &payload, xid, "RDMA_MSG", "RDMA_NOMSG")?,
-            V1Body::NoMsg(c) => check_nomsg(c, &payload, "RDMA_NOMSG")?,
+            V1Body::Msg(c) => check_msg(c, payload, xid, "RDMA_MSG", "RDMA_NOMSG")?,
+            V1Body::NoMsg(c) => check_nomsg(c, payload, "RDMA_NOMSG")?,
             // Bytes after a complete error body are pad (W6): the error
             // still ends its RPC; they stay in `payload`.
             V1Body::Error(_) => {}
         },
         Header::V2(h) => match &h.body {
             V2Body::Msg { direction, chunks } => {
-                check_msg(chunks, &payload, xid, "RDMA2_MSG", "RDMA2_NOMSG")?;
-                let Some(msg_type) = word(&payload, 1) else {
+                check_msg(chunks, payload, xid, "RDMA2_MSG", "RDMA2_NOMSG")?;
+                let Some(msg_type) = word(payload, 1) else {
                     return Err(HeaderError::PayloadTooShort {
                         len: payload.len(),
                         what: "msg_type",
@@ -394,7 +632,7 @@ fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<Message, HeaderError>
                 }
             }
             V2Body::NoMsg { direction, chunks } => {
-                check_nomsg(chunks, &payload, "RDMA2_NOMSG")?;
+                check_nomsg(chunks, payload, "RDMA2_NOMSG")?;
                 // The direction says which chunk holds the message: a call
                 // with only a Reply chunk (or a reply with only a
                 // Position-Zero Read chunk) carries no RPC message at all.
@@ -420,11 +658,7 @@ fn decode_inner(buf: &Bytes, cfg: &DecodeConfig) -> Result<Message, HeaderError>
             }
         },
     }
-    Ok(Message {
-        header,
-        header_len,
-        payload,
-    })
+    Ok((header, header_len))
 }
 
 /// `RDMA_MSG` rules: no Position-Zero Read chunk, a payload, matching XIDs.
@@ -476,4 +710,90 @@ fn check_nomsg(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Bytes that are mostly a plain `RDMA_MSG` (either version) and its
+    /// RPC message: each field usually right, sometimes another value,
+    /// cut at any length.
+    fn near_plain() -> impl Strategy<Value = Vec<u8>> {
+        let usually = |usual: u32, other: u32| prop_oneof![6 => Just(usual), 1 => Just(other), 1 => any::<u32>()];
+        let fields = (
+            usually(0, 1), // rdma_proc
+            usually(0, 1), // rdma_direction (Version Two)
+            usually(0, 1), // Read list
+            usually(0, 1), // Write list
+            usually(0, 1), // Reply chunk
+            usually(7, 8), // RPC XID
+            usually(0, 1), // RPC msg_type
+        );
+        (any::<bool>(), fields, 8usize..48).prop_map(|(v2, f, cut)| {
+            let (proc_, direction, reads, writes, reply, rpc_xid, msg_type) = f;
+            let mut words = vec![7, if v2 { 2 } else { 1 }, 32, proc_];
+            if v2 {
+                words.push(direction);
+            }
+            words.extend([reads, writes, reply, rpc_xid, msg_type, 2]);
+            let mut v = hex_words(&words);
+            v.truncate(cut);
+            v
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+        /// The one-piece reading of plain messages gives exactly what the
+        /// field-by-field decoder gives, for any bytes and any versions,
+        /// and it takes every message that decoder reads as plain.
+        #[test]
+        fn plain_messages_read_as_the_decoder_reads_them(bytes in near_plain(), v in 0usize..3) {
+            let versions = [VersionRange::V1_AND_V2, VersionRange::V1_ONLY, VersionRange::V2_ONLY][v];
+            let cfg = DecodeConfig { versions, ..DecodeConfig::default() };
+            let buf = Bytes::from(bytes);
+            let fieldwise = decode_with(&buf, &cfg, false);
+            prop_assert_eq!(&decode_with(&buf, &cfg, true), &fieldwise);
+            let plain_by_decoder = matches!(
+                &fieldwise,
+                Ok((h, _)) if h.proc_() == Proc::MSG && h.chunks().is_some_and(ChunkLists::is_empty)
+            );
+            let plain = decode_plain(&buf, &cfg);
+            prop_assert_eq!(plain.is_some(), plain_by_decoder);
+            if let (Some(p), Ok((h, n))) = (plain, fieldwise) {
+                prop_assert_eq!((p.header(), p.header_len), (h, n));
+            }
+        }
+    }
+
+    #[test]
+    fn plain_messages_take_the_one_piece_path() {
+        let cfg = DecodeConfig::default();
+        let plain = |words: &[u32]| decode_plain(&hex_words(words), &cfg);
+        assert_eq!(
+            plain(&[9, 1, 5, 0, 0, 0, 0, 9, 0]).map(|p| p.header_len),
+            Some(28)
+        );
+        assert_eq!(
+            plain(&[9, 2, 5, 0, 1, 0, 0, 0, 9, 1]).map(|p| (p.header_len, p.direction)),
+            Some((32, Some(Direction::Reply)))
+        );
+        // A chunk list, RDMA_NOMSG, a bad direction, another RPC XID, a
+        // direction that is not the msg_type, no payload, an unsupported
+        // version: the field-by-field path.
+        assert_eq!(plain(&[9, 1, 5, 0, 1, 0, 0, 9, 0]), None);
+        assert_eq!(plain(&[9, 1, 5, 1, 0, 0, 1]), None);
+        assert_eq!(plain(&[9, 2, 5, 0, 2, 0, 0, 0, 9, 2]), None);
+        assert_eq!(plain(&[9, 1, 5, 0, 0, 0, 0, 8, 0]), None);
+        assert_eq!(plain(&[9, 2, 5, 0, 1, 0, 0, 0, 9, 0]), None);
+        assert_eq!(plain(&[9, 1, 5, 0, 0, 0, 0]), None);
+        assert_eq!(plain(&[9, 3, 5, 0, 0, 0, 0, 9, 0]), None);
+    }
+
+    fn hex_words(words: &[u32]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_be_bytes()).collect()
+    }
 }

@@ -9,13 +9,19 @@
 use bytes::Bytes;
 use rpcrdma_xdr::Encode;
 
-use crate::{decode, DecodeConfig, Header, PrivateData, Verdict, VersionRange};
+use crate::{
+    decode, decode_owned, decode_plain, DecodeConfig, Header, PrivateData, Proc, Verdict,
+    VersionRange,
+};
 
 /// Decodes `data` as a received message under the default configuration
 /// and a Version One-only one, and checks the invariants:
 ///
 /// * a valid message re-encodes to exactly the header bytes it came from,
 ///   and its payload is exactly the rest;
+/// * [`decode_plain`] reads exactly the messages [`decode`] reads as an
+///   `RDMA_MSG` without chunks, with the same header, and
+///   [`crate::decode_owned`] agrees with [`decode`];
 /// * an error reply decodes, under the same configuration, as a valid
 ///   `RDMA_ERROR` carrying the same XID, when its version is supported;
 /// * nothing panics.
@@ -35,7 +41,33 @@ pub fn decode_roundtrip(data: &[u8]) {
 }
 
 fn check_one(buf: &Bytes, cfg: &DecodeConfig) {
-    match decode(buf, cfg) {
+    let decoded = decode(buf, cfg);
+    assert_eq!(
+        decode_owned(buf.clone(), cfg),
+        decoded,
+        "decode_owned differs"
+    );
+    // The one-piece reading of the common message against the
+    // field-by-field decoder alone.
+    let fieldwise = crate::decode::decode_fieldwise(buf, cfg);
+    match (&decoded, &fieldwise) {
+        (Ok(m), Ok((h, n))) => assert_eq!((&m.header, m.header_len), (h, *n), "fast path differs"),
+        (Err(rej), Err(e)) => assert_eq!(&rej.error, e, "fast path differs"),
+        (a, b) => panic!("fast path differs: {a:?} / {b:?}"),
+    }
+    let plain_by_decoder = matches!(
+        &fieldwise,
+        Ok((h, _)) if h.proc_() == Proc::MSG && h.chunks().is_some_and(|c| c.is_empty())
+    );
+    match decode_plain(buf, cfg) {
+        Some(p) => assert_eq!(
+            fieldwise.as_ref().ok(),
+            Some(&(p.header(), p.header_len)),
+            "decode_plain differs from the decoder"
+        ),
+        None => assert!(!plain_by_decoder, "decode_plain missed a plain RDMA_MSG"),
+    }
+    match decoded {
         Ok(m) => {
             let enc = m.header.to_bytes();
             assert_eq!(enc.len(), m.header_len, "encoded_len/header_len disagree");

@@ -15,7 +15,8 @@
 //!   buffer. A [`Rejection`] carries the broken rule ([`HeaderError`]) and
 //!   the [`Verdict`]: the exact [`ErrorReply`] to send (`ERR_VERS` with the
 //!   configured [`VersionRange`], `ERR_BADHEADER`, `RDMA2_ERR_INVAL_OPTION`)
-//!   or [`Verdict::Discard`].
+//!   or [`Verdict::Discard`]. [`decode_owned`] does the same with the
+//!   buffer taken by value (the payload is the buffer itself, advanced).
 //! * **Send**: build a [`V1Header`] / [`V2Header`]; its
 //!   [`rpcrdma_xdr::Encode`] implementation gives the
 //!   [`encoded_len`](rpcrdma_xdr::Encode::encoded_len) (for inline-threshold
@@ -99,7 +100,8 @@ pub use chunks::{
     MAX_WRITE_CHUNKS,
 };
 pub use decode::{
-    decode, DecodeConfig, ErrorCredits, Header, Message, Rejection, Verdict, VersionRange,
+    decode, decode_owned, decode_plain, DecodeConfig, ErrorCredits, Header, Message, PlainMsg,
+    Rejection, Verdict, VersionRange,
 };
 pub use error::{Action, ConfigError, ErrorMessageDefect, HeaderError};
 pub use prefix::Proc;

@@ -7,11 +7,11 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rpcrdma_wire::{
-    decode, fuzzing, ChunkLists, DecodeConfig, Direction, ErrorBody, Header, InlineSize,
-    InlineThresholds, OptionType, Optional, PrivateData, ReadSegment, Segment, V1Body, V1Header,
-    V2Body, V2Header, WriteChunk,
+    decode, decode_owned, fuzzing, ChunkLists, DecodeConfig, Direction, ErrorBody, Header,
+    InlineSize, InlineThresholds, OptionType, Optional, PrivateData, ReadSegment, Segment, V1Body,
+    V1Header, V2Body, V2Header, WriteChunk,
 };
-use rpcrdma_xdr::Encode;
+use rpcrdma_xdr::{Encode, Encoder};
 
 fn segment() -> impl Strategy<Value = Segment> {
     (any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(handle, length, offset)| Segment {
@@ -191,10 +191,66 @@ fn roundtrip(h: Header) {
     let mut buf = BytesMut::new();
     h.encode_into(&mut buf);
     assert_eq!(buf.len(), h.encoded_len());
+    // `encode_into` (which builds a header without chunks in one piece)
+    // and the field-by-field encoder agree.
+    let mut generic = BytesMut::new();
+    h.encode(&mut Encoder::new(&mut generic));
+    assert_eq!(buf, generic);
     buf.put_slice(&payload);
-    let m = decode(&buf.freeze(), &cfg).unwrap_or_else(|e| panic!("{e}: {h:?}"));
+    let buf = buf.freeze();
+    let m = decode(&buf, &cfg).unwrap_or_else(|e| panic!("{e}: {h:?}"));
     assert_eq!(m.header, h);
     assert_eq!(m.payload, payload);
+    assert_eq!(decode_owned(buf, &cfg), Ok(m));
+}
+
+/// Headers without chunks (built in one piece by `encode_into`) have the
+/// exact bytes of RFC 8166 §4 / draft-cel-01 §4: the prefix, Version Two's
+/// `rdma_direction`, three empty lists.
+#[test]
+fn headers_without_chunks_encode_exactly() {
+    for nomsg in [false, true] {
+        let chunks = ChunkLists::default();
+        let body = if nomsg {
+            V1Body::NoMsg(chunks)
+        } else {
+            V1Body::Msg(chunks)
+        };
+        let h = Header::V1(V1Header {
+            xid: 0x0102_0304,
+            credits: 0x8000_0001,
+            body,
+        });
+        let mut b = BytesMut::new();
+        h.encode_into(&mut b);
+        let proc_ = u8::from(nomsg);
+        assert_eq!(
+            hex::encode(&b),
+            format!("01020304 00000001 80000001 0000000{proc_} 00000000 00000000 00000000")
+                .replace(' ', "")
+        );
+        for direction in [Direction::Call, Direction::Reply] {
+            let chunks = ChunkLists::default();
+            let body = if nomsg {
+                V2Body::NoMsg { direction, chunks }
+            } else {
+                V2Body::Msg { direction, chunks }
+            };
+            let h = Header::V2(V2Header {
+                xid: 7,
+                credits: 32,
+                body,
+            });
+            let mut b = BytesMut::new();
+            h.encode_into(&mut b);
+            let d = direction.value();
+            assert_eq!(
+                hex::encode(&b),
+                format!("00000007 00000002 00000020 0000000{proc_} 0000000{d} 00000000 00000000 00000000")
+                    .replace(' ', "")
+            );
+        }
+    }
 }
 
 proptest! {
@@ -281,6 +337,39 @@ fn bounded_fuzz_run() {
         let mut v = h.to_bytes().to_vec();
         v.extend_from_slice(&payload_for(&Header::V2(h)));
         seeds.push(v);
+    }
+    // The common message (RDMA_MSG without chunks, read in one piece by
+    // decode_plain) in both versions and directions.
+    for xid in [1u32, 0x8000_0000] {
+        let chunks = ChunkLists::default();
+        let plain = [
+            Header::V1(V1Header {
+                xid,
+                credits: 32,
+                body: V1Body::Msg(chunks.clone()),
+            }),
+            Header::V2(V2Header {
+                xid,
+                credits: 32,
+                body: V2Body::Msg {
+                    direction: Direction::Call,
+                    chunks: chunks.clone(),
+                },
+            }),
+            Header::V2(V2Header {
+                xid,
+                credits: 32,
+                body: V2Body::Msg {
+                    direction: Direction::Reply,
+                    chunks,
+                },
+            }),
+        ];
+        for h in plain {
+            let mut v = h.to_bytes().to_vec();
+            v.extend_from_slice(&payload_for(&h));
+            seeds.push(v);
+        }
     }
     let words = [0u32, 1, 2, 3, 4, 5, 64, 65, 0xffff_ffff, 0x8000_0000];
     for i in 0..60_000 {

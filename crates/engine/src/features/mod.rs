@@ -277,7 +277,10 @@ pub trait OptionalFeature: fmt::Debug + Send {
         payload: &Bytes,
     ) -> Result<(), FeatureError>;
 
-    /// What the engine applies while the feature is active.
+    /// What the engine applies while the feature is active. The engine
+    /// reads it after each call of [`Self::offer`], [`Self::on_call`] and
+    /// [`Self::on_reply`] and keeps the result until the next one, so it
+    /// must depend only on what those calls changed.
     fn adjustments(&self) -> Adjustments;
 }
 
@@ -294,6 +297,8 @@ pub(crate) struct Slot {
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     pub(crate) slots: Vec<Slot>,
+    /// Slots whose `offer` has not been asked yet.
+    pub(crate) unasked: usize,
 }
 
 impl Registry {
@@ -307,6 +312,7 @@ impl Registry {
             state: FeatureState::Idle,
             asked: false,
         });
+        self.unasked += 1;
         true
     }
 

@@ -15,8 +15,18 @@ use crate::xdr::{
 };
 use crate::{CB_MAX_ECHO, MAX_CALLBACKS, MAX_DATA};
 
-/// WRITE data at least this long is checksummed on a blocking thread.
+/// WRITE data at least this long is checksummed on a blocking thread when
+/// the process may use more than one CPU.
 const OFFLOAD_CHECKSUM: usize = 256 * 1024;
+
+/// Whether a large checksum goes to a blocking thread: only when another
+/// CPU can run it meanwhile. On one CPU (`taskset -c 0`, a one-CPU
+/// container) the hand-off would only add two thread switches and the
+/// same work, so the checksum runs in place.
+fn offload_checksums() -> bool {
+    static MANY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *MANY.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+}
 
 /// The last pattern READ generated: (seed, count, data, crc32c).
 type Cached = Option<(u64, u32, Bytes, u32)>;
@@ -63,8 +73,9 @@ impl demo_v1::Server for DemoServer {
     async fn write(&self, _info: CallInfo, a: WriteArgs) -> Result<WriteRes, ProcError> {
         let count = a.data.len() as u32;
         // A large checksum runs on a blocking thread, off the connection's
-        // reader (which meanwhile takes in the next calls' data).
-        let crc32c = if a.data.len() >= OFFLOAD_CHECKSUM {
+        // reader (which meanwhile takes in the next calls' data), when
+        // another CPU can take it.
+        let crc32c = if a.data.len() >= OFFLOAD_CHECKSUM && offload_checksums() {
             let data = a.data;
             tokio::task::spawn_blocking(move || checksum(&data))
                 .await

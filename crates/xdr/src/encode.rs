@@ -79,7 +79,8 @@ impl<'b> Encoder<'b> {
         self.buf.extend_from_slice(&v.to_be_bytes());
     }
 
-    /// Appends `N` unsigned 32-bit integers at once (one capacity check).
+    /// Appends `N` (at most 16) unsigned 32-bit integers at once (one
+    /// capacity check, one copy).
     ///
     /// ```
     /// let mut buf = bytes::BytesMut::new();
@@ -88,10 +89,12 @@ impl<'b> Encoder<'b> {
     /// ```
     #[inline]
     pub fn put_u32s<const N: usize>(&mut self, words: [u32; N]) {
-        self.buf.reserve(4 * N);
-        for w in words {
-            self.buf.extend_from_slice(&w.to_be_bytes());
+        const { assert!(N <= 16, "put_u32s takes at most 16 words") };
+        let mut b = [0u8; 64];
+        for (d, w) in b.chunks_exact_mut(4).zip(words) {
+            d.copy_from_slice(&w.to_be_bytes());
         }
+        self.buf.extend_from_slice(&b[..4 * N]);
     }
 
     /// Appends a signed 32-bit integer.

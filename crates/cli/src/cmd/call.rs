@@ -12,6 +12,7 @@ use rpcrdma_xdr::{Decoder, Encoder, XdrError};
 
 use super::connect::{connect, resolve, TransportKind};
 use super::rdma_opts::RdmaOpts;
+use crate::cmd::{runtime, Scheduler};
 
 /// Arguments of `rpcrdma call`.
 #[derive(Debug, Args)]
@@ -102,10 +103,7 @@ pub(crate) fn run(a: CallArgs) -> anyhow::Result<ExitCode> {
             raw.len()
         );
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = runtime(Scheduler::CurrentThread)?;
     rt.block_on(call(a, addr, op, Bytes::from(raw)))
 }
 

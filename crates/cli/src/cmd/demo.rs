@@ -20,6 +20,7 @@ use rpcrdma_verbs::Device;
 
 use super::provider::{Setup, WithDevice};
 use super::rdma_opts::RdmaOpts;
+use crate::cmd::{runtime, Scheduler};
 
 /// Arguments of `rpcrdma demo`.
 #[derive(Debug, Args)]
@@ -52,10 +53,7 @@ fn forms<D: Device>(t: &RdmaTransport<D>) -> String {
 
 /// Runs `rpcrdma demo`.
 pub(crate) fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = runtime(Scheduler::CurrentThread)?;
     args.rdma.check()?;
     let params = args.rdma.params();
     let provider = args.rdma.provider.clone();

@@ -15,6 +15,8 @@ pub(crate) mod xdrgen;
 
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use crate::Command;
 
 /// Runs one subcommand; the returned code is the process exit status.
@@ -30,6 +32,27 @@ pub(crate) fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Nfs(args) => nfs::run(args),
         Command::Xdrgen(args) => xdrgen::run(args),
     }
+}
+
+/// Which tokio scheduler a subcommand runs on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Scheduler {
+    /// One thread: a client, a probe, one connection.
+    CurrentThread,
+    /// Worker threads: the servers and the NFS client tools.
+    MultiThread,
+}
+
+/// The async runtime a subcommand runs on (I/O and timers enabled).
+pub(crate) fn runtime(scheduler: Scheduler) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = match scheduler {
+        Scheduler::CurrentThread => tokio::runtime::Builder::new_current_thread(),
+        Scheduler::MultiThread => tokio::runtime::Builder::new_multi_thread(),
+    };
+    builder
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
 }
 
 /// Resolves after `duration` seconds if given, or at Ctrl-C or SIGTERM.

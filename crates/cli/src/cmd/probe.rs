@@ -12,6 +12,7 @@ use rpcrdma_wire::PrivateData;
 
 use super::connect::{connect, resolve, TransportKind};
 use super::rdma_opts::RdmaOpts;
+use crate::cmd::{runtime, Scheduler};
 
 /// Arguments of `rpcrdma probe`.
 #[derive(Debug, Args)]
@@ -89,10 +90,7 @@ fn properties_json(f: Option<&FeatureInfo>) -> serde_json::Value {
 /// Runs `rpcrdma probe`.
 pub(crate) fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
     let addr = resolve(&a.addr)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = runtime(Scheduler::CurrentThread)?;
     rt.block_on(async move {
         let mut config = ClientConfig::default();
         config.timeout = Duration::from_secs(10);

@@ -15,6 +15,7 @@ use rpcrdma_verbs::Device;
 use super::connect::resolve;
 use super::provider::{Setup, WithDevice};
 use super::rdma_opts::RdmaOpts;
+use crate::cmd::{runtime, Scheduler};
 
 /// Arguments of `rpcrdma serve`.
 #[derive(Debug, Args)]
@@ -117,10 +118,7 @@ pub(crate) async fn run_until_stopped<D: Device>(
 pub(crate) fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let listen = resolve(&a.listen)?;
     let tcp = a.tcp.as_deref().map(resolve).transpose()?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = runtime(Scheduler::MultiThread)?;
     a.rdma.check()?;
     a.memory.check(&a.rdma)?;
     let params = a.rdma.params();

@@ -20,6 +20,7 @@ use rpcrdma_nfs3::client::NfsClient;
 use super::client::{open, parse_target, Remote};
 use crate::cmd::bench::{median, num};
 use crate::cmd::connect::TransportKind;
+use crate::cmd::{runtime, Scheduler};
 
 /// Arguments of `rpcrdma nfs bench`.
 #[derive(Debug, Args)]
@@ -100,10 +101,7 @@ async fn measure(
 }
 
 pub(crate) fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = runtime(Scheduler::MultiThread)?;
     rt.block_on(async {
         let (host, path) = parse_target(&a.target)?;
         let size = (a.size as usize) << 20;

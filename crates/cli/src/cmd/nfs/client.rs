@@ -15,6 +15,7 @@ use rpcrdma_oncrpc::{Client, ClientConfig};
 
 use crate::cmd::connect::{connect, resolve, TransportKind};
 use crate::cmd::rdma_opts::RdmaOpts;
+use crate::cmd::{runtime, Scheduler};
 
 /// Where the server is and how to reach it.
 #[derive(Debug, Clone, Args)]
@@ -90,13 +91,6 @@ async fn open_default(r: &Remote, target: &str) -> anyhow::Result<(NfsClient, Ve
     Ok((c, rest, host))
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
-}
-
 fn type_char(t: FileType) -> char {
     match t {
         FileType::Regular => '-',
@@ -137,7 +131,7 @@ pub(crate) struct LsArgs {
 }
 
 pub(crate) fn ls(a: LsArgs) -> anyhow::Result<ExitCode> {
-    runtime()?.block_on(async {
+    runtime(Scheduler::MultiThread)?.block_on(async {
         let (c, rest, _) = open_default(&a.remote, &a.target).await?;
         let (dir, attr) = c.lookup_path(&rest).await?;
         if attr.ftype != FileType::Directory {
@@ -189,7 +183,7 @@ pub(crate) struct StatArgs {
 }
 
 pub(crate) fn stat(a: StatArgs) -> anyhow::Result<ExitCode> {
-    runtime()?.block_on(async {
+    runtime(Scheduler::MultiThread)?.block_on(async {
         let (c, rest, _) = open_default(&a.remote, &a.target).await?;
         let (fh, at) = c.lookup_path(&rest).await?;
         println!("  path: {}", a.target);
@@ -226,7 +220,7 @@ pub(crate) struct GetArgs {
 
 pub(crate) fn get(a: GetArgs) -> anyhow::Result<ExitCode> {
     use std::io::Write;
-    runtime()?.block_on(async {
+    runtime(Scheduler::MultiThread)?.block_on(async {
         let (c, rest, _) = open_default(&a.remote, &a.target).await?;
         let (fh, attr) = c.lookup_path(&rest).await?;
         if attr.ftype != FileType::Regular {
@@ -301,7 +295,7 @@ const PUT_WINDOW: usize = 16 << 20;
 
 pub(crate) fn put(a: PutArgs) -> anyhow::Result<ExitCode> {
     use std::io::Read;
-    runtime()?.block_on(async {
+    runtime(Scheduler::MultiThread)?.block_on(async {
         let (host, mut path) = parse_target(&a.target)?;
         if path.ends_with(b"/") {
             let name = a

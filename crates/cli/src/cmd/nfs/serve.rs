@@ -19,6 +19,7 @@ use crate::cmd::connect::resolve;
 use crate::cmd::provider::{Setup, WithDevice};
 use crate::cmd::rdma_opts::RdmaOpts;
 use crate::cmd::serve::{run_until_stopped, MemoryOpts, Registered};
+use crate::cmd::{runtime, Scheduler};
 
 /// Arguments of `rpcrdma nfs serve`.
 #[derive(Debug, Args)]
@@ -83,10 +84,7 @@ fn default_state_dir() -> PathBuf {
 pub(crate) fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let listen = resolve(&a.listen)?;
     let tcp = a.tcp.as_deref().map(resolve).transpose()?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = runtime(Scheduler::MultiThread)?;
     a.rdma.check()?;
     a.memory.check(&a.rdma)?;
     let params = a.rdma.params();

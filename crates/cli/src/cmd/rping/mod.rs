@@ -44,6 +44,7 @@ use self::conn::{Conn, WaitError};
 use self::server::run_server;
 use self::wire::{MAX_SIZE, MIN_SIZE};
 use super::provider::{ProviderOpts, ProviderParams, Setup, WithDevice};
+use crate::cmd::{runtime, Scheduler};
 
 /// rping's default port.
 const DEFAULT_PORT: u16 = 7174;
@@ -190,10 +191,7 @@ pub(crate) fn run(args: RpingArgs) -> anyhow::Result<ExitCode> {
         },
         recv_size: 1024,
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = runtime(Scheduler::CurrentThread)?;
     let role = if args.server { "server" } else { "client" };
     let provider = args.provider.clone();
     let summary = rt.block_on(provider.run(

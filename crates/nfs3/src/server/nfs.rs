@@ -1,77 +1,22 @@
-//! The NFSv3 and MOUNT v3 services: the generated server traits
-//! implemented on an [`Export`], and their registration.
-//!
-//! Each procedure decodes (generated code), resolves its handles and runs
-//! its file-system work on tokio's blocking pool, as the caller
-//! ([`Export::caller`] from the AUTH_SYS credential), and answers with the
-//! NFS status and the attributes RFC 1813 asks for on success and on
-//! failure.
+//! NFSv3 (RFC 1813) on an [`Export`]: each procedure decodes (generated
+//! code), resolves its handles, runs its file-system work on tokio's
+//! blocking pool as the caller, and answers with the NFS status and the
+//! attributes RFC 1813 asks for on success and on failure.
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
-use rpcrdma_oncrpc::{CallInfo, Credential, ProcError, ReplyCache, ReplyCacheConfig, Services};
-use rpcrdma_sync::lock;
+use rpcrdma_oncrpc::{CallInfo, Credential, ProcError};
 
 use crate::convert::{self as c, entry3_len, post_op_attr_len, post_op_fh_len, status};
-use crate::fs::{Caller, DirEntry, Export, NfsError, NfsResult};
-use crate::proto::mount3 as m;
+use crate::fs::{Caller, DirEntry, Export, NfsError};
 use crate::proto::nfs3 as p;
-
-/// NFS procedures whose replies the duplicate request cache keeps (a
-/// retransmission must not run them again): SETATTR, WRITE, CREATE, MKDIR,
-/// SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK.
-pub const NON_IDEMPOTENT: [u32; 10] = [
-    p::nfs_v3::NFSPROC3_SETATTR,
-    p::nfs_v3::NFSPROC3_WRITE,
-    p::nfs_v3::NFSPROC3_CREATE,
-    p::nfs_v3::NFSPROC3_MKDIR,
-    p::nfs_v3::NFSPROC3_SYMLINK,
-    p::nfs_v3::NFSPROC3_MKNOD,
-    p::nfs_v3::NFSPROC3_REMOVE,
-    p::nfs_v3::NFSPROC3_RMDIR,
-    p::nfs_v3::NFSPROC3_RENAME,
-    p::nfs_v3::NFSPROC3_LINK,
-];
 
 /// Bytes of a READDIR(PLUS) reply besides its entries: status, directory
 /// attributes, cookie verifier, the list's end marker and `eof`.
 const READDIR_OVERHEAD: usize = 4 + 88 + 8 + 4 + 4;
 /// The largest READDIR(PLUS) reply we build, whatever the client offers.
 const MAX_READDIR_REPLY: usize = 1 << 20;
-
-/// Registers NFSv3 and MOUNT v3 for `export` in `services`, with a
-/// duplicate request cache for the non-idempotent NFS procedures.
-///
-/// ```no_run
-/// use std::sync::Arc;
-/// use rpcrdma_nfs3::fs::{Export, ExportConfig};
-/// use rpcrdma_oncrpc::{Server, ServerConfig, Services};
-/// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
-/// let export = Arc::new(Export::open(ExportConfig::new("/srv/data", "/var/lib/rpcrdma-nfs"))?);
-/// let mut services = Services::new();
-/// rpcrdma_nfs3::server::register(&mut services, export);
-/// let server = Server::new(services, ServerConfig::default());
-/// server.serve_tcp("0.0.0.0:2049").await?;
-/// # Ok(()) }
-/// ```
-pub fn register(services: &mut Services, export: Arc<Export>) {
-    register_with(services, export, ReplyCacheConfig::default());
-}
-
-/// [`register`] with the cache's limits.
-pub fn register_with(services: &mut Services, export: Arc<Export>, cache: ReplyCacheConfig) {
-    services.set_reply_cache(Arc::new(ReplyCache::new(cache)));
-    let nfs = Arc::new(NfsService {
-        export: export.clone(),
-    });
-    p::nfs_v3::register(services, nfs);
-    services
-        .program(p::nfs_v3::PROGRAM, p::nfs_v3::VERSION)
-        .non_idempotent(NON_IDEMPOTENT);
-    m::mount_v3::register(services, Arc::new(MountService::new(export)));
-}
 
 /// NFSv3 on an export.
 #[derive(Debug)]
@@ -765,123 +710,5 @@ impl p::nfs_v3::Server for NfsService {
             }
         })
         .await
-    }
-}
-
-/// Most mounts remembered for DUMP (older ones are forgotten).
-const MAX_MOUNT_RECORDS: usize = 1024;
-
-/// MOUNT v3 on an export.
-#[derive(Debug)]
-pub struct MountService {
-    export: Arc<Export>,
-    /// (client host, path) of current mounts, for DUMP.
-    mounts: Mutex<BTreeSet<(Bytes, Bytes)>>,
-}
-
-impl MountService {
-    /// The service for `export`.
-    pub fn new(export: Arc<Export>) -> Self {
-        Self {
-            export,
-            mounts: Mutex::new(BTreeSet::new()),
-        }
-    }
-
-    /// The path inside the export that a MNT path names: `/` and the
-    /// export's own path are its root.
-    fn inside<'a>(&self, path: &'a [u8]) -> Option<&'a [u8]> {
-        let root = self.export.root_path().as_os_str().as_encoded_bytes();
-        if let Some(rest) = path.strip_prefix(root) {
-            if rest.is_empty() || rest.starts_with(b"/") {
-                return Some(rest);
-            }
-        }
-        path.starts_with(b"/").then_some(path)
-    }
-
-    fn host(info: &CallInfo) -> Bytes {
-        match &info.cred {
-            Credential::Sys(s) if !s.machine_name().is_empty() => {
-                Bytes::copy_from_slice(s.machine_name().as_bytes())
-            }
-            _ => Bytes::from(
-                info.connection
-                    .peer_addr()
-                    .map_or_else(|| info.connection.peer().to_owned(), |a| a.ip().to_string()),
-            ),
-        }
-    }
-}
-
-fn mount_status(e: NfsError) -> m::Mountstat3 {
-    match e {
-        NfsError::Perm => m::Mountstat3::Mnt3errPerm,
-        NfsError::NoEnt | NfsError::Stale => m::Mountstat3::Mnt3errNoent,
-        NfsError::Acces => m::Mountstat3::Mnt3errAcces,
-        NfsError::NotDir => m::Mountstat3::Mnt3errNotdir,
-        NfsError::Inval => m::Mountstat3::Mnt3errInval,
-        NfsError::NameTooLong => m::Mountstat3::Mnt3errNametoolong,
-        NfsError::Io => m::Mountstat3::Mnt3errIo,
-        _ => m::Mountstat3::Mnt3errServerfault,
-    }
-}
-
-impl m::mount_v3::Server for MountService {
-    async fn mnt(&self, info: CallInfo, path: m::Dirpath) -> Result<m::Mountres3, ProcError> {
-        let Some(inside) = self.inside(&path).map(<[u8]>::to_vec) else {
-            return Ok(m::Mountres3::Default(m::Mountstat3::Mnt3errNoent));
-        };
-        let export = self.export.clone();
-        let r: NfsResult<_> = tokio::task::spawn_blocking(move || export.mount_path(&inside))
-            .await
-            .map_err(|_| ProcError::SystemErr)?;
-        Ok(match r {
-            Ok(fh) => {
-                let mut mounts = lock(&self.mounts);
-                if mounts.len() < MAX_MOUNT_RECORDS {
-                    mounts.insert((Self::host(&info), path));
-                }
-                m::Mountres3::Mnt3Ok(m::Mountres3Ok {
-                    fhandle: Bytes::copy_from_slice(fh.as_bytes()),
-                    // AUTH_SYS, then AUTH_NONE (RFC 2623 §2.7).
-                    auth_flavors: vec![1, 0],
-                })
-            }
-            Err(e) => m::Mountres3::Default(mount_status(e)),
-        })
-    }
-
-    async fn dump(&self, _info: CallInfo) -> Result<m::Mountlist, ProcError> {
-        let mounts = lock(&self.mounts);
-        let mut list: m::Mountlist = None;
-        for (host, dir) in mounts.iter().rev() {
-            list = Some(Box::new(m::Mountbody {
-                ml_hostname: host.slice(..host.len().min(255)),
-                ml_directory: dir.clone(),
-                ml_next: list,
-            }));
-        }
-        Ok(list)
-    }
-
-    async fn umnt(&self, info: CallInfo, path: m::Dirpath) -> Result<(), ProcError> {
-        let host = Self::host(&info);
-        lock(&self.mounts).remove(&(host, path));
-        Ok(())
-    }
-
-    async fn umntall(&self, info: CallInfo) -> Result<(), ProcError> {
-        let host = Self::host(&info);
-        lock(&self.mounts).retain(|(h, _)| *h != host);
-        Ok(())
-    }
-
-    async fn export(&self, _info: CallInfo) -> Result<m::Exports, ProcError> {
-        Ok(Some(Box::new(m::Exportnode {
-            ex_dir: Bytes::from_static(b"/"),
-            ex_groups: None,
-            ex_next: None,
-        })))
     }
 }

@@ -254,10 +254,7 @@ pub(crate) fn run(args: LoopArgs) -> anyhow::Result<ExitCode> {
     args.rdma.check()?;
     let provider = args.rdma.provider.clone();
     let (n, path, op, size) = (args.round_trips, args.path, args.op, args.size);
-    let took = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?
+    let took = crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?
         .block_on(provider.run(args.rdma.params(), LoopJob { args }))?;
     let path = path
         .to_possible_value()

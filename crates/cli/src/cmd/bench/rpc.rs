@@ -653,11 +653,8 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
     );
     args.rdma.check()?;
     let provider = args.rdma.provider.clone();
-    let (r, label) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?
-        .block_on(provider.run(
+    let (r, label) =
+        crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?.block_on(provider.run(
             args.rdma.params(),
             Threads {
                 args: args.clone(),

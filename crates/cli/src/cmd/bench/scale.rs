@@ -392,10 +392,7 @@ pub(crate) fn run(rpc: RpcBenchArgs, sc: ScaleArgs) -> anyhow::Result<ExitCode> 
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let provider = rpc.rdma.provider.clone();
-    let (steps, label, credits) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?
+    let (steps, label, credits) = crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?
         .block_on(provider.run(
             rpc.rdma.params(),
             Threads {

@@ -477,11 +477,8 @@ pub(crate) fn run(rpc: RpcBenchArgs, sw: SweepArgs) -> anyhow::Result<ExitCode> 
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let provider = rpc.rdma.provider.clone();
-    let sweep = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?
-        .block_on(provider.run(
+    let sweep =
+        crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?.block_on(provider.run(
             rpc.rdma.params(),
             Threads {
                 rpc: rpc.clone(),

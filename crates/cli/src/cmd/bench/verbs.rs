@@ -528,10 +528,7 @@ pub(crate) fn run(a: VerbsArgs) -> anyhow::Result<ExitCode> {
         recv_size: 1024,
     };
     let provider = a.provider.clone();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?
+    crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?
         .block_on(provider.run(params, Bench(a)))
 }
 

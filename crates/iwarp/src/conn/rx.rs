@@ -447,9 +447,10 @@ impl Connection {
                 let v = other.get_or_insert_with(Vec::new);
                 match mrs.slice_mut(spec.stag, addr, p, rpcrdma_verbs::Access::LOCAL_WRITE) {
                     Ok(s) => v.extend_from_slice(s),
-                    // Offered under the same lock, so it is there.
-                    Err(_) => {
-                        self.handle_transport_error("a Read sink vanished during a read".into());
+                    // Offered under the same lock, so it is there; a sink
+                    // that is not is a local protection error.
+                    Err(e) => {
+                        self.fail(ConnError::LocalProtection(e), None);
                         return;
                     }
                 }

@@ -11,7 +11,9 @@
 #      our NULL reply, that a wrong version gets our PROG_MISMATCH, that our
 #      rpcbind client reads rpcbind's own table (PMAP v2, RPCBIND v3/v4 DUMP,
 #      GETADDR, GETPORT) and can SET/UNSET through every version;
-#   5. stops the server (SIGTERM) and checks that it unregistered.
+#   5. stops the server (SIGTERM) and checks that it unregistered;
+#   6. the same for `rpcrdma serve --rpcbind` (netid rdma) and `rpcrdma nfs
+#      serve --rpcbind` (NFS v3 under rdma and tcp, MOUNT v3 under tcp).
 #
 # Exits non-zero if any check fails. Stops only the processes it started.
 set -euo pipefail
@@ -136,6 +138,39 @@ wait "$SERVER_PID" || true
 SERVER_PID=
 check "rpcrdma serve unregistered netid rdma on SIGTERM" \
     bash -c "! rpcinfo 127.0.0.1 | grep -Eq '^ +$PROG +1 +rdma '"
+
+# `rpcrdma nfs serve --rpcbind` (issue 12 item 3): NFS version 3 under
+# netid rdma at its RPC-over-RDMA port and under tcp at its --tcp port,
+# MOUNT version 3 under tcp at --mount-port; all of them gone on SIGTERM.
+NFS_RDMA=20072
+NFS_MOUNT=20073
+NFS_TCP=20074
+mkdir -p "$WORK/export"
+"$TARGET/debug/rpcrdma" nfs serve "$WORK/export" --listen 127.0.0.1:$NFS_RDMA \
+    --mount-port $NFS_MOUNT --tcp 127.0.0.1:$NFS_TCP --state-dir "$WORK/nfs-state" \
+    --rpcbind --duration 60 >"$WORK/nfs.out" 2>"$WORK/nfs.err" &
+SERVER_PID=$!
+for _ in $(seq 300); do
+    grep -q '^registered with rpcbind' "$WORK/nfs.out" 2>/dev/null && break
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.1
+done
+uaddr() { echo "127.0.0.1.$(($1 / 256)).$(($1 % 256))"; }
+check "rpcrdma nfs serve --rpcbind registers NFS v3 netid rdma at $(uaddr $NFS_RDMA)" \
+    bash -c "rpcinfo 127.0.0.1 | grep -Eq '^ +100003 +3 +rdma +$(uaddr $NFS_RDMA) '"
+check "rpcrdma nfs serve --rpcbind registers NFS v3 netid tcp at $(uaddr $NFS_TCP)" \
+    bash -c "rpcinfo 127.0.0.1 | grep -Eq '^ +100003 +3 +tcp +$(uaddr $NFS_TCP) '"
+check "rpcrdma nfs serve --rpcbind registers MOUNT v3 netid tcp at $(uaddr $NFS_MOUNT)" \
+    bash -c "rpcinfo 127.0.0.1 | grep -Eq '^ +100005 +3 +tcp +$(uaddr $NFS_MOUNT) '"
+check "rpcinfo -t reaches NFS v3 over TCP through the registration" \
+    bash -c "rpcinfo -t 127.0.0.1 100003 3 | grep -q 'ready and waiting'"
+check "rpcinfo -t reaches MOUNT v3 through the registration" \
+    bash -c "rpcinfo -t 127.0.0.1 100005 3 | grep -q 'ready and waiting'"
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID" || true
+SERVER_PID=
+check "rpcrdma nfs serve unregistered NFS and MOUNT on SIGTERM" \
+    bash -c "! rpcinfo 127.0.0.1 | grep -Eq '^ +10000[35] '"
 
 echo
 echo "rpcbind interop: $PASS passed, $FAIL failed"

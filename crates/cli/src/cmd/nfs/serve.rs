@@ -166,7 +166,7 @@ async fn serve<D: Device + Clone>(
         if a.read_only { " (read-only)" } else { "" },
     );
     println!(
-        "mount with: mount -t nfs -o vers=3,proto=rdma,port={},nolock,mountport={},mountproto=tcp HOST:/ MOUNTPOINT",
+        "mount with: mount -t nfs -o vers=3,proto=rdma,port={},nolock,noacl,mountport={},mountproto=tcp HOST:/ MOUNTPOINT",
         rdma_addr.port(),
         mount_addr.port()
     );

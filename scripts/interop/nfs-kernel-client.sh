@@ -7,8 +7,8 @@
 #   1. over RPC-over-RDMA: vers=3,proto=rdma,port=$RDMA_PORT,nolock,noacl,
 #      mountport=$MOUNT_PORT,mountproto=tcp (siw <-> our software iWARP);
 #      every workload check passes; the big file's SHA-256 is the same on
-#      the host; the capture holds Read chunks, Write lists and Reply
-#      chunks;
+#      the host; the capture holds calls with Read chunks and replies of
+#      our server that use Write lists and Reply chunks;
 #   2. the same workload over proto=tcp to the same server;
 #   3. a short run of the same workload over proto=rdma (4 MiB file, 50
 #      small files, 600 directory entries: every message form again) whose
@@ -298,13 +298,19 @@ for run in $PROTOS; do
     grep -m1 'WL-INFO big file' "$log" | tr -d '\r' | sed 's/^WL-INFO /    | /'
     if [ "$proto" = rdma ]; then
         pcap=$IOP_WORK/client-$run.pcap
-        tshark -r "$pcap" -Y "tcp.port == $RP && rpcordma" -T fields -e rpcordma.reads_count \
-            -e rpcordma.writes_count -e rpcordma.reply_count 2>/dev/null >"$IOP_WORK/chunks-$run.txt"
-        read -r reads writes replies < <(awk -F'\t' '$1 > 0 { r++ } $2 > 0 { w++ } $3 > 0 { c++ }
-            END { print r + 0, w + 0, c + 0 }' "$IOP_WORK/chunks-$run.txt")
+        # By direction: the kernel's calls carry Read chunks (WRITE data,
+        # large calls); our server's replies use the Write lists (READ data)
+        # and Reply chunks (large READDIRPLUS, READLINK) the calls offered.
+        tshark -r "$pcap" -Y "tcp.dstport == $RP && rpcordma" -T fields -e rpcordma.reads_count \
+            2>/dev/null >"$IOP_WORK/chunks-$run.calls.txt"
+        tshark -r "$pcap" -Y "tcp.srcport == $RP && rpcordma" -T fields -e rpcordma.writes_count \
+            -e rpcordma.reply_count 2>/dev/null >"$IOP_WORK/chunks-$run.replies.txt"
+        reads=$(awk -F'\t' '$1 > 0 { r++ } END { print r + 0 }' "$IOP_WORK/chunks-$run.calls.txt")
+        read -r writes replies < <(awk -F'\t' '$1 > 0 { w++ } $2 > 0 { c++ }
+            END { print w + 0, c + 0 }' "$IOP_WORK/chunks-$run.replies.txt")
         [ "$reads" -gt 0 ] && [ "$writes" -gt 0 ] && [ "$replies" -gt 0 ]
-        iop_result "$run: capture holds Read chunks, Write lists and Reply chunks" $? \
-            "messages with a Read list $reads, Write list $writes, Reply chunk $replies"
+        iop_result "$run: capture holds Read chunks in calls, Write lists and Reply chunks in our replies" $? \
+            "calls with a Read list $reads; replies with a Write list $writes, with a Reply chunk $replies"
     fi
     if [ "$run" = rdma-short ]; then
         wire_check_nfs "$run: tshark finds every frame of the capture well-formed" \

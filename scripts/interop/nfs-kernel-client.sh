@@ -7,18 +7,22 @@
 #   1. over RPC-over-RDMA: vers=3,proto=rdma,port=$RDMA_PORT,nolock,noacl,
 #      mountport=$MOUNT_PORT,mountproto=tcp (siw <-> our software iWARP);
 #      every workload check passes; the big file's SHA-256 is the same on
-#      the host; the capture holds calls with Read chunks and replies of
-#      our server that use Write lists and Reply chunks;
+#      the host; the capture holds Read chunks, Write lists and Reply
+#      chunks;
 #   2. the same workload over proto=tcp to the same server;
 #   3. a short run of the same workload over proto=rdma (4 MiB file, 50
-#      small files, 600 directory entries: every message form again) whose
+#      small files, 600 directory entries: every message form again),
+#      served with root squashed (the server's default; the guest root's
+#      files must belong to uid 65534 on the host), whose
 #      capture tshark (wire-check.sh) checks frame by frame: the full run's
 #      200 MB capture takes tshark longer than the rest of the check. QEMU's
 #      user networking re-segments what our server sends (socat reads 8 KiB
 #      at a time, slirp cuts 1460-byte segments) and tshark's MPA dissector
 #      assumes one FPDU per segment, so fpdu-align.py first puts each FPDU
 #      in a segment of its own (the byte stream is unchanged; a malformed
-#      FPDU fails the check there);
+#      FPDU fails the check there); on that capture, the kernel's calls
+#      carry Read chunks and our server's replies use Write lists and
+#      Reply chunks;
 #   4. nfs-fsx (crates/nfs3/src/bin/nfs-fsx.rs) in the guest over
 #      proto=rdma and proto=tcp: seeded random writes, reads, truncates,
 #      appends, mmap and O_DIRECT I/O, copy_file_range, fsync, renames,
@@ -47,9 +51,13 @@
 #   IOP_NFS_FSX_RESTART_AT  restart the server after this many operations
 #                       of each fsx worker, its files open (default 150;
 #                       empty: no restart)
-#   IOP_NFS_ROOT_SQUASH=1  serve with root squashed (the default of rpcrdma
-#                       nfs serve) instead of --no-root-squash; the fsx
-#                       runs then keep the owner's rw bits (--owner-rw)
+#   IOP_NFS_ROOT_SQUASH=1  serve every run with root squashed (the default of
+#                       rpcrdma nfs serve) instead of --no-root-squash; the
+#                       fsx runs then keep the owner's rw bits (--owner-rw)
+#   IOP_NFS_SHORT_SQUASH=0  serve the rdma-short run with --no-root-squash
+#                       too (by default it runs with root squashed, the
+#                       server restarted for it, and checks that the guest
+#                       root's files belong to uid 65534 on the host)
 #   IOP_NFS_FSX_WIRE_CHECK=1  tshark (wire-check.sh) on fsx-rdma's capture
 #                       too (about 3 minutes for the default run's 40 MB;
 #                       fsx-rdma then runs without the restart)
@@ -272,6 +280,23 @@ for run in $PROTOS; do
         ;;
     *) iop_result "unknown run $run (rdma, tcp, rdma-short, tcp-short, fsx-rdma, fsx-tcp)" 1; continue ;;
     esac
+    # The short RDMA run is served as rpcrdma nfs serve serves by default,
+    # with root squashed (IOP_NFS_SHORT_SQUASH=0: as the other runs): the
+    # guest's root works as the anonymous user, and the files it makes
+    # belong to uid 65534 on the host.
+    squashed=0
+    [ -z "$SQUASH" ] && squashed=1
+    if [ "$run" = rdma-short ] && [ "${IOP_NFS_SHORT_SQUASH:-1}" = 1 ] && [ "$squashed" = 0 ]; then
+        iop_log "restarting the server with root squashed (its default) for $run"
+        kill -TERM "$SERVER_PID" 2>/dev/null
+        iop_wait_pid "$SERVER_PID" 30
+        saved_squash=$SQUASH
+        SQUASH=
+        start_server
+        iop_result "$run: server restarted with root squashed" $? "pid $SERVER_PID"
+        SQUASH=$saved_squash
+        squashed=1
+    fi
     script=$IOP_WORK/workload-$run.sh
     {
         echo "SERVER=10.0.2.100 NFS_PORT=$port MNT_PORT=$MP PROTO=$proto RUN=$run $sizes"
@@ -296,25 +321,47 @@ for run in $PROTOS; do
     [ -n "$guest_sum" ] && [ "$guest_sum" = "$host_sum" ]
     iop_result "$run: $mib MiB file identical on the host (SHA-256)" $? "${host_sum:-missing}"
     grep -m1 'WL-INFO big file' "$log" | tr -d '\r' | sed 's/^WL-INFO /    | /'
-    if [ "$proto" = rdma ]; then
-        pcap=$IOP_WORK/client-$run.pcap
-        # By direction: the kernel's calls carry Read chunks (WRITE data,
-        # large calls); our server's replies use the Write lists (READ data)
-        # and Reply chunks (large READDIRPLUS, READLINK) the calls offered.
-        tshark -r "$pcap" -Y "tcp.dstport == $RP && rpcordma" -T fields -e rpcordma.reads_count \
-            2>/dev/null >"$IOP_WORK/chunks-$run.calls.txt"
-        tshark -r "$pcap" -Y "tcp.srcport == $RP && rpcordma" -T fields -e rpcordma.writes_count \
-            -e rpcordma.reply_count 2>/dev/null >"$IOP_WORK/chunks-$run.replies.txt"
-        reads=$(awk -F'\t' '$1 > 0 { r++ } END { print r + 0 }' "$IOP_WORK/chunks-$run.calls.txt")
-        read -r writes replies < <(awk -F'\t' '$1 > 0 { w++ } $2 > 0 { c++ }
-            END { print w + 0, c + 0 }' "$IOP_WORK/chunks-$run.replies.txt")
+    owner=$(stat -c %u "$EXPORT/wl-$run/big" 2>/dev/null)
+    if [ "$squashed" = 1 ]; then want=65534; else want=0; fi
+    [ "$owner" = "$want" ]
+    iop_result "$run: files the guest's root made belong to uid $want on the host ($([ "$squashed" = 1 ] && echo root squashed || echo --no-root-squash))" $? "owner ${owner:-missing}"
+    if [ "$squashed" = 1 ] && [ -n "$SQUASH" ]; then
+        iop_log "restarting the server as before ($SQUASH)"
+        kill -TERM "$SERVER_PID" 2>/dev/null
+        iop_wait_pid "$SERVER_PID" 30
+        start_server
+        iop_result "$run: server restarted with $SQUASH" $? "pid $SERVER_PID"
+    fi
+    if [ "$run" = rdma ]; then
+        # The full run's capture as QEMU re-segmented it: tshark decodes the
+        # guest's calls reliably, our replies only where an FPDU happens to
+        # start a segment, so this counts both directions (the short run
+        # below checks our replies on the aligned capture).
+        tshark -r "$IOP_WORK/client-$run.pcap" -Y "tcp.port == $RP && rpcordma" -T fields \
+            -e rpcordma.reads_count -e rpcordma.writes_count -e rpcordma.reply_count \
+            2>/dev/null >"$IOP_WORK/chunks-$run.txt"
+        read -r reads writes replies < <(awk -F'\t' '$1 > 0 { r++ } $2 > 0 { w++ } $3 > 0 { c++ }
+            END { print r + 0, w + 0, c + 0 }' "$IOP_WORK/chunks-$run.txt")
         [ "$reads" -gt 0 ] && [ "$writes" -gt 0 ] && [ "$replies" -gt 0 ]
-        iop_result "$run: capture holds Read chunks in calls, Write lists and Reply chunks in our replies" $? \
-            "calls with a Read list $reads; replies with a Write list $writes, with a Reply chunk $replies"
+        iop_result "$run: capture holds Read chunks, Write lists and Reply chunks" $? \
+            "messages with a Read list $reads, Write list $writes, Reply chunk $replies"
     fi
     if [ "$run" = rdma-short ]; then
-        wire_check_nfs "$run: tshark finds every frame of the capture well-formed" \
-            "$IOP_WORK/client-$run.pcap"
+        pcap=$IOP_WORK/client-$run.pcap
+        wire_check_nfs "$run: tshark finds every frame of the capture well-formed" "$pcap"
+        # By direction, on the capture with one FPDU per segment: the
+        # kernel's calls carry Read chunks (WRITE data, SYMLINK paths); our
+        # server's replies use the Write lists (READ data) and Reply chunks
+        # (large READDIRPLUS) the calls offered.
+        aligned=${pcap%.pcap}.aligned.pcap
+        reads=$(tshark -r "$aligned" -Y "tcp.dstport == $RP && rpcordma" -T fields \
+            -e rpcordma.reads_count 2>/dev/null | awk -F'\t' '$1 > 0 { r++ } END { print r + 0 }')
+        read -r writes replies < <(tshark -r "$aligned" -Y "tcp.srcport == $RP && rpcordma" \
+            -T fields -e rpcordma.writes_count -e rpcordma.reply_count 2>/dev/null |
+            awk -F'\t' '$1 > 0 { w++ } $2 > 0 { c++ } END { print w + 0, c + 0 }')
+        [ "$reads" -gt 0 ] && [ "$writes" -gt 0 ] && [ "$replies" -gt 0 ]
+        iop_result "$run: the kernel's calls carry Read chunks, our replies use Write lists and Reply chunks" $? \
+            "calls with a Read list $reads; our replies with a Write list $writes, with a Reply chunk $replies"
     fi
 done
 

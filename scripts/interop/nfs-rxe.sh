@@ -7,7 +7,8 @@
 # nfs-workload.sh; the guest compares the big file's SHA-256 with the
 # exported copy's.
 #
-# Environment: IOP_NFS_RXE_BIG_MIB (default 8), IOP_NFS_RXE_SIZES (the other
+# Environment: IOP_NFS_RXE_BIG_MIB (default 64, the full workload's),
+# IOP_NFS_RXE_SIZES (the other
 # workload sizes; default "NSMALL=100 NDIR=1000 NRANDOM=100", empty for
 # the full workload), plus common.sh's
 # (RPCRDMA_RDMACORE_BIN: a binary built with --features rdma-core).
@@ -17,7 +18,7 @@ IOP_NAME=nfs-rxe
 # shellcheck source=common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-BIG=${IOP_NFS_RXE_BIG_MIB:-8}
+BIG=${IOP_NFS_RXE_BIG_MIB:-64}
 SIZES=${IOP_NFS_RXE_SIZES-NSMALL=100 NDIR=1000 NRANDOM=100}
 
 iop_setup_work

@@ -238,10 +238,8 @@ fn describe_rdmacore_request(req: &rpcrdma_rdmacore::Request) -> String {
 }
 
 #[cfg(feature = "rdma-core")]
-#[allow(unsafe_code)]
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and touches no memory.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 #[cfg(test)]

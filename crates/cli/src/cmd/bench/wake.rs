@@ -127,51 +127,27 @@ impl fmt::Display for WakeState {
 /// `--pin`: the process (and every thread it starts) runs on one CPU, the
 /// first it may use: both sides of every measure share it, as with
 /// `taskset -c 0`. Returns the CPU.
-#[allow(unsafe_code)]
 pub(crate) fn pin_to_one_cpu() -> anyhow::Result<usize> {
-    // SAFETY: `sched_getaffinity`/`sched_setaffinity` on the calling
-    // thread (pid 0) with a properly sized, initialised `cpu_set_t` that
-    // lives across both calls; no other memory is touched. Called before
-    // the bench starts any thread, so every thread inherits the mask.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            anyhow::bail!(
-                "--pin: cannot read the CPU affinity: {}",
-                std::io::Error::last_os_error()
-            );
-        }
-        let Some(cpu) = (0..libc::CPU_SETSIZE as usize).find(|&c| libc::CPU_ISSET(c, &set)) else {
-            anyhow::bail!("--pin: this process may run on no CPU");
-        };
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut one);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) != 0 {
-            anyhow::bail!(
-                "--pin: cannot pin to CPU {cpu}: {}",
-                std::io::Error::last_os_error()
-            );
-        }
-        let _ = PINNED.set(cpu);
-        Ok(cpu)
-    }
+    // Called before the bench starts any thread, so every thread inherits
+    // the mask.
+    let set = rustix::thread::sched_getaffinity(None)
+        .map_err(|e| anyhow::anyhow!("--pin: cannot read the CPU affinity: {e}"))?;
+    let Some(cpu) = (0..rustix::thread::CpuSet::MAX_CPU).find(|&c| set.is_set(c)) else {
+        anyhow::bail!("--pin: this process may run on no CPU");
+    };
+    let mut one = rustix::thread::CpuSet::new();
+    one.set(cpu);
+    rustix::thread::sched_setaffinity(None, &one)
+        .map_err(|e| anyhow::anyhow!("--pin: cannot pin to CPU {cpu}: {e}"))?;
+    let _ = PINNED.set(cpu);
+    Ok(cpu)
 }
 
 /// CPU seconds (user and system) this process used so far, all threads
-/// together (NaN if the system does not say).
-#[allow(unsafe_code)]
+/// together (`CLOCK_PROCESS_CPUTIME_ID`).
 pub(crate) fn cpu_seconds() -> f64 {
-    // SAFETY: `getrusage` fills the zero-initialised `rusage` we own and
-    // pass by a valid pointer; nothing else is touched.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(libc::RUSAGE_SELF, &mut ru) != 0 {
-            return f64::NAN;
-        }
-        ru
-    };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    secs(ru.ru_utime) + secs(ru.ru_stime)
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
 
 #[cfg(test)]

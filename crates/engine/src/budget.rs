@@ -20,12 +20,16 @@
 //! connections holding none, so a few stalled connections cannot hold up
 //! every other client until the stall timeout cuts them off.
 //!
-//! A received call is *admitted* only when its Read sinks fit both limits;
-//! until then it waits in arrival order, holding its credit (its RDMA Reads
-//! are posted later). One that could never fit is refused with an RPC-level
-//! error. Reply data is counted from [`crate::Engine::send_reply`] until its
-//! Send completes; it already exists, so it is never refused, but while a
-//! connection holds more than its limit it admits no new call.
+//! A received call is *admitted* only when its Read sinks and the room
+//! its largest reply may take (its Write chunks and Reply chunk, at most
+//! `max_message`) fit both limits; until then it waits in arrival order,
+//! holding its credit (its RDMA Reads are posted, and it is handed up,
+//! later). One that could never fit is refused with an RPC-level error.
+//! At [`crate::Engine::send_reply`] the reply's reservation becomes its
+//! real charge (the data its RDMA Writes carry), held until its Send
+//! completes. A call without Write or Reply chunks replies inline, within
+//! the inline threshold: that is the connection's fixed cost, and such a
+//! call never takes this budget's lock.
 //!
 //! The shared part is a mutex and a counter behind an [`Arc`]: no clock,
 //! no thread, no I/O. A driver whose engine waits for memory released by
@@ -107,8 +111,8 @@ impl MemoryBudget {
         self.inner.limit
     }
 
-    /// Octets charged now (calls' sinks and reply data in flight, and idle
-    /// buffers kept for reuse).
+    /// Octets charged now (calls' sinks, reply reservations and reply data
+    /// in flight, and idle buffers kept for reuse).
     pub fn in_use(&self) -> u64 {
         self.lock().used
     }
@@ -165,11 +169,6 @@ impl MemoryBudget {
         }
         s.used += n;
         true
-    }
-
-    /// Charges `n` octets whatever the limit (memory that exists already).
-    pub(crate) fn force(&self, n: u64) {
-        self.lock().used += n;
     }
 
     /// Gives `n` charged octets back and wakes the drivers waiting.
@@ -238,8 +237,7 @@ mod tests {
         b.release(50);
         assert_ne!(b.epoch(), e);
         assert_eq!(b.in_use(), 50);
-        b.force(80);
-        assert_eq!(b.in_use(), 130);
+        assert!(b.try_reserve(50, 0));
         assert!(!b.try_reserve(1, 0));
     }
 

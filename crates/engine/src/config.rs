@@ -95,10 +95,14 @@ pub struct EngineConfig {
     /// Most calls a requester queues while waiting for credits.
     pub max_queued_calls: usize,
     /// Most memory one connection holds for its peer's calls: the sinks of
-    /// their Read chunks and the reply data whose Send has not completed
-    /// (spec note E21, `docs/engine.md`). A call whose sinks do not fit
+    /// their Read chunks, the room reserved for their replies (their Write
+    /// and Reply chunks' lengths, at most `max_message` a call) and the
+    /// reply data whose Send has not completed (spec note E21,
+    /// `docs/engine.md`). A call whose sinks and reply room do not fit
     /// waits, holding its credit; one that can never fit is refused with
-    /// an RPC-level error. Default 64 MiB.
+    /// an RPC-level error. Replies that go inline (calls without Write or
+    /// Reply chunks) are not counted: at most one inline Send per credit,
+    /// the connection's fixed cost. Default 64 MiB.
     pub max_memory: u64,
     /// Most memory all the connections sharing one budget hold together
     /// (a listener's connections; the idle sink buffers kept for reuse

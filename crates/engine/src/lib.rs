@@ -22,10 +22,12 @@
 //!   Send With Invalidate when both ends set RFC 8797's R bit, grants
 //!   enforced (an overrun gets an RPC `SYSTEM_ERR`, not our memory).
 //! * **Memory** ([`MemoryBudget`]): a received call's Read sinks are
-//!   allocated only once they fit a per-connection limit and a budget
-//!   connections may share; until then the call waits holding its credit,
-//!   and one that never fits is refused; reply data counts until sent;
-//!   a send queue that stalls closes the connection (`docs/engine.md`).
+//!   allocated, and room for its largest reply (its Write and Reply
+//!   chunks) reserved, only once they fit a per-connection limit and a
+//!   budget connections may share; until then the call waits holding its
+//!   credit, and one that never fits is refused; reply data counts until
+//!   sent; a send queue that stalls closes the connection
+//!   (`docs/engine.md`).
 //! * **Errors** (§5.5): invalid headers get the `RDMA_ERROR` the wire crate
 //!   prescribes; `RDMA_ERROR`s are honoured per call; RDMA operational
 //!   errors end the connection (sticky [`EngineError`]).

@@ -45,7 +45,8 @@ pub(crate) struct ServeArgs {
 #[derive(Debug, Args)]
 pub(crate) struct MemoryOpts {
     /// Most memory all RPC-over-RDMA connections together may hold for
-    /// clients' calls (Read chunk sinks, reply data in flight, idle sink
+    /// clients' calls (Read chunk sinks, room reserved for replies that
+    /// go through Write and Reply chunks, reply data in flight, idle sink
     /// buffers): a number of bytes with an optional K, M, G or T suffix
     /// (binary: 512M is 512 MiB). Calls beyond it wait; calls that could
     /// never fit get SYSTEM_ERR. At least the largest message received
@@ -53,7 +54,9 @@ pub(crate) struct MemoryOpts {
     #[arg(long, value_name = "SIZE", default_value = "512M", value_parser = parse_size)]
     pub(crate) max_memory: u64,
     /// Most memory one connection may hold (same syntax; at least 4K, at
-    /// most --max-memory; a 1 MiB WRITE in flight needs 1 MiB of it).
+    /// most --max-memory; a 1 MiB WRITE in flight needs 1 MiB of it, a
+    /// 1 MiB READ the room its Write and Reply chunks offer, about 2 MiB
+    /// from `rpcrdma call`).
     #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
     pub(crate) max_connection_memory: u64,
 }
@@ -255,7 +258,7 @@ pub(crate) fn set_memory_limits(
     let largest = u64::from(engine.max_message);
     if engine.max_memory < largest {
         eprintln!(
-            "note: calls whose Read chunks exceed {} (the per-connection memory) are refused with SYSTEM_ERR; the largest message is {}",
+            "note: calls whose Read chunks and reply room (their Write and Reply chunks) exceed {} (the per-connection memory) are refused with SYSTEM_ERR; the largest message is {}",
             show_size(engine.max_memory),
             show_size(largest)
         );

@@ -119,8 +119,9 @@ pub struct Engine<P: ProtectionDomain> {
     /// connections when a listener hands the same one to each); idle sink
     /// buffers kept for reuse live there.
     pub(crate) budget: MemoryBudget,
-    /// Octets charged to this connection: the peer's calls' Read sinks and
-    /// reply data in flight (at most `cfg.max_memory`, reply data aside).
+    /// Octets charged to this connection: the peer's calls' Read sinks,
+    /// their replies' reservations and reply data in flight (at most
+    /// `cfg.max_memory`).
     pub(crate) mem_used: u64,
     /// The budget's epoch when the oldest waiting call last failed to get
     /// shared memory (the driver waits for a release after it).
@@ -348,8 +349,10 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     /// Octets this connection holds against its budget now: the Read
-    /// sinks of the peer's calls and reply data whose Send has not
-    /// completed (idle pooled buffers are the budget's, not counted here).
+    /// sinks of the peer's calls, the room reserved for their replies
+    /// until answered, and reply data whose Send has not completed (idle
+    /// pooled buffers are the budget's, not counted here). Never more
+    /// than [`EngineConfig::max_memory`].
     pub fn memory_in_use(&self) -> u64 {
         self.mem_used
     }

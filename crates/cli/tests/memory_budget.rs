@@ -101,13 +101,32 @@ impl Server {
 
     /// `rpcrdma serve` with these options (none: the default budget).
     fn start_with(options: &[&str]) -> Self {
+        Self::start_logging(options, None)
+    }
+
+    /// The same, its standard error (its warnings) collected into `log`
+    /// if given.
+    fn start_logging(options: &[&str], log: Option<Arc<Mutex<String>>>) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_rpcrdma"))
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(options)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(if log.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .spawn()
             .expect("run rpcrdma serve");
+        if let (Some(log), Some(err)) = (log, child.stderr.take()) {
+            std::thread::spawn(move || {
+                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                    let mut l = log.lock().unwrap();
+                    l.push_str(&line);
+                    l.push('\n');
+                }
+            });
+        }
         let out = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(out).lines();
         let addr = loop {
@@ -236,6 +255,28 @@ struct Hostile {
 impl Hostile {
     async fn connect(addr: SocketAddr) -> Self {
         Self::try_connect(addr).await.expect("MPA connection")
+    }
+
+    /// Connects and exchanges the MPA Request and Reply; `None` if the
+    /// server rejected the connection (the MPA Reply's reject flag).
+    async fn connect_or_rejected(addr: SocketAddr) -> std::io::Result<Option<Self>> {
+        let mut s = TcpStream::connect(addr).await?;
+        s.set_nodelay(true).unwrap();
+        let pd = PrivateData::new(1024, 1024, false).to_bytes();
+        s.write_all(&StartFrame::new(true, 1, false, None, &pd).to_bytes())
+            .await?;
+        let mut head = [0u8; 20];
+        s.read_exact(&mut head).await?;
+        let mut rest = vec![0u8; usize::from(u16::from_be_bytes([head[18], head[19]]))];
+        s.read_exact(&mut rest).await?;
+        if head[16] & rpcrdma_testkit::mpa::FLAG_R != 0 {
+            return Ok(None);
+        }
+        let (rx, tx) = s.into_split();
+        Ok(Some(Self {
+            rx,
+            tx: Arc::new(tokio::sync::Mutex::new(tx)),
+        }))
     }
 
     /// Connects and exchanges the MPA Request and Reply.
@@ -931,5 +972,119 @@ fn serve_stays_within_its_budget_under_read_amplification() {
             BUDGET / MIB,
             OVERHEAD_VSZ / MIB
         );
+    }
+}
+
+/// Each connection's fixed cost is bounded (audit gap G3 of issue 9, item
+/// 8): against `--max-memory 8M` (608 KiB a connection with the defaults:
+/// 72 receive buffers of 4 KiB, 64 inline replies of up to 4 KiB and the
+/// queue pair's allowance, a sixteenth of the budget kept for calls: at
+/// most 12 connections), 40 peers that connect and do nothing get at most
+/// 12 connections; the others are rejected at once (MPA Reply with the
+/// reject flag) and the server says why, naming `--max-memory`. Its
+/// memory stays within the budget plus the fixed overhead. Once some
+/// peers go, an honest client connects and completes NULL and a verified
+/// 1 MiB READ and WRITE. With `--max-connections 3`, the fourth and fifth
+/// peers are rejected and the warning names `--max-connections`. Before,
+/// every connection was accepted, whatever its cost.
+#[test]
+fn connections_beyond_the_budget_or_the_cap_are_refused() {
+    let log = Arc::new(Mutex::new(String::new()));
+    let server = Server::start_logging(&["--max-memory", "8M"], Some(log.clone()));
+    let addr = server.addr;
+    honest(addr, "null", 0);
+    std::thread::sleep(Duration::from_millis(300));
+    let (vsz0, rss0) = server.memory();
+    let rt = runtime();
+    let sampler = Sampler::start(server.child.id());
+    let mut open: Vec<Hostile> = rt.block_on(async {
+        let mut v = Vec::new();
+        for _ in 0..40 {
+            if let Some(h) = Hostile::connect_or_rejected(addr)
+                .await
+                .expect("an MPA Reply")
+            {
+                v.push(h);
+            }
+        }
+        v
+    });
+    let (vsz1, rss1) = sampler.finish();
+    eprintln!(
+        "--max-memory 8M: {} of 40 connections accepted; baseline VmSize {} MiB VmRSS {} MiB, peak {} / {} MiB",
+        open.len(),
+        vsz0 / MIB,
+        rss0 / MIB,
+        vsz1 / MIB,
+        rss1 / MIB
+    );
+    assert!(
+        (1..=12).contains(&open.len()),
+        "{} connections accepted",
+        open.len()
+    );
+    let budget = 8 * MIB;
+    assert!(
+        rss1 <= rss0 + budget + OVERHEAD_RSS,
+        "VmRSS {} MiB",
+        rss1 / MIB
+    );
+    assert!(
+        vsz1 <= vsz0 + budget + OVERHEAD_VSZ,
+        "VmSize {} MiB",
+        vsz1 / MIB
+    );
+    wait_for_log(&log, "--max-memory");
+    // Some go: an honest client gets in and is served.
+    open.truncate(open.len().saturating_sub(4));
+    drop(rt);
+    std::thread::sleep(Duration::from_millis(500));
+    honest(addr, "null", 0);
+    honest(addr, "read", 1 << 20);
+    honest(addr, "write", 1 << 20);
+    drop(open);
+    drop(server);
+
+    // A cap on the number of connections.
+    let log = Arc::new(Mutex::new(String::new()));
+    let server = Server::start_logging(&["--max-connections", "3"], Some(log.clone()));
+    let rt = runtime();
+    let accepted = rt.block_on(async {
+        let mut v = Vec::new();
+        for _ in 0..5 {
+            if let Some(h) = Hostile::connect_or_rejected(server.addr)
+                .await
+                .expect("an MPA Reply")
+            {
+                v.push(h);
+            }
+        }
+        v
+    });
+    assert_eq!(accepted.len(), 3);
+    wait_for_log(&log, "--max-connections");
+    drop(accepted);
+    drop(rt);
+    std::thread::sleep(Duration::from_millis(500));
+    honest(server.addr, "null", 0);
+}
+
+/// Waits (a while) for a "connection refused" warning naming `flag` in
+/// the server's standard error.
+fn wait_for_log(log: &Mutex<String>, flag: &str) {
+    let t = Instant::now();
+    loop {
+        let text = log.lock().unwrap().clone();
+        let found = text
+            .lines()
+            .any(|l| l.contains("connection refused") && l.contains(flag));
+        if found {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "no warning naming {flag}: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -49,6 +49,31 @@ const POOL_COUNT: usize = 32;
 /// more than a quarter of its limit).
 const POOL_BYTES: usize = 32 << 20;
 
+/// Octets charged to a [`MemoryBudget`] for as long as this lives: a
+/// connection's fixed cost, charged by a listener at accept
+/// ([`MemoryBudget::try_charge`]) and handed to its engine
+/// ([`crate::Engine::hold_charge`]), which gives it back when the
+/// connection ends. Dropping it gives the octets back.
+#[derive(Debug)]
+#[must_use = "the octets are given back when it is dropped"]
+pub struct Charge {
+    budget: MemoryBudget,
+    octets: u64,
+}
+
+impl Charge {
+    /// The octets charged.
+    pub fn octets(&self) -> u64 {
+        self.octets
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.budget.release(self.octets);
+    }
+}
+
 /// A memory budget that one or several connections draw from.
 ///
 /// Cheap to clone; clones share the budget.
@@ -153,6 +178,39 @@ impl MemoryBudget {
     /// stall timeout frees their memory. An eighth of the limit.
     pub fn headroom(&self) -> u64 {
         self.inner.limit / 8
+    }
+
+    /// Charges `n` octets (a connection's fixed cost, see
+    /// [`crate::EngineConfig::connection_cost`]) for as long as the
+    /// returned [`Charge`] lives, if they fit with [`Self::connection_reserve`]
+    /// (half the headroom) still free. A new connection may take the other
+    /// half of the headroom, which connections holding call memory may
+    /// not: a client connecting while others fill the budget still gets
+    /// in, and its calls the rest. Idle pooled buffers are dropped first if
+    /// that makes room. `None`: it does not fit (a listener refuses the
+    /// connection).
+    ///
+    /// ```
+    /// use rpcrdma_engine::MemoryBudget;
+    /// let b = MemoryBudget::new(8 << 20); // headroom 1 MiB, reserve 512 KiB
+    /// let first = b.try_charge(7 << 20).expect("fits");
+    /// assert!(b.try_charge(1 << 20).is_none()); // would take the reserve
+    /// drop(first);
+    /// assert_eq!(b.in_use(), 0);
+    /// ```
+    pub fn try_charge(&self, n: u64) -> Option<Charge> {
+        self.try_reserve(n, self.connection_reserve())
+            .then(|| Charge {
+                budget: self.clone(),
+                octets: n,
+            })
+    }
+
+    /// The part of the budget connections' fixed costs may not take (half
+    /// the headroom, a sixteenth of the limit): kept for calls, so that
+    /// connections that only connect can never starve every call.
+    pub fn connection_reserve(&self) -> u64 {
+        self.headroom() / 2
     }
 
     /// Charges `n` octets if they fit with `leave` octets still free,

@@ -102,9 +102,10 @@ mod stream;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use budget::MemoryBudget;
+pub use budget::{Charge, MemoryBudget};
 pub use config::{
-    EngineConfig, Role, VersionPolicy, DEFAULT_MAX_MEMORY, DEFAULT_MAX_SHARED_MEMORY,
+    EngineConfig, Role, VersionPolicy, CONNECTION_OVERHEAD, DEFAULT_MAX_MEMORY,
+    DEFAULT_MAX_SHARED_MEMORY,
 };
 pub use conn::{ConnectionInfo, Engine};
 pub use error::{ApiError, CallError, ConfigError, EngineError};

@@ -839,3 +839,47 @@ fn a_reply_beyond_its_reservation_is_answered_system_err() {
     assert_eq!(pair.server.engine.memory_in_use(), 0);
     pair.assert_no_leaks();
 }
+
+/// A connection's fixed cost (receive buffers, one inline reply per
+/// credit, queue pair; `EngineConfig::connection_cost`), charged to the
+/// shared budget by a listener at accept, is held by the engine until the
+/// connection ends, and a charge that would take the part kept for calls
+/// (half the headroom, a sixteenth of the limit) is refused (the listener
+/// then refuses the connection).
+#[test]
+fn a_connections_fixed_cost_is_held_until_it_ends() {
+    let o = PairOptions::v1();
+    let cost = o.server.connection_cost(o.caps);
+    // 64 credits and 8 reverse-direction calls of 4 KiB receive buffers,
+    // 64 inline replies of up to 4 KiB, and the queue pair's allowance.
+    assert_eq!(
+        cost,
+        72 * 4096 + 64 * 4096 + rpcrdma_engine::CONNECTION_OVERHEAD
+    );
+    let shared = MemoryBudget::new(4 * cost);
+    let mut pairs = Vec::new();
+    for _ in 0..3 {
+        let mut pair = Pair::with(PairOptions {
+            server_budget: Some(shared.clone()),
+            ..o.clone()
+        });
+        let charge = shared.try_charge(cost).expect("fits");
+        pair.server.engine.hold_charge(charge);
+        pairs.push(pair);
+    }
+    assert_eq!(shared.in_use(), 3 * cost);
+    // A fourth would take the part kept for calls.
+    assert_eq!(shared.connection_reserve(), shared.limit() / 16);
+    assert!(shared.try_charge(cost).is_none());
+    // Calls still work, within what is left.
+    pairs[0].send_call(1, write_call(1, Bytes::new()), small());
+    pairs[0].serve(|xid, _| reply(xid, None));
+    assert!(pairs[0]
+        .client
+        .take_event(|e| matches!(e, Event::Reply { xid: 1, .. }))
+        .is_some());
+    pairs[1].disconnect();
+    assert_eq!(shared.in_use(), 2 * cost);
+    drop(pairs);
+    assert_eq!(shared.in_use(), 0);
+}

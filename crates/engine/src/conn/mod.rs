@@ -126,6 +126,10 @@ pub struct Engine<P: ProtectionDomain> {
     /// The budget's epoch when the oldest waiting call last failed to get
     /// shared memory (the driver waits for a release after it).
     pub(crate) mem_blocked: Option<u64>,
+    /// The connection's fixed cost, when a listener charged it to the
+    /// budget at accept ([`Engine::hold_charge`]): given back when the
+    /// connection ends.
+    fixed: Option<crate::budget::Charge>,
     /// What each reply Send in flight holds, by work request id.
     pub(crate) replying: IdMap<u64, Held>,
     /// Where transport headers are encoded (see `push_send`).
@@ -254,6 +258,7 @@ impl<P: ProtectionDomain> Engine<P> {
             budget,
             mem_used: 0,
             mem_blocked: None,
+            fixed: None,
             replying: IdMap::default(),
             hdr_arena: BytesMut::new(),
             req_enabled: cfg.role == Role::Client,
@@ -346,6 +351,17 @@ impl<P: ProtectionDomain> Engine<P> {
     /// The memory budget this connection draws from.
     pub fn memory_budget(&self) -> &MemoryBudget {
         &self.budget
+    }
+
+    /// Keeps `charge` — the connection's fixed cost
+    /// ([`EngineConfig::connection_cost`]), charged to the shared budget
+    /// by the listener that accepted it — until the connection ends: it
+    /// is given back when the engine fails or is closed, or dropped. A
+    /// failed engine gives it back at once.
+    pub fn hold_charge(&mut self, charge: crate::budget::Charge) {
+        if self.failed.is_none() {
+            self.fixed = Some(charge);
+        }
     }
 
     /// Octets this connection holds against its budget now: the Read
@@ -703,9 +719,11 @@ impl<P: ProtectionDomain> Engine<P> {
                 }
             }
         }
-        // Every octet this connection held goes back to the budget.
+        // Every octet this connection held goes back to the budget, its
+        // fixed cost too.
         self.replying.clear();
         self.budget.release(std::mem::take(&mut self.mem_used));
+        self.fixed = None;
         self.mem_blocked = None;
         self.waiting.clear();
         self.queue.clear();

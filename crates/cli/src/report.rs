@@ -8,11 +8,20 @@
 //!   "direction":"CALL" (Version Two only),"reads":[{"position":N,"handle":N,
 //!   "length":N,"offset":N},...],"writes":[[{"handle":N,"length":N,"offset":N},
 //!   ...],...],"reply":null|[{...},...],"header_len":N,"payload_len":N}`, plus
-//!   `"err"`, and for `ERR_VERS` `"vers_low"`/`"vers_high"`, for an error
-//!   message, and `"opttype"`/`"optinfo"` (hex) for `RDMA2_OPTIONAL`;
+//!   `"err"`, `"err_name"` and for `ERR_VERS` `"vers_low"`/`"vers_high"`,
+//!   for an error message, and `"opttype"`/`"optinfo"` (hex) for
+//!   `RDMA2_OPTIONAL`;
 //! * invalid: `{"valid":false,"action":"reply"|"discard","err":"ERR_VERS"|
 //!   "ERR_BADHEADER"|"ERR_INVAL_OPTION"|null,"reason":"...","reply_hex":
+//!   "..."|null,"reply_proc":"RDMA_ERROR"|"RDMA2_ERROR"|null,"err_name":
 //!   "..."|null}`.
+//!
+//! `"err"` names the error code in Version One terms whatever the version
+//! (the issue 2 contract); `"err_name"` names it as the message's (or the
+//! reply's) version does: `ERR_BADHEADER`, `ERR_VERS` in Version One,
+//! `RDMA2_ERR_BAD_HEADER`, `RDMA2_ERR_VERS`, `RDMA2_ERR_INVAL_OPTION` in
+//! Version Two (draft-cel-01 §4.2.3). `"reply_proc"` is the procedure of
+//! the error reply a receiver sends (`null` when it discards).
 
 use std::fmt::Write as _;
 
@@ -84,6 +93,8 @@ struct ValidJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     err: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    err_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     vers_low: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     vers_high: Option<u32>,
@@ -100,6 +111,8 @@ struct InvalidJson {
     err: Option<&'static str>,
     reason: String,
     reply_hex: Option<String>,
+    reply_proc: Option<&'static str>,
+    err_name: Option<String>,
 }
 
 static NO_CHUNKS: ChunkLists = ChunkLists {
@@ -157,6 +170,7 @@ pub fn message_json(result: &Result<Message, Rejection>) -> String {
                 header_len: m.header_len,
                 payload_len: m.payload.len(),
                 err,
+                err_name: h.error().and_then(|e| err_json_name(h.vers(), e.code())),
                 vers_low,
                 vers_high,
                 opttype,
@@ -172,11 +186,32 @@ pub fn message_json(result: &Result<Message, Rejection>) -> String {
             err: r.err_code().and_then(|c| c.name()),
             reason: r.error.to_string(),
             reply_hex: r.reply_bytes().map(hex::encode),
+            reply_proc: match &r.verdict {
+                Verdict::Reply(reply) if reply.vers == 2 => Some("RDMA2_ERROR"),
+                Verdict::Reply(_) => Some("RDMA_ERROR"),
+                Verdict::Discard => None,
+            },
+            err_name: match &r.verdict {
+                Verdict::Reply(reply) => err_json_name(reply.vers, reply.body.code()),
+                Verdict::Discard => None,
+            },
         }),
     };
     // Serializing these plain structs cannot fail; keep a valid object
     // even if it somehow did.
-    out.unwrap_or_else(|e| format!("{{\"valid\":false,\"action\":\"discard\",\"err\":null,\"reason\":{:?},\"reply_hex\":null}}", e.to_string()))
+    out.unwrap_or_else(|e| format!("{{\"valid\":false,\"action\":\"discard\",\"err\":null,\"reason\":{:?},\"reply_hex\":null,\"reply_proc\":null,\"err_name\":null}}", e.to_string()))
+}
+
+/// An `rdma_err` value as `--json`'s `"err_name"` gives it: the name its
+/// version uses (`ERR_BADHEADER` in Version One, `RDMA2_ERR_BAD_HEADER` in
+/// Version Two); `None` for a code neither defines.
+fn err_json_name(vers: u32, code: ErrCode) -> Option<String> {
+    let n = code.name()?;
+    Some(if vers == 2 {
+        format!("RDMA2_{}", n.replace("BADHEADER", "BAD_HEADER"))
+    } else {
+        n.to_owned()
+    })
 }
 
 /// A short description of an RPC message at the start of `payload`, if its

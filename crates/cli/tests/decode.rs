@@ -191,3 +191,68 @@ fn v2_nomsg_call_without_position_zero_chunk_is_bad_header() {
     assert_eq!(code, 1);
     assert!(text.contains("Position-Zero Read chunk"), "{text}");
 }
+
+/// `--json` names the error reply in the reply's own version (the
+/// `"err"` field keeps its Version One terms, issue 2's contract):
+/// `RDMA2_ERROR` / `RDMA2_ERR_BAD_HEADER` for the Version Two message of
+/// issue 9 item 1, `RDMA_ERROR` / `ERR_BADHEADER` for a Version One
+/// one, `RDMA2_ERR_VERS` for a Version Two message a Version One
+/// receiver refuses, and nothing for a discard; a decoded error message
+/// carries its version's name too.
+#[test]
+fn json_names_the_error_reply_in_its_version() {
+    let hex = "00000011 00000002 00000001 00000001 00000000 00000000 00000000 00000001 00000001 00000001 00000400 00000000 00000000";
+    let (_, v) = json(&["--json", "--hex", hex]);
+    assert_eq!(v["err"], "ERR_BADHEADER");
+    assert_eq!(v["reply_proc"], "RDMA2_ERROR", "{v}");
+    assert_eq!(v["err_name"], "RDMA2_ERR_BAD_HEADER", "{v}");
+    let (_, v) = json(&[
+        "--json",
+        "--hex",
+        "0000002a 00000001 00000020 00000001 00000000 00000000 00000000",
+    ]);
+    assert_eq!(v["err"], "ERR_BADHEADER");
+    assert_eq!(v["reply_proc"], "RDMA_ERROR", "{v}");
+    assert_eq!(v["err_name"], "ERR_BADHEADER", "{v}");
+    let v2 =
+        "0000002a 00000002 00000020 00000000 00000000 00000000 00000000 00000000 0000002a 00000000";
+    let (_, v) = json(&["--json", "--versions", "1", "--hex", v2]);
+    assert_eq!(v["err"], "ERR_VERS");
+    assert_eq!(
+        (&v["reply_proc"], &v["err_name"]),
+        (
+            &serde_json::json!("RDMA2_ERROR"),
+            &serde_json::json!("RDMA2_ERR_VERS")
+        ),
+        "{v}"
+    );
+    let (_, v) = json(&[
+        "--json",
+        "--hex",
+        "0000002a 00000001 00000020 00000004 00000009",
+    ]);
+    assert_eq!(v["action"], "discard");
+    assert_eq!(v["reply_proc"], serde_json::Value::Null);
+    assert_eq!(v["err_name"], serde_json::Value::Null);
+    // A received RDMA2_ERROR / RDMA_ERROR, decoded.
+    let (code, v) = json(&[
+        "--json",
+        "--hex",
+        "0000001100000002000000010000000400000002",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (&v["err"], &v["err_name"]),
+        (
+            &serde_json::json!("ERR_BADHEADER"),
+            &serde_json::json!("RDMA2_ERR_BAD_HEADER")
+        ),
+        "{v}"
+    );
+    let (_, v) = json(&[
+        "--json",
+        "--hex",
+        "0000002a00000001000000200000000400000002",
+    ]);
+    assert_eq!(v["err_name"], "ERR_BADHEADER", "{v}");
+}

@@ -5,7 +5,11 @@
 //! framing) send WRITE calls whose data sits in large Read chunks:
 //!
 //! 1. the hostile clients never answer the server's RDMA Reads;
-//! 2. they answer every Read with the data, as fast as the server asks.
+//! 2. they answer every Read with the data, as fast as the server asks;
+//!
+//! and, in `serve_stays_within_its_budget_under_read_amplification`, demo
+//! READ calls of 16 MiB offering 16 MiB Write chunks from peers that never
+//! or slowly read what the server writes (reply amplification).
 //!
 //! Meanwhile, in both phases, an honest client (`rpcrdma call`, over the
 //! software iWARP provider) completes NULL, a verified 1 MiB READ and a
@@ -97,13 +101,32 @@ impl Server {
 
     /// `rpcrdma serve` with these options (none: the default budget).
     fn start_with(options: &[&str]) -> Self {
+        Self::start_logging(options, None)
+    }
+
+    /// The same, its standard error (its warnings) collected into `log`
+    /// if given.
+    fn start_logging(options: &[&str], log: Option<Arc<Mutex<String>>>) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_rpcrdma"))
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(options)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(if log.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .spawn()
             .expect("run rpcrdma serve");
+        if let (Some(log), Some(err)) = (log, child.stderr.take()) {
+            std::thread::spawn(move || {
+                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                    let mut l = log.lock().unwrap();
+                    l.push_str(&line);
+                    l.push('\n');
+                }
+            });
+        }
         let out = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(out).lines();
         let addr = loop {
@@ -234,6 +257,28 @@ impl Hostile {
         Self::try_connect(addr).await.expect("MPA connection")
     }
 
+    /// Connects and exchanges the MPA Request and Reply; `None` if the
+    /// server rejected the connection (the MPA Reply's reject flag).
+    async fn connect_or_rejected(addr: SocketAddr) -> std::io::Result<Option<Self>> {
+        let mut s = TcpStream::connect(addr).await?;
+        s.set_nodelay(true).unwrap();
+        let pd = PrivateData::new(1024, 1024, false).to_bytes();
+        s.write_all(&StartFrame::new(true, 1, false, None, &pd).to_bytes())
+            .await?;
+        let mut head = [0u8; 20];
+        s.read_exact(&mut head).await?;
+        let mut rest = vec![0u8; usize::from(u16::from_be_bytes([head[18], head[19]]))];
+        s.read_exact(&mut rest).await?;
+        if head[16] & rpcrdma_testkit::mpa::FLAG_R != 0 {
+            return Ok(None);
+        }
+        let (rx, tx) = s.into_split();
+        Ok(Some(Self {
+            rx,
+            tx: Arc::new(tokio::sync::Mutex::new(tx)),
+        }))
+    }
+
     /// Connects and exchanges the MPA Request and Reply.
     async fn try_connect(addr: SocketAddr) -> std::io::Result<Self> {
         let mut s = TcpStream::connect(addr).await?;
@@ -286,6 +331,75 @@ impl Hostile {
                 .await
                 .unwrap();
         }
+    }
+
+    /// Sends `calls` demo READs of `count` octets (seeds: their XIDs, so
+    /// each builds its own data), each offering a Write chunk of `count`
+    /// octets (STag/TO made up: the server's RDMA Writes land nowhere,
+    /// the peer just reads or leaves them) and no Reply chunk.
+    async fn send_reads_of(&self, first_xid: u32, calls: u32, count: u32) {
+        let mut tx = self.tx.lock().await;
+        for i in 0..calls {
+            let xid = first_xid + i;
+            let mut m = words(&[
+                xid,
+                1,
+                64,
+                0,
+                0,
+                1,
+                1,
+                0x6600_0000 | i,
+                count,
+                0,
+                0x20_0000,
+                0,
+                0,
+            ]);
+            m.extend(words(&[
+                xid,
+                0,
+                2,
+                rpcrdma_demoprog::PROGRAM,
+                1,
+                2,
+                0,
+                0,
+                0,
+                0,
+                0,
+                xid,
+                count,
+            ]));
+            tx.write_all(&fpdu(&send_ulpdu(i + 1, &m), false))
+                .await
+                .unwrap();
+        }
+    }
+
+    /// Reads what the server sends at most about `rate` octets a second
+    /// (a pause of 10 ms after every `rate / 100` octets), until
+    /// `replies_wanted` Sends came or the server closed the connection.
+    /// Returns the Sends (replies) seen.
+    async fn drain_slowly(mut self, rate: usize, replies_wanted: usize) -> usize {
+        let mut replies = 0;
+        let mut since_pause = 0usize;
+        while replies < replies_wanted {
+            let Some(u) = self.read_ulpdu().await else {
+                break;
+            };
+            since_pause += u.len();
+            if since_pause >= rate / 100 {
+                since_pause = 0;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            if let Some(seg) = DdpSegment::parse(&u) {
+                if !seg.tagged && matches!(seg.opcode, 3..=6) {
+                    replies += 1;
+                }
+            }
+        }
+        replies
     }
 
     /// The next ULPDU from the server; `None` once it closes.
@@ -748,4 +862,229 @@ fn peers_breaking_the_protocol_never_end_the_server() {
     honest(addr, "null", 0);
     honest(addr, "write", 1 << 20);
     server.assert_alive("the honest client");
+}
+
+/// Reply amplification (audit gap G1 of issue 9, item 8): hostile peers
+/// send bursts of demo READs of 16 MiB, each with its own seed (so each
+/// makes the server build 16 MiB) and offering a 16 MiB Write chunk,
+/// against the test's budget (64 MiB, 16 MiB per connection):
+///
+/// 1. three connections send 64 each and never read their socket: the
+///    server builds and holds at most one reply per connection (the
+///    room its Write chunk offers fills the connection's limit), the
+///    other calls wait holding their credits until the stall timeout
+///    closes the connection;
+/// 2. four connections send 8 each and read slowly (about 32 MiB/s):
+///    every READ is answered in turn, within the budget.
+///
+/// Meanwhile an honest client completes NULL and verified 1 MiB READs and
+/// WRITEs. Before the reservation, every call was handed up at once (the
+/// transport feeds 64 completions before the RPC layer dispatches) and
+/// each connection made the server build ~1 GiB.
+#[test]
+fn serve_stays_within_its_budget_under_read_amplification() {
+    let server = Server::start();
+    let addr = server.addr;
+    honest(addr, "null", 0);
+    honest(addr, "read", 1 << 20);
+    honest(addr, "write", 1 << 20);
+    std::thread::sleep(Duration::from_millis(200));
+    let (vsz0, rss0) = server.memory();
+    let rt = runtime();
+
+    // 1. Never reading.
+    let sampler = Sampler::start(server.child.id());
+    let idle: Vec<Hostile> = rt.block_on(async {
+        let mut v = Vec::new();
+        for c in 0..HOSTILE as u32 {
+            let h = Hostile::connect(addr).await;
+            h.send_reads_of(200_000 * (c + 1), 64, 16 << 20).await;
+            v.push(h);
+        }
+        // Time to build what the budget admits.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        v
+    });
+    let t = Instant::now();
+    honest(addr, "null", 0);
+    honest(addr, "read", 1 << 20);
+    honest(addr, "write", 1 << 20);
+    assert!(t.elapsed() < PATIENCE);
+    let (vsz1, rss1) = sampler.finish();
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(300));
+
+    // 2. Reading slowly.
+    let sampler = Sampler::start(server.child.id());
+    let meanwhile = std::thread::spawn(move || {
+        honest(addr, "null", 0);
+        honest(addr, "read", 1 << 20);
+        honest(addr, "write", 1 << 20);
+    });
+    let replies = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for c in 0..4u32 {
+            let h = Hostile::connect(addr).await;
+            h.send_reads_of(300_000 * (c + 1), 8, 16 << 20).await;
+            tasks.push(tokio::spawn(h.drain_slowly(32 << 20, 8)));
+        }
+        let mut n = 0;
+        for t in tasks {
+            n += tokio::time::timeout(PATIENCE * 2, t)
+                .await
+                .expect("the slow readers' READs are answered")
+                .unwrap();
+        }
+        n
+    });
+    meanwhile
+        .join()
+        .expect("the honest client's calls complete");
+    let (vsz2, rss2) = sampler.finish();
+    drop(rt);
+    assert_eq!(replies, 4 * 8, "every slowly read READ was answered");
+    eprintln!(
+        "READ amplification: baseline VmSize {} MiB VmRSS {} MiB; never reading: peak {} / {} MiB; reading slowly: peak {} / {} MiB",
+        vsz0 / MIB,
+        rss0 / MIB,
+        vsz1 / MIB,
+        rss1 / MIB,
+        vsz2 / MIB,
+        rss2 / MIB
+    );
+    for (phase, vsz, rss) in [
+        ("never reading", vsz1, rss1),
+        ("reading slowly", vsz2, rss2),
+    ] {
+        assert!(
+            rss <= rss0 + BUDGET + OVERHEAD_RSS,
+            "{phase}: VmRSS {} MiB > baseline {} + budget {} + overhead {} MiB",
+            rss / MIB,
+            rss0 / MIB,
+            BUDGET / MIB,
+            OVERHEAD_RSS / MIB
+        );
+        assert!(
+            vsz <= vsz0 + BUDGET + OVERHEAD_VSZ,
+            "{phase}: VmSize {} MiB > baseline {} + budget {} + overhead {} MiB",
+            vsz / MIB,
+            vsz0 / MIB,
+            BUDGET / MIB,
+            OVERHEAD_VSZ / MIB
+        );
+    }
+}
+
+/// Each connection's fixed cost is bounded (audit gap G3 of issue 9, item
+/// 8): against `--max-memory 8M` (608 KiB a connection with the defaults:
+/// 72 receive buffers of 4 KiB, 64 inline replies of up to 4 KiB and the
+/// queue pair's allowance, a sixteenth of the budget kept for calls: at
+/// most 12 connections), 40 peers that connect and do nothing get at most
+/// 12 connections; the others are rejected at once (MPA Reply with the
+/// reject flag) and the server says why, naming `--max-memory`. Its
+/// memory stays within the budget plus the fixed overhead. Once some
+/// peers go, an honest client connects and completes NULL and a verified
+/// 1 MiB READ and WRITE. With `--max-connections 3`, the fourth and fifth
+/// peers are rejected and the warning names `--max-connections`. Before,
+/// every connection was accepted, whatever its cost.
+#[test]
+fn connections_beyond_the_budget_or_the_cap_are_refused() {
+    let log = Arc::new(Mutex::new(String::new()));
+    let server = Server::start_logging(&["--max-memory", "8M"], Some(log.clone()));
+    let addr = server.addr;
+    honest(addr, "null", 0);
+    std::thread::sleep(Duration::from_millis(300));
+    let (vsz0, rss0) = server.memory();
+    let rt = runtime();
+    let sampler = Sampler::start(server.child.id());
+    let mut open: Vec<Hostile> = rt.block_on(async {
+        let mut v = Vec::new();
+        for _ in 0..40 {
+            if let Some(h) = Hostile::connect_or_rejected(addr)
+                .await
+                .expect("an MPA Reply")
+            {
+                v.push(h);
+            }
+        }
+        v
+    });
+    let (vsz1, rss1) = sampler.finish();
+    eprintln!(
+        "--max-memory 8M: {} of 40 connections accepted; baseline VmSize {} MiB VmRSS {} MiB, peak {} / {} MiB",
+        open.len(),
+        vsz0 / MIB,
+        rss0 / MIB,
+        vsz1 / MIB,
+        rss1 / MIB
+    );
+    assert!(
+        (1..=12).contains(&open.len()),
+        "{} connections accepted",
+        open.len()
+    );
+    let budget = 8 * MIB;
+    assert!(
+        rss1 <= rss0 + budget + OVERHEAD_RSS,
+        "VmRSS {} MiB",
+        rss1 / MIB
+    );
+    assert!(
+        vsz1 <= vsz0 + budget + OVERHEAD_VSZ,
+        "VmSize {} MiB",
+        vsz1 / MIB
+    );
+    wait_for_log(&log, "--max-memory");
+    // Some go: an honest client gets in and is served.
+    open.truncate(open.len().saturating_sub(4));
+    drop(rt);
+    std::thread::sleep(Duration::from_millis(500));
+    honest(addr, "null", 0);
+    honest(addr, "read", 1 << 20);
+    honest(addr, "write", 1 << 20);
+    drop(open);
+    drop(server);
+
+    // A cap on the number of connections.
+    let log = Arc::new(Mutex::new(String::new()));
+    let server = Server::start_logging(&["--max-connections", "3"], Some(log.clone()));
+    let rt = runtime();
+    let accepted = rt.block_on(async {
+        let mut v = Vec::new();
+        for _ in 0..5 {
+            if let Some(h) = Hostile::connect_or_rejected(server.addr)
+                .await
+                .expect("an MPA Reply")
+            {
+                v.push(h);
+            }
+        }
+        v
+    });
+    assert_eq!(accepted.len(), 3);
+    wait_for_log(&log, "--max-connections");
+    drop(accepted);
+    drop(rt);
+    std::thread::sleep(Duration::from_millis(500));
+    honest(server.addr, "null", 0);
+}
+
+/// Waits (a while) for a "connection refused" warning naming `flag` in
+/// the server's standard error.
+fn wait_for_log(log: &Mutex<String>, flag: &str) {
+    let t = Instant::now();
+    loop {
+        let text = log.lock().unwrap().clone();
+        let found = text
+            .lines()
+            .any(|l| l.contains("connection refused") && l.contains(flag));
+        if found {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "no warning naming {flag}: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

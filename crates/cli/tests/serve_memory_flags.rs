@@ -28,6 +28,9 @@ fn help_documents_both_limits_and_their_defaults() {
             "[default: 512M]",
             "--max-connection-memory <SIZE>",
             "[default: 64M]",
+            "--max-connections <N>",
+            "[default: 1024]",
+            "608 KiB with the defaults",
         ] {
             assert!(flat.contains(want), "{cmd:?}: no {want:?} in {out}");
         }
@@ -83,4 +86,40 @@ fn a_sane_small_budget_starts_and_says_what_it_means() {
         err.contains("--max-connection-memory 16M is more than --max-memory 8M"),
         "{err}"
     );
+}
+
+/// A budget that holds calls but not one connection's fixed cost (608 KiB
+/// with the defaults, and a sixteenth kept for calls) is refused at start,
+/// naming the flag and the least it takes.
+#[test]
+fn a_budget_too_small_for_one_connection_is_refused() {
+    for cmd in [&["serve"][..], &["nfs", "serve", "/tmp"]] {
+        let mut args = cmd.to_vec();
+        args.extend([
+            "--listen",
+            "127.0.0.1:0",
+            "--duration",
+            "1",
+            "--max-memory",
+            "500K",
+        ]);
+        let (code, _, err) = rpcrdma(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("--max-memory 500K is too small"), "{err}");
+        assert!(err.contains("holds 608 KiB"), "{err}");
+        assert!(err.contains("give at least 649K"), "{err}");
+    }
+    let (code, out, err) = rpcrdma(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--duration",
+        "1",
+        "--max-memory",
+        "649K",
+        "--max-connection-memory",
+        "64K",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("at most 1 connections at once"), "{out}");
 }

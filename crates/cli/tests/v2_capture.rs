@@ -268,13 +268,21 @@ fn expected(msg: &[u8]) -> Value {
             v["direction"] = json!("REPLY");
             // union rpcrdma2_error switch (rpcrdma2_errcode rdma_err)
             match x.u32() {
+                // "err" in Version One terms, "err_name" as §4.2 names it.
                 1 => {
                     v["err"] = json!("ERR_VERS");
+                    v["err_name"] = json!("RDMA2_ERR_VERS");
                     v["vers_low"] = json!(x.u32());
                     v["vers_high"] = json!(x.u32());
                 }
-                2 => v["err"] = json!("ERR_BADHEADER"),
-                3 => v["err"] = json!("ERR_INVAL_OPTION"),
+                2 => {
+                    v["err"] = json!("ERR_BADHEADER");
+                    v["err_name"] = json!("RDMA2_ERR_BAD_HEADER");
+                }
+                3 => {
+                    v["err"] = json!("ERR_INVAL_OPTION");
+                    v["err_name"] = json!("RDMA2_ERR_INVAL_OPTION");
+                }
                 e => panic!("rdma_err {e}"),
             }
         }

@@ -20,12 +20,16 @@
 //! connections holding none, so a few stalled connections cannot hold up
 //! every other client until the stall timeout cuts them off.
 //!
-//! A received call is *admitted* only when its Read sinks fit both limits;
-//! until then it waits in arrival order, holding its credit (its RDMA Reads
-//! are posted later). One that could never fit is refused with an RPC-level
-//! error. Reply data is counted from [`crate::Engine::send_reply`] until its
-//! Send completes; it already exists, so it is never refused, but while a
-//! connection holds more than its limit it admits no new call.
+//! A received call is *admitted* only when its Read sinks and the room
+//! its largest reply may take (its Write chunks and Reply chunk, at most
+//! `max_message`) fit both limits; until then it waits in arrival order,
+//! holding its credit (its RDMA Reads are posted, and it is handed up,
+//! later). One that could never fit is refused with an RPC-level error.
+//! At [`crate::Engine::send_reply`] the reply's reservation becomes its
+//! real charge (the data its RDMA Writes carry), held until its Send
+//! completes. A call without Write or Reply chunks replies inline, within
+//! the inline threshold: that is the connection's fixed cost, and such a
+//! call never takes this budget's lock.
 //!
 //! The shared part is a mutex and a counter behind an [`Arc`]: no clock,
 //! no thread, no I/O. A driver whose engine waits for memory released by
@@ -44,6 +48,31 @@ const POOL_COUNT: usize = 32;
 /// Most octets of idle sink buffers a budget keeps for reuse (and never
 /// more than a quarter of its limit).
 const POOL_BYTES: usize = 32 << 20;
+
+/// Octets charged to a [`MemoryBudget`] for as long as this lives: a
+/// connection's fixed cost, charged by a listener at accept
+/// ([`MemoryBudget::try_charge`]) and handed to its engine
+/// ([`crate::Engine::hold_charge`]), which gives it back when the
+/// connection ends. Dropping it gives the octets back.
+#[derive(Debug)]
+#[must_use = "the octets are given back when it is dropped"]
+pub struct Charge {
+    budget: MemoryBudget,
+    octets: u64,
+}
+
+impl Charge {
+    /// The octets charged.
+    pub fn octets(&self) -> u64 {
+        self.octets
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.budget.release(self.octets);
+    }
+}
 
 /// A memory budget that one or several connections draw from.
 ///
@@ -107,8 +136,8 @@ impl MemoryBudget {
         self.inner.limit
     }
 
-    /// Octets charged now (calls' sinks and reply data in flight, and idle
-    /// buffers kept for reuse).
+    /// Octets charged now (calls' sinks, reply reservations and reply data
+    /// in flight, and idle buffers kept for reuse).
     pub fn in_use(&self) -> u64 {
         self.lock().used
     }
@@ -151,6 +180,39 @@ impl MemoryBudget {
         self.inner.limit / 8
     }
 
+    /// Charges `n` octets (a connection's fixed cost, see
+    /// [`crate::EngineConfig::connection_cost`]) for as long as the
+    /// returned [`Charge`] lives, if they fit with [`Self::connection_reserve`]
+    /// (half the headroom) still free. A new connection may take the other
+    /// half of the headroom, which connections holding call memory may
+    /// not: a client connecting while others fill the budget still gets
+    /// in, and its calls the rest. Idle pooled buffers are dropped first if
+    /// that makes room. `None`: it does not fit (a listener refuses the
+    /// connection).
+    ///
+    /// ```
+    /// use rpcrdma_engine::MemoryBudget;
+    /// let b = MemoryBudget::new(8 << 20); // headroom 1 MiB, reserve 512 KiB
+    /// let first = b.try_charge(7 << 20).expect("fits");
+    /// assert!(b.try_charge(1 << 20).is_none()); // would take the reserve
+    /// drop(first);
+    /// assert_eq!(b.in_use(), 0);
+    /// ```
+    pub fn try_charge(&self, n: u64) -> Option<Charge> {
+        self.try_reserve(n, self.connection_reserve())
+            .then(|| Charge {
+                budget: self.clone(),
+                octets: n,
+            })
+    }
+
+    /// The part of the budget connections' fixed costs may not take (half
+    /// the headroom, a sixteenth of the limit): kept for calls, so that
+    /// connections that only connect can never starve every call.
+    pub fn connection_reserve(&self) -> u64 {
+        self.headroom() / 2
+    }
+
     /// Charges `n` octets if they fit with `leave` octets still free,
     /// dropping idle pooled buffers first if that makes room. Returns
     /// whether it did.
@@ -165,11 +227,6 @@ impl MemoryBudget {
         }
         s.used += n;
         true
-    }
-
-    /// Charges `n` octets whatever the limit (memory that exists already).
-    pub(crate) fn force(&self, n: u64) {
-        self.lock().used += n;
     }
 
     /// Gives `n` charged octets back and wakes the drivers waiting.
@@ -238,8 +295,7 @@ mod tests {
         b.release(50);
         assert_ne!(b.epoch(), e);
         assert_eq!(b.in_use(), 50);
-        b.force(80);
-        assert_eq!(b.in_use(), 130);
+        assert!(b.try_reserve(50, 0));
         assert!(!b.try_reserve(1, 0));
     }
 

@@ -8,6 +8,11 @@ use rpcrdma_wire::{Limits, PrivateData, VersionRange};
 pub const DEFAULT_MAX_MEMORY: u64 = 64 << 20;
 /// Default [`EngineConfig::max_shared_memory`]: 512 MiB for a server.
 pub const DEFAULT_MAX_SHARED_MEMORY: u64 = 512 << 20;
+/// What [`EngineConfig::connection_cost`] allows for a connection's queue
+/// pair, completion queue, tasks and tables besides its buffers: 64 KiB
+/// (about 40 KiB measured with the software iWARP provider,
+/// `docs/engine.md`).
+pub const CONNECTION_OVERHEAD: u64 = 64 << 10;
 
 /// Which end of the connection this engine is.
 ///
@@ -95,10 +100,14 @@ pub struct EngineConfig {
     /// Most calls a requester queues while waiting for credits.
     pub max_queued_calls: usize,
     /// Most memory one connection holds for its peer's calls: the sinks of
-    /// their Read chunks and the reply data whose Send has not completed
-    /// (spec note E21, `docs/engine.md`). A call whose sinks do not fit
+    /// their Read chunks, the room reserved for their replies (their Write
+    /// and Reply chunks' lengths, at most `max_message` a call) and the
+    /// reply data whose Send has not completed (spec note E21,
+    /// `docs/engine.md`). A call whose sinks and reply room do not fit
     /// waits, holding its credit; one that can never fit is refused with
-    /// an RPC-level error. Default 64 MiB.
+    /// an RPC-level error. Replies that go inline (calls without Write or
+    /// Reply chunks) are not counted: at most one inline Send per credit,
+    /// the connection's fixed cost. Default 64 MiB.
     pub max_memory: u64,
     /// Most memory all the connections sharing one budget hold together
     /// (a listener's connections; the idle sink buffers kept for reuse
@@ -169,6 +178,40 @@ impl EngineConfig {
             0
         };
         self.inline_recv.max(v2_floor) as usize
+    }
+
+    /// The memory one connection of this configuration holds whatever
+    /// its peer does — its fixed cost, outside [`Self::max_memory`]: its
+    /// receive buffers (one per credit granted plus one per call it may
+    /// have in flight, RFC 8167 §4.3, within `caps.recv_depth`, each
+    /// [`Self::recv_buffer_size`]), one inline reply per credit granted at
+    /// the largest Send it may post ([`Self::inline_send`], or the
+    /// Version Two default of 4096 when Version Two is accepted: the
+    /// replies of calls without Write or Reply chunks, spec note E21), and
+    /// [`CONNECTION_OVERHEAD`]. A listener charges it to the shared budget
+    /// at accept and refuses a connection that does not fit.
+    ///
+    /// ```
+    /// use rpcrdma_engine::{EngineConfig, CONNECTION_OVERHEAD};
+    /// use rpcrdma_verbs::QpCaps;
+    /// let s = EngineConfig::server();
+    /// // 64 credits granted, 8 reverse-direction calls: 72 receives of
+    /// // 4 KiB, 64 inline replies of up to 4 KiB.
+    /// assert_eq!(
+    ///     s.connection_cost(QpCaps::default()),
+    ///     72 * 4096 + 64 * 4096 + CONNECTION_OVERHEAD
+    /// );
+    /// ```
+    pub fn connection_cost(&self, caps: rpcrdma_verbs::QpCaps) -> u64 {
+        let (in_flight, grant) = crate::conn::credit_split(self, caps.recv_depth);
+        let receives = u64::from(in_flight + grant) * self.recv_buffer_size() as u64;
+        let v2_floor = if self.versions.high() >= 2 {
+            rpcrdma_wire::v2::DEFAULT_INLINE_THRESHOLD
+        } else {
+            0
+        };
+        let replies = u64::from(grant) * u64::from(self.inline_send.max(v2_floor));
+        receives + replies + CONNECTION_OVERHEAD
     }
 
     /// Checks the values; the error names the field to fix.

@@ -22,10 +22,12 @@
 //!   Send With Invalidate when both ends set RFC 8797's R bit, grants
 //!   enforced (an overrun gets an RPC `SYSTEM_ERR`, not our memory).
 //! * **Memory** ([`MemoryBudget`]): a received call's Read sinks are
-//!   allocated only once they fit a per-connection limit and a budget
-//!   connections may share; until then the call waits holding its credit,
-//!   and one that never fits is refused; reply data counts until sent;
-//!   a send queue that stalls closes the connection (`docs/engine.md`).
+//!   allocated, and room for its largest reply (its Write and Reply
+//!   chunks) reserved, only once they fit a per-connection limit and a
+//!   budget connections may share; until then the call waits holding its
+//!   credit, and one that never fits is refused; reply data counts until
+//!   sent; a send queue that stalls closes the connection
+//!   (`docs/engine.md`).
 //! * **Errors** (§5.5): invalid headers get the `RDMA_ERROR` the wire crate
 //!   prescribes; `RDMA_ERROR`s are honoured per call; RDMA operational
 //!   errors end the connection (sticky [`EngineError`]).
@@ -100,9 +102,10 @@ mod stream;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use budget::MemoryBudget;
+pub use budget::{Charge, MemoryBudget};
 pub use config::{
-    EngineConfig, Role, VersionPolicy, DEFAULT_MAX_MEMORY, DEFAULT_MAX_SHARED_MEMORY,
+    EngineConfig, Role, VersionPolicy, CONNECTION_OVERHEAD, DEFAULT_MAX_MEMORY,
+    DEFAULT_MAX_SHARED_MEMORY,
 };
 pub use conn::{ConnectionInfo, Engine};
 pub use error::{ApiError, CallError, ConfigError, EngineError};

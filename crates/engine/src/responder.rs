@@ -66,7 +66,11 @@ impl<P: ProtectionDomain> Engine<P> {
     /// instead (RFC 8166 §5.5.3).
     ///
     /// The call's memory (its Read chunk sinks) and the reply's data stay
-    /// counted against the memory budget until the reply's Send completes.
+    /// counted against the memory budget until the reply's Send completes;
+    /// the room reserved for the reply at admission becomes the data its
+    /// RDMA Writes carry (the rest goes back at once). A reply whose
+    /// RDMA-written data exceeds that room (only one larger than
+    /// `max_message` can) is answered `SYSTEM_ERR` instead.
     pub fn send_reply(&mut self, token: CallToken, payload: Payload) -> Result<(), ApiError> {
         self.check_alive()?;
         let call = match self.incoming.entry(token.0) {
@@ -74,6 +78,11 @@ impl<P: ProtectionDomain> Engine<P> {
             _ => return Err(ApiError::UnknownCall),
         };
         self.answer(call, payload);
+        if !self.waiting.is_empty() {
+            // What its reservation held beyond the reply's data is free
+            // again: waiting calls may fit now.
+            self.pump_admission();
+        }
         Ok(())
     }
 
@@ -144,7 +153,6 @@ impl<P: ProtectionDomain> Engine<P> {
     /// cannot be returned). The call's memory and the reply's data are
     /// held until the reply's Send completes.
     fn answer(&mut self, call: InCall<P::Mr>, payload: Payload) {
-        let data_len = payload.stream_len() as u64;
         let t = self.thresholds();
         let params = ReplyParams {
             version: call.version,
@@ -158,6 +166,32 @@ impl<P: ProtectionDomain> Engine<P> {
         };
         match plan_reply(writes, reply, payload, &params) {
             Ok(plan) => {
+                // The reply data its RDMA Writes carry (Write chunks, and
+                // the Reply chunk of a Long reply): what the reply's
+                // reservation becomes. What goes inline (at most the
+                // inline threshold) is the connection's fixed cost.
+                let data: u64 = plan
+                    .writes
+                    .iter()
+                    .flat_map(|w| w.pieces.iter())
+                    .map(|p| p.len() as u64)
+                    .sum();
+                let reserved = call.more.as_ref().map_or(0, |m| m.room_held);
+                if data > reserved {
+                    // More than its reservation (only a reply larger than
+                    // `max_message` can be): never held beyond the budget.
+                    // An RPC-level error instead, as for a call that can
+                    // never fit (spec note E21).
+                    tracing::warn!(
+                        xid = call.xid,
+                        data,
+                        reserved,
+                        "reply larger than the memory reserved for it; answering SYSTEM_ERR"
+                    );
+                    self.stats.replies_refused_for_memory += 1;
+                    self.reply_rpc_error(call, SYSTEM_ERR);
+                    return;
+                }
                 self.stats.replies_sent += 1;
                 for w in plan.writes {
                     let wr_id = self.wr_id(Wr::Write);
@@ -170,25 +204,17 @@ impl<P: ProtectionDomain> Engine<P> {
                     None
                 };
                 tracing::trace!(xid = call.xid, form = plan.form.name(), "reply sent");
-                // The reply's data exists already: it is counted, never
-                // refused (spec note E21). A reply that goes wholly inline
-                // is bounded by the inline threshold, like the receive
-                // buffers, and not counted.
-                let data = if plan.form == MessageForm::Short {
-                    0
-                } else {
-                    data_len
-                };
-                self.charge_anyway(data);
+                // The reservation becomes the reply's real charge: the
+                // difference goes back now (spec note E21).
                 let held = match call.more {
-                    Some(m) => Held {
-                        charge: m.charge + data,
-                        sinks: m.sinks,
-                    },
-                    None => Held {
-                        charge: data,
-                        sinks: Vec::new(),
-                    },
+                    Some(m) => {
+                        self.release_charge(reserved - data);
+                        Held {
+                            charge: m.charge - reserved + data,
+                            sinks: m.sinks,
+                        }
+                    }
+                    None => Held::default(),
                 };
                 self.push_send_holding(&plan.header, plan.pieces, invalidate, held);
             }
@@ -201,7 +227,8 @@ impl<P: ProtectionDomain> Engine<P> {
         }
     }
 
-    /// Answers a call with an RPC-level error the engine forms itself.
+    /// Answers a call with an RPC-level error the engine forms itself (it
+    /// goes inline: its reservation, if any, goes back).
     fn reply_rpc_error(&mut self, call: InCall<P::Mr>, stat: u32) {
         let payload = Payload::inline_only(rpc_error_reply(call.xid, stat));
         self.answer(call, payload);
@@ -253,6 +280,9 @@ impl<P: ProtectionDomain> Engine<P> {
         let nomsg = head.nomsg;
         let mut chunks = chunks;
         let has_pz = chunks.has_position_zero();
+        // The reply data its Write chunks and Reply chunk may make us
+        // hold, reserved at admission (spec note E21).
+        let room = reply_room(&chunks, self.cfg.max_message);
         let more = (!chunks.is_empty()).then(|| {
             Box::new(InCallMore {
                 rkeys: chunks
@@ -360,17 +390,20 @@ impl<P: ProtectionDomain> Engine<P> {
             self.send_error(version, xid, ErrorBody::BadHeader);
             return;
         }
-        if total > self.cfg.max_memory || total > self.budget.limit() {
-            // Its sinks could never fit the memory budget: an RPC-level
-            // error (spec note E21). It needs only the XID, which is the
-            // transport header's (RFC 8166 §4.2.1), so an RDMA_NOMSG call,
-            // whose RPC header sits in the unread chunk, gets one too.
+        let need = total + room;
+        if need > self.cfg.max_memory || need > self.budget.limit() {
+            // Its sinks and its largest reply could never fit the memory
+            // budget: an RPC-level error (spec note E21). It needs only
+            // the XID, which is the transport header's (RFC 8166 §4.2.1),
+            // so an RDMA_NOMSG call, whose RPC header sits in the unread
+            // chunk, gets one too.
             self.stats.calls_refused_for_memory += 1;
             tracing::debug!(
                 xid,
-                total,
+                read_chunks = total,
+                reply_room = room,
                 limit = self.cfg.max_memory.min(self.budget.limit()),
-                "call's Read chunks can never fit the memory budget"
+                "call's Read chunks and largest reply can never fit the memory budget"
             );
             self.reply_rpc_error(call, SYSTEM_ERR);
             return;
@@ -379,10 +412,12 @@ impl<P: ProtectionDomain> Engine<P> {
         let token = self.next_token;
         self.next_token += 1;
         let mut call = call;
-        if groups.is_empty() && self.waiting.is_empty() && self.admission_open() {
-            // Nothing to pull and nothing waiting before it: admitted and
-            // handed up at once, as `pump_admission` and `start_call`
-            // would (one table operation instead of four).
+        if groups.is_empty() && room == 0 && self.waiting.is_empty() && self.admission_open() {
+            // Nothing to pull, a reply bounded by the inline threshold
+            // (the connection's fixed cost: no shared budget's lock) and
+            // nothing waiting before it: admitted and handed up at once,
+            // as `pump_admission` and `start_call` would (one table
+            // operation instead of four).
             self.mem_blocked = None;
             self.events.push_back(deliver_inline(token, &mut call));
             self.incoming.insert(token, call);
@@ -391,6 +426,7 @@ impl<P: ProtectionDomain> Engine<P> {
         let more = call.more();
         more.groups = groups;
         more.need = total;
+        more.room = room;
         self.incoming.insert(token, call);
         // The call holds its credit from now on; it is processed (its
         // Read sinks allocated and Reads posted, or it is handed up) once
@@ -401,7 +437,8 @@ impl<P: ProtectionDomain> Engine<P> {
 
     /// Admits waiting calls, oldest first, while the send queue's backlog
     /// is small, this connection holds no more than its memory limit and
-    /// the oldest call's Read sinks fit the budget: the responder's
+    /// the oldest call's Read sinks and reply room fit the budget: the
+    /// responder's
     /// back-pressure (its receives stay posted for every credit it granted,
     /// E14; memory, E21).
     pub(crate) fn pump_admission(&mut self) {
@@ -413,7 +450,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 self.waiting.pop_front();
                 continue;
             }
-            if !self.reserve_sinks(token) {
+            if !self.reserve_memory(token) {
                 return;
             }
             self.waiting.pop_front();
@@ -428,17 +465,20 @@ impl<P: ProtectionDomain> Engine<P> {
         self.failed.is_none() && !self.overloaded() && self.mem_used <= self.cfg.max_memory
     }
 
-    /// Finds the memory for a waiting call's Read sinks: idle pooled
-    /// buffers where they fit, fresh ones otherwise, all within the
-    /// connection's limit and the shared budget. Returns whether it did;
-    /// if not, nothing is held and the call keeps waiting.
-    fn reserve_sinks(&mut self, token: u64) -> bool {
+    /// Finds the memory for a waiting call's Read sinks (idle pooled
+    /// buffers where they fit, fresh ones otherwise) and reserves its
+    /// reply room, all within the connection's limit and the shared
+    /// budget. Returns whether it did; if not, nothing is held and the
+    /// call keeps waiting. A call with neither (no Read chunks, a reply
+    /// that can only go inline) takes no lock.
+    fn reserve_memory(&mut self, token: u64) -> bool {
         let Some(call) = self.incoming.get(&token) else {
             return false;
         };
-        let Some(more) = call.more.as_deref().filter(|m| m.need > 0) else {
+        let Some(more) = call.more.as_deref().filter(|m| m.need > 0 || m.room > 0) else {
             return true;
         };
+        let room = more.room;
         let lens: Vec<usize> = more
             .groups
             .iter()
@@ -455,7 +495,7 @@ impl<P: ProtectionDomain> Engine<P> {
             .filter(|(_, b)| b.is_none())
             .map(|(&l, _)| l as u64)
             .sum();
-        if pooled > 0 && self.mem_used + pooled + fresh > self.cfg.max_memory {
+        if pooled > 0 && self.mem_used + pooled + fresh + room > self.cfg.max_memory {
             // Pooled buffers are charged whole and may be larger than
             // their chunks: if that is what does not fit, take fresh
             // ones of the chunks' sizes (else a call that fits the limit
@@ -466,7 +506,7 @@ impl<P: ProtectionDomain> Engine<P> {
             pooled = 0;
             fresh = lens.iter().map(|&l| l as u64).sum();
         }
-        let conn_ok = self.mem_used + pooled + fresh <= self.cfg.max_memory;
+        let conn_ok = self.mem_used + pooled + fresh + room <= self.cfg.max_memory;
         // A connection that holds memory already leaves the budget's
         // headroom to those that hold none (spec note E21).
         let leave = if self.mem_used > 0 {
@@ -474,7 +514,8 @@ impl<P: ProtectionDomain> Engine<P> {
         } else {
             0
         };
-        let shared_ok = conn_ok && (fresh == 0 || self.budget.try_reserve(fresh, leave));
+        let shared_ok =
+            conn_ok && (fresh + room == 0 || self.budget.try_reserve(fresh + room, leave));
         if !shared_ok {
             for b in bufs.into_iter().flatten() {
                 self.budget.put_back(b);
@@ -491,7 +532,7 @@ impl<P: ProtectionDomain> Engine<P> {
             }
             return false;
         }
-        self.mem_used += pooled + fresh;
+        self.mem_used += pooled + fresh + room;
         for (b, &len) in bufs.iter_mut().zip(&lens) {
             if b.is_some() {
                 self.stats.sink_buffers_reused += 1;
@@ -503,7 +544,8 @@ impl<P: ProtectionDomain> Engine<P> {
         }
         if let Some(call) = self.incoming.get_mut(&token) {
             let more = call.more();
-            more.charge += pooled + fresh;
+            more.charge += pooled + fresh + room;
+            more.room_held = room;
             more.bufs = bufs.into_iter().flatten().collect();
         }
         true
@@ -662,6 +704,24 @@ impl<P: ProtectionDomain> Engine<P> {
             }
         }
     }
+}
+
+/// The most reply data a call's Write chunks and Reply chunk can make us
+/// hold (what RDMA Writes carry), at most `max_message`: what admission
+/// reserves for its reply (spec note E21). Zero for a call without them,
+/// whose reply can only go inline.
+fn reply_room(chunks: &ChunkLists, max_message: u32) -> u64 {
+    if chunks.writes.is_empty() && chunks.reply.is_none() {
+        return 0;
+    }
+    chunks
+        .writes
+        .iter()
+        .chain(chunks.reply.as_ref())
+        .flat_map(|c| c.segments.iter())
+        .map(|s| u64::from(s.length))
+        .sum::<u64>()
+        .min(u64::from(max_message))
 }
 
 /// The event handing up an admitted call without Read chunks, marked

@@ -70,9 +70,13 @@ pub struct Stats {
     /// Received calls that had to wait for memory before their Read
     /// chunks were pulled.
     pub calls_waited_for_memory: u64,
-    /// Received calls refused because their Read chunks could never fit
-    /// the memory budget.
+    /// Received calls refused because their Read chunks and largest
+    /// reply (Write and Reply chunks) could never fit the memory budget.
     pub calls_refused_for_memory: u64,
+    /// Replies answered `SYSTEM_ERR` instead because their RDMA-written
+    /// data exceeded what their call reserved (only a reply larger than
+    /// `max_message` can).
+    pub replies_refused_for_memory: u64,
     /// `RDMA2_OPTIONAL` messages sent (offers and answers).
     pub options_sent: u64,
     /// `RDMA2_OPTIONAL` messages received of a supported type (others are

@@ -295,46 +295,302 @@ fn a_shared_budget_is_shared_and_returned_when_a_connection_goes() {
     assert_eq!(honest.server.engine.memory_in_use(), 0);
 }
 
-/// Reply data is counted from `send_reply` until its Send completes, and
-/// while a connection holds more than its limit it admits no new call.
+/// A READ-like call of program 0x20000099 (procedure 2, no DDP item).
+fn read_call(xid: u32) -> Payload {
+    let mut pe = PayloadEncoder::new();
+    let mut e = pe.encoder();
+    for w in [xid, 0, 2, 0x2000_0099, 1, 2, 0, 0, 0, 0, 0, xid, 0x100_0000] {
+        e.put_u32(w);
+    }
+    pe.finish()
+}
+
+/// The octets of Write and Reply chunks in the client's last message: the
+/// room the server reserves for its reply.
+fn offered_room(pair: &Pair) -> u64 {
+    let (sent, _) = pair.client.sent.last().unwrap().clone();
+    let msg = rpcrdma_wire::decode(&sent, &Default::default()).unwrap();
+    let c = msg.header.chunks().unwrap();
+    c.writes
+        .iter()
+        .chain(c.reply.as_ref())
+        .flat_map(|c| c.segments.iter())
+        .map(|s| u64::from(s.length))
+        .sum()
+}
+
+/// Reply data is counted from the call's admission: the room its Write
+/// and Reply chunks offer is reserved then, and at `send_reply` the
+/// reservation becomes the data the reply's RDMA Writes carry (the rest
+/// goes back at once), held until its Send completes. Meanwhile a call
+/// whose room does not fit what is left waits, holding its credit.
 #[test]
 fn reply_data_in_flight_counts() {
-    let mut pair = Pair::with(PairOptions::v1().server_memory(MIB));
+    let mut pair = Pair::with(PairOptions::v1().server_memory(6 * MIB));
     // A first exchange gives the client its credits.
     pair.send_call(9, write_call(9, Bytes::new()), small());
     pair.serve(|xid, _| reply(xid, None));
-    let hints = ReplyHints::with_ddp(&[2 << 20], (2 << 20) + 64);
-    let mut pe = PayloadEncoder::new();
-    let mut e = pe.encoder();
-    for w in [1u32, 0, 2, 0x2000_0099, 1, 2, 0, 0, 0, 0] {
-        e.put_u32(w);
-    }
-    pair.send_call(1, pe.finish(), hints);
+    let hints = || ReplyHints::with_ddp(&[2 << 20], (2 << 20) + 64);
+    pair.send_call(1, read_call(1), hints());
     pair.drive();
+    let room = offered_room(&pair);
+    assert!(room > 2 * MIB, "{room}");
     let Some(Event::Call { token, .. }) =
         pair.server.take_event(|e| matches!(e, Event::Call { .. }))
     else {
         panic!("no call")
     };
+    // Reserved before the reply exists.
+    assert_eq!(pair.server.engine.memory_in_use(), room);
     pair.hold_sends(false, true);
     pair.server
         .engine
         .send_reply(token, reply(1, Some(Bytes::from(vec![9; 2 << 20]))))
         .unwrap();
     pair.drive();
-    let held = pair.server.engine.memory_in_use();
-    assert!(held >= 2 * MIB, "{held}");
-    // Over its limit: a new (even memory-less) call waits.
-    pair.send_call(2, write_call(2, Bytes::new()), small());
+    // The reservation became the 2 MiB the Write carries.
+    assert_eq!(pair.server.engine.memory_in_use(), 2 * MIB);
+    // Another such call does not fit beside it (2 MiB + room > 6 MiB):
+    // it waits, and so does a call without chunks behind it.
+    pair.send_call(2, read_call(2), hints());
+    pair.send_call(3, write_call(3, Bytes::new()), small());
     pair.drive();
-    assert_eq!(pair.server.engine.calls_waiting(), 1);
+    assert_eq!(pair.server.engine.calls_waiting(), 2);
+    assert_eq!(pair.server.engine.stats().credit_overruns, 0);
     pair.hold_sends(false, false);
     pair.drive();
     assert_eq!(pair.server.engine.calls_waiting(), 0);
-    assert_eq!(answer_all(&mut pair), 1);
+    assert_eq!(pair.server.engine.memory_in_use(), room);
+    assert_eq!(answer_all(&mut pair), 2);
     pair.drive();
     assert_eq!(pair.server.engine.memory_in_use(), 0);
+    for x in 1..=3u32 {
+        assert!(pair
+            .client
+            .take_event(|e| matches!(e, Event::Reply { xid, .. } if *xid == x))
+            .is_some());
+    }
     pair.assert_no_leaks();
+}
+
+/// A client region of `len` octets the server may write (the Write and
+/// Reply chunks a hostile client offers): (STag, address).
+fn client_sink(pair: &mut Pair, len: u64) -> (u32, u64) {
+    let mr = pair
+        .fabric
+        .pd(1)
+        .register_mut(
+            bytes::BytesMut::zeroed(len as usize),
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+        )
+        .unwrap();
+    let key = (mr.rkey(), mr.addr());
+    std::mem::forget(mr); // the "client" keeps it registered
+    key
+}
+
+/// A hand-made READ call (as a hostile client sends it): RDMA_MSG, no
+/// Read list, one Write chunk of `len` octets at `sink`, and a Reply
+/// chunk of `reply_len` octets there too if not zero.
+fn inject_read(pair: &mut Pair, xid: u32, sink: (u32, u64), len: u32, reply_len: u32) {
+    let (key, addr) = sink;
+    let seg = |l: u32| [key, l, (addr >> 32) as u32, addr as u32];
+    let mut m = vec![xid, 1, 64, 0, 0, 1, 1];
+    m.extend(seg(len));
+    m.push(0);
+    if reply_len > 0 {
+        m.push(1);
+        m.push(1);
+        m.extend(seg(reply_len));
+    } else {
+        m.push(0);
+    }
+    m.extend([xid, 0, 2, 0x2000_0099, 1, 2, 0, 0, 0, 0, 0, xid, len]);
+    pair.inject(false, &words(&m));
+}
+
+/// Reply amplification (the gap an audit of issue 9 found): a peer sends
+/// READ calls each offering a large Write chunk and never drains its end.
+/// Before, every call was handed up at once and each reply's data was
+/// charged whatever the limits (12 × 2 MiB against a 8 MiB limit); now
+/// a call is handed up only once the room its Write and Reply chunks
+/// offer fits, and the others wait holding their credits. When the peer
+/// drains, every call completes in turn, never above the limit.
+#[test]
+fn reply_room_is_reserved_at_admission() {
+    let mut pair = Pair::with(PairOptions::v1().server_memory(8 * MIB));
+    pair.hold_sends(false, true);
+    for x in 0..12u32 {
+        // A sink each: a reply's Send With Invalidate fences its call's.
+        let sink = client_sink(&mut pair, 2 * MIB);
+        inject_read(&mut pair, 200 + x, sink, 2 * MIB as u32, 0);
+    }
+    let data = Bytes::from(vec![7; 2 << 20]);
+    let answer = |pair: &mut Pair| {
+        let mut n = 0;
+        pair.drive();
+        while let Some(Event::Call { token, xid, .. }) =
+            pair.server.take_event(|e| matches!(e, Event::Call { .. }))
+        {
+            pair.server
+                .engine
+                .send_reply(token, reply(xid, Some(data.clone())))
+                .unwrap();
+            n += 1;
+            pair.drive();
+            assert!(pair.server.engine.memory_in_use() <= 8 * MIB);
+        }
+        n
+    };
+    assert_eq!(answer(&mut pair), 4);
+    assert_eq!(pair.server.engine.memory_in_use(), 8 * MIB);
+    assert_eq!(pair.server.engine.calls_waiting(), 8);
+    let s = *pair.server.engine.stats();
+    assert_eq!((s.credit_overruns, s.calls_refused_for_memory), (0, 0));
+    assert!(s.calls_waited_for_memory >= 1, "{s:?}");
+    // The peer drains: the rest go through, four at a time at most.
+    pair.hold_sends(false, false);
+    let mut answered = 4;
+    for _ in 0..100 {
+        answered += answer(&mut pair);
+        if answered == 12 {
+            break;
+        }
+    }
+    assert_eq!(answered, 12);
+    pair.drive();
+    assert_eq!(pair.server.engine.stats().replies_sent, 12);
+    assert_eq!(pair.server.engine.memory_in_use(), 0);
+    assert_eq!(pair.server.engine.memory_budget().in_use(), 0);
+}
+
+/// A call whose Write and Reply chunks offer more room than the
+/// connection's limit can never be admitted: it gets `SYSTEM_ERR` at once
+/// (as one whose Read chunks never fit), whether the room is a Write
+/// chunk or a Reply chunk; the upper layer never sees it.
+#[test]
+fn a_call_whose_reply_can_never_fit_is_refused() {
+    let mut pair = Pair::with(PairOptions::v1().server_memory(MIB));
+    pair.send_call(
+        1,
+        read_call(1),
+        ReplyHints::with_ddp(&[2 << 20], (2 << 20) + 64),
+    );
+    pair.send_call(2, read_call(2), ReplyHints::at_most(2 << 20));
+    pair.drive();
+    assert!(pair
+        .server
+        .take_event(|e| matches!(e, Event::Call { .. }))
+        .is_none());
+    for x in 1..=2u32 {
+        match pair.client.take_event(
+            |e| matches!(e, Event::Reply { xid, .. } | Event::CallFailed { xid, .. } if *xid == x),
+        ) {
+            Some(Event::Reply { message, .. }) => {
+                assert_eq!(&message.inline()[..], &words(&[x, 1, 0, 0, 0, 5])[..])
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(pair.server.engine.stats().calls_refused_for_memory, 2);
+    assert_eq!(pair.server.engine.memory_in_use(), 0);
+    pair.assert_no_leaks();
+}
+
+/// Reply room counts against the budget a listener's connections share:
+/// a peer offering 2 MiB Write chunks and draining nothing fills an
+/// 8 MiB shared budget but for its headroom (3 calls). Another
+/// connection's first READ (about 1 MiB of Write and Reply chunks) fits
+/// what is left, its second waits for memory. A third connection's call
+/// without chunks (its reply goes inline: the connection's fixed cost,
+/// which never takes the shared budget) completes at once although its
+/// READ could not be admitted. Once the hostile connection is gone the
+/// waiting READ goes through.
+#[test]
+fn reply_room_counts_against_the_shared_budget() {
+    let shared = MemoryBudget::new(8 * MIB);
+    let opts = || PairOptions {
+        server_budget: Some(shared.clone()),
+        ..PairOptions::v1().server_memory(64 * MIB)
+    };
+    let mut hostile = Pair::with(opts());
+    hostile.hold_sends(false, true);
+    for x in 0..8u32 {
+        let sink = client_sink(&mut hostile, 2 * MIB);
+        inject_read(&mut hostile, 300 + x, sink, 2 * MIB as u32, 0);
+    }
+    hostile.drive();
+    let data = Bytes::from(vec![5; 2 << 20]);
+    while let Some(Event::Call { token, xid, .. }) = hostile
+        .server
+        .take_event(|e| matches!(e, Event::Call { .. }))
+    {
+        hostile
+            .server
+            .engine
+            .send_reply(token, reply(xid, Some(data.clone())))
+            .unwrap();
+        hostile.drive();
+    }
+    assert_eq!(hostile.server.engine.memory_in_use(), 6 * MIB);
+    assert_eq!(hostile.server.engine.calls_waiting(), 5);
+    assert_eq!(shared.in_use(), 6 * MIB);
+
+    let mut honest = Pair::with(opts());
+    honest.send_call(9, write_call(9, Bytes::new()), small());
+    honest.serve(|xid, _| reply(xid, None));
+    assert!(honest
+        .client
+        .take_event(|e| matches!(e, Event::Reply { xid: 9, .. }))
+        .is_some());
+    let hints = || ReplyHints::with_ddp(&[MIB as u32 / 2], MIB as u32 / 2 + 64);
+    honest.send_call(1, read_call(1), hints());
+    honest.send_call(2, read_call(2), hints());
+    honest.drive();
+    let first = honest
+        .server
+        .take_event(|e| matches!(e, Event::Call { xid: 1, .. }));
+    assert!(first.is_some());
+    assert_eq!(honest.server.engine.calls_waiting(), 1);
+    let epoch = honest
+        .server
+        .engine
+        .memory_wait()
+        .expect("waits for memory");
+    assert!(shared.in_use() <= 8 * MIB);
+    let mut third = Pair::with(opts());
+    third.send_call(7, write_call(7, Bytes::new()), small());
+    third.serve(|xid, _| reply(xid, None));
+    assert!(third
+        .client
+        .take_event(|e| matches!(e, Event::Reply { xid: 7, .. }))
+        .is_some());
+    third.send_call(8, read_call(8), hints());
+    third.drive();
+    assert!(third.server.engine.memory_wait().is_some());
+    third.disconnect();
+    hostile.disconnect();
+    assert_ne!(shared.epoch(), epoch);
+    honest.server.engine.retry_admission();
+    if let Some(Event::Call { token, xid, .. }) = first {
+        honest
+            .server
+            .engine
+            .send_reply(token, reply(xid, Some(Bytes::from(vec![1; 1000]))))
+            .unwrap();
+    }
+    honest.drive();
+    assert_eq!(answer_all(&mut honest), 1);
+    honest.drive();
+    for x in 1..=2u32 {
+        assert!(honest
+            .client
+            .take_event(|e| matches!(e, Event::Reply { xid, .. } if *xid == x))
+            .is_some());
+    }
+    assert_eq!(honest.server.engine.memory_in_use(), 0);
+    assert_eq!(shared.in_use(), shared.pooled());
+    honest.assert_no_leaks();
 }
 
 /// A peer that never answers the RDMA Reads holds the memory only until
@@ -539,4 +795,91 @@ fn reverse_calls_are_bounded_by_the_clients_budget() {
     assert!(s.sink_bytes_allocated <= 3 * MIB / 2, "{s:?}");
     assert_eq!(pair.client.engine.memory_in_use(), 0);
     pair.assert_no_leaks();
+}
+
+/// The room reserved for a reply is at most the server's `max_message`:
+/// a reply whose RDMA-written data exceeds its reservation (only one
+/// larger than `max_message` can) is never sent beyond the budget, but
+/// answered `SYSTEM_ERR`, and its memory goes back.
+#[test]
+fn a_reply_beyond_its_reservation_is_answered_system_err() {
+    let mut o = PairOptions::v1();
+    o.server.max_message = 64 << 10;
+    let mut pair = Pair::with(o);
+    pair.send_call(
+        1,
+        read_call(1),
+        ReplyHints::with_ddp(&[100 << 10], (100 << 10) + 64),
+    );
+    pair.drive();
+    assert!(offered_room(&pair) > 128 << 10);
+    let Some(Event::Call { token, .. }) =
+        pair.server.take_event(|e| matches!(e, Event::Call { .. }))
+    else {
+        panic!("no call")
+    };
+    assert_eq!(pair.server.engine.memory_in_use(), 64 << 10);
+    pair.server
+        .engine
+        .send_reply(token, reply(1, Some(Bytes::from(vec![3; 100 << 10]))))
+        .unwrap();
+    pair.drive();
+    match pair.client.take_event(|e| {
+        matches!(
+            e,
+            Event::Reply { xid: 1, .. } | Event::CallFailed { xid: 1, .. }
+        )
+    }) {
+        Some(Event::Reply { message, .. }) => {
+            assert_eq!(&message.inline()[..], &words(&[1, 1, 0, 0, 0, 5])[..])
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(pair.server.engine.stats().replies_refused_for_memory, 1);
+    assert_eq!(pair.server.engine.memory_in_use(), 0);
+    pair.assert_no_leaks();
+}
+
+/// A connection's fixed cost (receive buffers, one inline reply per
+/// credit, queue pair; `EngineConfig::connection_cost`), charged to the
+/// shared budget by a listener at accept, is held by the engine until the
+/// connection ends, and a charge that would take the part kept for calls
+/// (half the headroom, a sixteenth of the limit) is refused (the listener
+/// then refuses the connection).
+#[test]
+fn a_connections_fixed_cost_is_held_until_it_ends() {
+    let o = PairOptions::v1();
+    let cost = o.server.connection_cost(o.caps);
+    // 64 credits and 8 reverse-direction calls of 4 KiB receive buffers,
+    // 64 inline replies of up to 4 KiB, and the queue pair's allowance.
+    assert_eq!(
+        cost,
+        72 * 4096 + 64 * 4096 + rpcrdma_engine::CONNECTION_OVERHEAD
+    );
+    let shared = MemoryBudget::new(4 * cost);
+    let mut pairs = Vec::new();
+    for _ in 0..3 {
+        let mut pair = Pair::with(PairOptions {
+            server_budget: Some(shared.clone()),
+            ..o.clone()
+        });
+        let charge = shared.try_charge(cost).expect("fits");
+        pair.server.engine.hold_charge(charge);
+        pairs.push(pair);
+    }
+    assert_eq!(shared.in_use(), 3 * cost);
+    // A fourth would take the part kept for calls.
+    assert_eq!(shared.connection_reserve(), shared.limit() / 16);
+    assert!(shared.try_charge(cost).is_none());
+    // Calls still work, within what is left.
+    pairs[0].send_call(1, write_call(1, Bytes::new()), small());
+    pairs[0].serve(|xid, _| reply(xid, None));
+    assert!(pairs[0]
+        .client
+        .take_event(|e| matches!(e, Event::Reply { xid: 1, .. }))
+        .is_some());
+    pairs[1].disconnect();
+    assert_eq!(shared.in_use(), 2 * cost);
+    drop(pairs);
+    assert_eq!(shared.in_use(), 0);
 }

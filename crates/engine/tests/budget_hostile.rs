@@ -1,13 +1,19 @@
 //! Hostile calls against a server with a tiny memory budget (1 octet to
-//! 24 KiB per connection), grant (1–6), send queue (1–6) and ORD (1–4),
+//! 24 KiB or to 96 KiB per connection), grant (1–6), send queue (1–6) and ORD (1–4),
 //! in both versions: `RDMA_MSG` and `RDMA_NOMSG` calls naming real and
 //! made-up client regions with Read chunks of the right, a shorter or a
 //! longer length at plausible and odd Positions, Write lists and Reply
-//! chunks, RPC headers whole, cut short or noise, some bytes mutated;
-//! the server's RDMA Reads held back and released at random, calls
-//! answered or retired, the clock advanced past the stall timeout. After
-//! every message the connection holds no more than its limit and the
-//! budget no more than its own; at the end a good call still completes
+//! chunks and Reply chunks (made up, or real client regions the server
+//! may write, of the right, a shorter or a longer length), RPC headers
+//! whole, cut short or noise, some bytes mutated; the server's RDMA Reads
+//! and its Writes and Sends held back and released at random, calls
+//! answered (inline, with DDP data for the Write chunks, or with a long
+//! reply for the Reply chunk, of up to 24 000 octets: reply
+//! amplification) or retired, the clock advanced past the stall timeout.
+//! After every message and every answer the connection holds no more than
+//! its limit and the budget no more than its own (before reply room was
+//! reserved at admission, replies were charged whatever the limits and
+//! the first seeds broke this); at the end a good call still completes
 //! (no call waits for ever: a pooled sink larger than its chunk once
 //! kept a call that fitted waiting for good), and once the connection
 //! goes every registration and octet is back.
@@ -23,7 +29,7 @@ use bytes::{Bytes, BytesMut};
 use rpcrdma_engine::testing::{Pair, PairOptions};
 use rpcrdma_engine::{Event, ReplyHints};
 use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain};
-use rpcrdma_xdr::Payload;
+use rpcrdma_xdr::{Payload, PayloadEncoder};
 
 use common::{call, words};
 
@@ -48,7 +54,57 @@ fn reply_bytes(xid: u32) -> Payload {
     Payload::inline_only(r.freeze())
 }
 
-fn one_run(seed: u64, agg: &mut [u64; 8]) {
+/// A reply the upper layer may build, of up to 24 000 octets: inline
+/// only, with a DDP-eligible result (for a Write chunk), or a long inline
+/// part (for a Reply chunk).
+fn any_reply(xid: u32, rng: &mut Rng) -> Payload {
+    let len = rng.below(24_001) as usize;
+    let mut pe = PayloadEncoder::new();
+    let mut e = pe.encoder();
+    for w in [xid, 1, 0, 0, 0, 0] {
+        e.put_u32(w);
+    }
+    match rng.below(3) {
+        0 => return reply_bytes(xid),
+        1 => e.put_opaque_ddp(Bytes::from(vec![0xd5; len])),
+        _ => e.put_opaque(&vec![0x1e; len]),
+    }
+    pe.finish()
+}
+
+/// A client region of `len` octets the server may write (a Write or
+/// Reply chunk a hostile client offers): (STag, address).
+fn client_sink(pair: &Pair, len: usize) -> (u32, u64) {
+    let mr = pair
+        .fabric
+        .pd(1)
+        .register_mut(
+            BytesMut::zeroed(len),
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+        )
+        .unwrap();
+    let key = (mr.rkey(), mr.addr());
+    std::mem::forget(mr);
+    key
+}
+
+/// A Write chunk or Reply chunk segment: made up, or a real client
+/// region with its own, a shorter or a longer length.
+fn any_sink(pair: &Pair, rng: &mut Rng) -> [u32; 4] {
+    if rng.below(4) == 0 {
+        return [0x9999, 4096, 0, 0];
+    }
+    let len = [64usize, 4096, 9000, 20000][rng.below(4) as usize];
+    let (k, a) = client_sink(pair, len);
+    let l = match rng.below(3) {
+        0 => len as u32,
+        1 => rng.below(len as u64 + 1) as u32,
+        _ => len as u32 + rng.below(100) as u32,
+    };
+    [k, l, (a >> 32) as u32, a as u32]
+}
+
+fn one_run(seed: u64, agg: &mut [u64; 9]) {
     let mut rng = Rng(seed | 1);
     let v2 = rng.below(2) == 0;
     let mut o = if v2 {
@@ -56,9 +112,14 @@ fn one_run(seed: u64, agg: &mut [u64; 8]) {
     } else {
         PairOptions::v1()
     };
+    let top = if rng.below(2) == 0 {
+        3 * 8192
+    } else {
+        96 << 10
+    };
     o = o
         .grant(1 + rng.below(6) as u32)
-        .server_memory(1 + rng.below(3 * 8192));
+        .server_memory(1 + rng.below(top));
     o.caps.send_depth = 1 + rng.below(6) as u32;
     o.caps.ord = (1 + rng.below(4)) as _;
     o.seed = seed;
@@ -114,12 +175,17 @@ fn one_run(seed: u64, agg: &mut [u64; 8]) {
         m.push(0);
         // Write list / reply chunk sometimes.
         if rng.below(3) == 0 {
-            m.extend([1, 1, 0x9999, 4096, 0, 0, 0]);
+            for _ in 0..1 + rng.below(2) {
+                m.extend([1, 1]);
+                m.extend(any_sink(&pair, &mut rng));
+            }
+            m.push(0);
         } else {
             m.push(0);
         }
         if rng.below(3) == 0 {
-            m.extend([1, 1, 0x8888, 4096, 0, 0]);
+            m.extend([1, 1]);
+            m.extend(any_sink(&pair, &mut rng));
         } else {
             m.push(0);
         }
@@ -177,8 +243,22 @@ fn one_run(seed: u64, agg: &mut [u64; 8]) {
             if rng.below(4) == 0 {
                 let _ = pair.server.engine.retire_call(token);
             } else {
-                let _ = pair.server.engine.send_reply(token, reply_bytes(xid));
+                let r = any_reply(xid, &mut rng);
+                let _ = pair.server.engine.send_reply(token, r);
             }
+            let e = &pair.server.engine;
+            assert!(
+                e.memory_in_use() <= max_mem,
+                "seed {seed} step {step}, answered: {} > {max_mem}",
+                e.memory_in_use()
+            );
+            let b = e.memory_budget();
+            assert!(
+                b.in_use() <= b.limit(),
+                "seed {seed}: budget {} > {}",
+                b.in_use(),
+                b.limit()
+            );
         }
         if rng.below(8) == 0 {
             pair.advance(std::time::Duration::from_secs(rng.below(15)));
@@ -190,7 +270,9 @@ fn one_run(seed: u64, agg: &mut [u64; 8]) {
     while let Some(Event::Call { token, xid, .. }) =
         pair.server.take_event(|e| matches!(e, Event::Call { .. }))
     {
-        let _ = pair.server.engine.send_reply(token, reply_bytes(xid));
+        let r = any_reply(xid, &mut rng);
+        let _ = pair.server.engine.send_reply(token, r);
+        assert!(pair.server.engine.memory_in_use() <= max_mem, "seed {seed}");
     }
     let _ = pair.drive_until_idle(100_000);
     // Liveness: a good call still completes if both ends are up.
@@ -246,6 +328,7 @@ fn one_run(seed: u64, agg: &mut [u64; 8]) {
     agg[5] += st.bad_messages;
     agg[6] += u64::from(pair.server.engine.error().is_some());
     agg[7] += st.calls_retired;
+    agg[8] += st.rdma_writes;
     pair.disconnect();
     assert_eq!(
         pair.server.engine.stats().live_registrations(),
@@ -268,7 +351,7 @@ fn hostile_calls_within_a_tiny_budget() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
-    let mut agg = [0u64; 8];
+    let mut agg = [0u64; 9];
     for i in 0..n {
         one_run(
             base.wrapping_mul(0x9e37_79b9_7f4a_7c15)
@@ -277,12 +360,12 @@ fn hostile_calls_within_a_tiny_budget() {
         );
     }
     eprintln!(
-        "calls {} reads {} waited for memory {} refused for memory {} replies {} bad {} connections failed {} retired {}",
-        agg[0], agg[1], agg[2], agg[3], agg[4], agg[5], agg[6], agg[7]
+        "calls {} reads {} waited for memory {} refused for memory {} replies {} bad {} connections failed {} retired {} writes {}",
+        agg[0], agg[1], agg[2], agg[3], agg[4], agg[5], agg[6], agg[7], agg[8]
     );
     // The run reached the paths it is for.
     assert!(
-        agg[2] > 0 && agg[3] > 0 && agg[1] > 0 && agg[7] > 0,
+        agg[2] > 0 && agg[3] > 0 && agg[1] > 0 && agg[7] > 0 && agg[8] > 0,
         "{agg:?}"
     );
 }

@@ -154,7 +154,10 @@ fn write_1mib_travels_in_a_read_chunk() {
 /// behind each other within ORD, so no call waits for an earlier reply
 /// before its data moves. Here nothing is answered until every call's
 /// data arrived, with ORD 1 (one Read in flight at a time) and with the
-/// default ORD.
+/// default ORD. The calls state their largest reply (64 bytes, inline):
+/// one that states none offers a Reply chunk of `max_message`, and that
+/// room is reserved at admission too (spec note E21), so only three such
+/// calls fit the default 64 MiB at once.
 #[test]
 fn reads_of_consecutive_calls_are_pipelined() {
     for ord in [1u16, 16] {
@@ -171,7 +174,7 @@ fn reads_of_consecutive_calls_are_pipelined() {
         assert!(pair.client.engine.info().credits_granted >= n);
         for xid in 1..=n {
             let c = call(xid, 3, &[], Some(pattern(64 << 10, xid as u8)));
-            pair.send_call(xid, c, ReplyHints::default());
+            pair.send_call(xid, c, ReplyHints::at_most(64));
         }
         pair.drive();
         // Every call reached the upper layer, none of them answered yet.

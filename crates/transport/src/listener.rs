@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use rpcrdma_engine::{Engine, EngineConfig, MemoryBudget};
+use rpcrdma_engine::{Charge, Engine, EngineConfig, MemoryBudget};
 use rpcrdma_oncrpc::Server;
 use rpcrdma_sync::lock;
 use rpcrdma_verbs::{ConnectRequest, Device, Listener, QpCaps, QpParams, QueuePair};
@@ -14,6 +14,9 @@ use tokio::task::JoinHandle;
 
 use crate::error::RdmaError;
 use crate::transport::RdmaTransport;
+
+/// Default [`ListenConfig::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// How to accept connections.
 #[derive(Debug, Clone)]
@@ -24,6 +27,11 @@ pub struct ListenConfig<O> {
     pub options: O,
     /// Queue pair sizes.
     pub caps: QpCaps,
+    /// Most connections open at once; further requests are rejected
+    /// (default [`DEFAULT_MAX_CONNECTIONS`]). Each also needs its fixed
+    /// cost to fit the shared memory budget
+    /// ([`EngineConfig::connection_cost`]).
+    pub max_connections: usize,
 }
 
 impl<O: Default> Default for ListenConfig<O> {
@@ -32,6 +40,7 @@ impl<O: Default> Default for ListenConfig<O> {
             engine: EngineConfig::server(),
             options: O::default(),
             caps: QpCaps::default(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -77,7 +86,17 @@ impl<D: Device> RdmaService<D> {
 /// with `server`. Each connection's RFC 8797 private data is parsed and
 /// answered with ours. All connections draw from one memory budget of
 /// [`EngineConfig::max_shared_memory`] octets, each at most
-/// [`EngineConfig::max_memory`] (spec note E21).
+/// [`EngineConfig::max_memory`] for its peer's calls (spec note E21).
+///
+/// Each connection's fixed cost ([`EngineConfig::connection_cost`]: its
+/// receive buffers, one inline reply per credit, its queue pair) is
+/// charged to that budget when it is accepted, and given back when it
+/// ends; a connection request whose fixed cost does not fit (leaving
+/// [`MemoryBudget::connection_reserve`] free for calls), or beyond
+/// [`ListenConfig::max_connections`]
+/// open connections, is rejected (the connection manager's reject: an MPA
+/// Reply with the reject flag on software iWARP) with a warning naming
+/// the limit (`--max-memory`, `--max-connections`).
 pub async fn serve_rdma<D: Device + Clone>(
     server: &Server,
     device: D,
@@ -95,6 +114,7 @@ pub async fn serve_rdma<D: Device + Clone>(
     let local = listener.local_addr();
     let budget = MemoryBudget::new(config.engine.max_shared_memory);
     let shared = budget.clone();
+    let cost = config.engine.connection_cost(config.caps);
     let (stop, mut stop_rx) = watch::channel(false);
     let connections = Arc::new(Mutex::new(Vec::new()));
     let conns = connections.clone();
@@ -114,7 +134,14 @@ pub async fn serve_rdma<D: Device + Clone>(
                         continue;
                     }
                 };
-                match accept_one(&device, req, &config, &shared).await {
+                let Some(charge) = admit(&req, &config, &shared, &conns, cost) else {
+                    let peer = req.peer_addr();
+                    if let Err(e) = req.reject(Bytes::new()).await {
+                        tracing::debug!(%peer, error = %e, "rejecting a connection request");
+                    }
+                    continue;
+                };
+                match accept_one(&device, req, &config, &shared, charge).await {
                     Ok(t) => {
                         server.serve(t.clone());
                         let mut c = lock(&conns);
@@ -136,11 +163,53 @@ pub async fn serve_rdma<D: Device + Clone>(
     })
 }
 
+/// Whether a connection request may be accepted: fewer than
+/// `max_connections` are open and its fixed cost `cost` fits the budget
+/// (the charge, held by its engine from then on). Otherwise a warning
+/// says which limit refused it.
+fn admit<D: Device>(
+    req: &D::Request,
+    config: &ListenConfig<D::Options>,
+    budget: &MemoryBudget,
+    conns: &Mutex<Vec<RdmaTransport<D>>>,
+    cost: u64,
+) -> Option<Charge> {
+    let peer = req.peer_addr();
+    let open = {
+        let mut c = lock(conns);
+        c.retain(RdmaTransport::is_open);
+        c.len()
+    };
+    if open >= config.max_connections {
+        tracing::warn!(
+            %peer,
+            open,
+            "connection refused: {open} connections are open, the most --max-connections ({}) allows",
+            config.max_connections
+        );
+        return None;
+    }
+    let charge = budget.try_charge(cost);
+    if charge.is_none() {
+        let mib = |v: u64| v as f64 / f64::from(1u32 << 20);
+        tracing::warn!(
+            %peer,
+            open,
+            "connection refused: its fixed cost ({:.2} MiB: receive buffers, inline replies, queue pair) does not fit the memory budget (--max-memory {:.1} MiB, {:.1} MiB in use by {open} connections and their calls, a sixteenth kept for calls); raise --max-memory or retry when connections close",
+            mib(cost),
+            mib(budget.limit()),
+            mib(budget.in_use())
+        );
+    }
+    charge
+}
+
 async fn accept_one<D: Device>(
     device: &D,
     req: D::Request,
     config: &ListenConfig<D::Options>,
     budget: &MemoryBudget,
+    charge: Charge,
 ) -> Result<RdmaTransport<D>, RdmaError> {
     let peer = req.peer_addr();
     let peer_private = req.private_data().clone();
@@ -158,13 +227,15 @@ async fn accept_one<D: Device>(
             addr: peer.to_string(),
             source,
         })?;
-    let engine = Engine::with_budget(
+    let mut engine = Engine::with_budget(
         engine_config,
         pd,
         qp.caps(),
         Some(&peer_private),
         budget.clone(),
     )?;
+    // Its fixed cost stays charged until the connection ends.
+    engine.hold_charge(charge);
     tracing::debug!(%peer, "RPC-over-RDMA connection accepted");
     Ok(RdmaTransport::new(engine, qp, cq, peer, peer_private))
 }

@@ -39,6 +39,7 @@ async fn server(versions: VersionRange) -> (Server, SocketAddr) {
             engine,
             options: no_delay(),
             caps: QpCaps::default(),
+            max_connections: rpcrdma_transport::DEFAULT_MAX_CONNECTIONS,
         },
     )
     .await

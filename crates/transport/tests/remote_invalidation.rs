@@ -27,6 +27,7 @@ async fn pair(server_dev: CountingDevice, client_dev: CountingDevice) -> (bool, 
             engine,
             options: Options::default(),
             caps: caps(),
+            max_connections: rpcrdma_transport::DEFAULT_MAX_CONNECTIONS,
         },
     )
     .await

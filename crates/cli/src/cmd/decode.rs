@@ -20,7 +20,12 @@ use rpcrdma_wire::{DecodeConfig, ErrorCredits, OptionType, VersionRange};
 /// Output: a readable description by default; with `--json` one JSON
 /// object. Exit status 0 for a valid message, 1 for an invalid one (the
 /// output then says whether the receiver replies with RDMA_ERROR, and with
-/// which bytes, or discards it), 2 for usage errors.
+/// which bytes, or discards it), 2 for usage errors. In the JSON, `err`
+/// names an error code in Version One terms (`ERR_BADHEADER`) whatever the
+/// version; `err_name` names it as the message's version does
+/// (`RDMA2_ERR_BAD_HEADER` in Version Two), and for an invalid message
+/// `reply_proc` is the error reply's procedure (`RDMA_ERROR`,
+/// `RDMA2_ERROR`, or null when it is discarded).
 ///
 /// `--private-data HEX` decodes RFC 8797 CM private data instead (found at
 /// any offset, e.g. behind the MPA revision 2 IRD/ORD words); exit 0 when an

@@ -86,6 +86,7 @@ async fn demo<D: Device + Clone>(
         engine: args.rdma.server(),
         options: setup.options.clone(),
         caps: args.rdma.caps(),
+        max_connections: rpcrdma_transport::DEFAULT_MAX_CONNECTIONS,
     };
     let svc = serve_rdma(&server, dev.clone(), args.listen, listen)
         .await

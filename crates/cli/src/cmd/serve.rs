@@ -44,18 +44,33 @@ pub(crate) struct ServeArgs {
 /// (`rpcrdma serve` and `rpcrdma nfs serve`).
 #[derive(Debug, Args)]
 pub(crate) struct MemoryOpts {
-    /// Most memory all RPC-over-RDMA connections together may hold for
-    /// clients' calls (Read chunk sinks, reply data in flight, idle sink
-    /// buffers): a number of bytes with an optional K, M, G or T suffix
-    /// (binary: 512M is 512 MiB). Calls beyond it wait; calls that could
-    /// never fit get SYSTEM_ERR. At least the largest message received
-    /// inline (4K, or a larger --inline). See docs/engine.md.
+    /// Most memory all RPC-over-RDMA connections together may hold: a
+    /// number of bytes with an optional K, M, G or T suffix (binary: 512M
+    /// is 512 MiB). It holds clients' calls (Read chunk sinks, room
+    /// reserved for replies that go through Write and Reply chunks, reply
+    /// data in flight, idle sink buffers) and each connection's fixed
+    /// cost, charged when it is accepted: its receive buffers ((credits
+    /// granted + reverse-direction calls) x receive size: 72 x 4 KiB by
+    /// default), one inline reply per credit (64 x up to 4 KiB) and 64 KiB
+    /// for its queue pair and tasks, 608 KiB with the defaults. Calls
+    /// beyond it wait; calls that could never fit get SYSTEM_ERR; a
+    /// connection whose fixed cost does not fit (a sixteenth is kept for
+    /// calls) is rejected with a warning naming --max-memory. At least
+    /// the largest message received inline (4K, or a larger --inline),
+    /// and room for one connection. See docs/engine.md.
     #[arg(long, value_name = "SIZE", default_value = "512M", value_parser = parse_size)]
     pub(crate) max_memory: u64,
     /// Most memory one connection may hold (same syntax; at least 4K, at
-    /// most --max-memory; a 1 MiB WRITE in flight needs 1 MiB of it).
+    /// most --max-memory; a 1 MiB WRITE in flight needs 1 MiB of it, a
+    /// 1 MiB READ the room its Write and Reply chunks offer, about 2 MiB
+    /// from `rpcrdma call`).
     #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
     pub(crate) max_connection_memory: u64,
+    /// Most RPC-over-RDMA connections open at once; further connection
+    /// requests are rejected with a warning naming --max-connections.
+    /// Each also needs its fixed cost to fit --max-memory.
+    #[arg(long, value_name = "N", default_value_t = rpcrdma_transport::DEFAULT_MAX_CONNECTIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) max_connections: usize,
 }
 
 impl MemoryOpts {
@@ -65,10 +80,38 @@ impl MemoryOpts {
         self.max_connection_memory.min(self.max_memory)
     }
 
-    /// Refuses a budget too small to take calls ([`check_memory_limits`]),
-    /// before anything is set up.
+    /// Refuses a budget too small to take calls ([`check_memory_limits`])
+    /// or a single connection, before anything is set up.
     pub(crate) fn check(&self, rdma: &RdmaOpts) -> anyhow::Result<()> {
-        check_memory_limits(&rdma.server(), self.max_memory, self.max_connection_memory)
+        let engine = rdma.server();
+        check_memory_limits(&engine, self.max_memory, self.max_connection_memory)?;
+        let cost = engine.connection_cost(rdma.caps());
+        // Connections' fixed costs may not take the last sixteenth.
+        let least = (cost * 16).div_ceil(15).div_ceil(1 << 10) << 10;
+        if self.max_memory < least {
+            anyhow::bail!(
+                "--max-memory {} is too small: each RPC-over-RDMA connection holds {} whatever its client does (receive buffers, inline replies, queue pair), charged to --max-memory when it is accepted, and a sixteenth is kept for calls; give at least {}",
+                arg_size(self.max_memory),
+                show_size(cost),
+                arg_size(least)
+            );
+        }
+        Ok(())
+    }
+
+    /// One line for the operator: a connection's fixed cost and how many
+    /// connections the budget and --max-connections allow at once.
+    pub(crate) fn connections_line(&self, rdma: &RdmaOpts) -> String {
+        let cost = rdma.server().connection_cost(rdma.caps());
+        let fit = (self.max_memory - self.max_memory / 16) / cost.max(1);
+        let most = usize::try_from(fit)
+            .unwrap_or(usize::MAX)
+            .min(self.max_connections);
+        format!(
+            "each connection holds {} besides its calls (receive buffers, inline replies, queue pair), charged to --max-memory when accepted: at most {most} connections at once (--max-connections {})",
+            show_size(cost),
+            self.max_connections
+        )
     }
 
     /// The listener's configuration: the server engine of `rdma` with this
@@ -85,6 +128,7 @@ impl MemoryOpts {
             engine,
             options,
             caps: rdma.caps(),
+            max_connections: self.max_connections,
         })
     }
 }
@@ -169,6 +213,7 @@ async fn serve<D: Device + Clone>(
         show_size(a.memory.max_memory),
         show_size(per_connection)
     );
+    println!("{}", a.memory.connections_line(&a.rdma));
     let tcp_addr = match tcp {
         Some(t) => {
             let bound = server
@@ -255,7 +300,7 @@ pub(crate) fn set_memory_limits(
     let largest = u64::from(engine.max_message);
     if engine.max_memory < largest {
         eprintln!(
-            "note: calls whose Read chunks exceed {} (the per-connection memory) are refused with SYSTEM_ERR; the largest message is {}",
+            "note: calls whose Read chunks and reply room (their Write and Reply chunks) exceed {} (the per-connection memory) are refused with SYSTEM_ERR; the largest message is {}",
             show_size(engine.max_memory),
             show_size(largest)
         );

@@ -125,11 +125,20 @@ pub(crate) struct InCallMore<Mr> {
     pub(crate) groups: Vec<(u32, Vec<rpcrdma_wire::Segment>)>,
     /// Octets its Read chunks need.
     pub(crate) need: u64,
+    /// Octets its largest reply may make us hold beyond what goes inline:
+    /// its Write chunks' and Reply chunk's lengths, together at most
+    /// `max_message` (spec note E21). Reserved at admission with its Read
+    /// sinks.
+    pub(crate) room: u64,
+    /// The part of `charge` reserved for the reply (`room` once admitted);
+    /// at `send_reply` it becomes the reply's real charge.
+    pub(crate) room_held: u64,
     /// Whether it had to wait for memory (counted once).
     pub(crate) waited: bool,
     /// Sink buffers found at admission, one per chunk, until registered.
     pub(crate) bufs: Vec<BytesMut>,
-    /// Octets charged to this connection for it (its sink buffers).
+    /// Octets charged to this connection for it (its sink buffers and its
+    /// reply's reservation).
     pub(crate) charge: u64,
     /// Its pulled sink buffers, whole, until it is answered.
     pub(crate) sinks: Vec<Bytes>,
@@ -145,6 +154,8 @@ impl<Mr> Default for InCallMore<Mr> {
             rkeys: Vec::new(),
             groups: Vec::new(),
             need: 0,
+            room: 0,
+            room_held: 0,
             waited: false,
             bufs: Vec::new(),
             charge: 0,

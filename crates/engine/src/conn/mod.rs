@@ -119,12 +119,17 @@ pub struct Engine<P: ProtectionDomain> {
     /// connections when a listener hands the same one to each); idle sink
     /// buffers kept for reuse live there.
     pub(crate) budget: MemoryBudget,
-    /// Octets charged to this connection: the peer's calls' Read sinks and
-    /// reply data in flight (at most `cfg.max_memory`, reply data aside).
+    /// Octets charged to this connection: the peer's calls' Read sinks,
+    /// their replies' reservations and reply data in flight (at most
+    /// `cfg.max_memory`).
     pub(crate) mem_used: u64,
     /// The budget's epoch when the oldest waiting call last failed to get
     /// shared memory (the driver waits for a release after it).
     pub(crate) mem_blocked: Option<u64>,
+    /// The connection's fixed cost, when a listener charged it to the
+    /// budget at accept ([`Engine::hold_charge`]): given back when the
+    /// connection ends.
+    fixed: Option<crate::budget::Charge>,
     /// What each reply Send in flight holds, by work request id.
     pub(crate) replying: IdMap<u64, Held>,
     /// Where transport headers are encoded (see `push_send`).
@@ -253,6 +258,7 @@ impl<P: ProtectionDomain> Engine<P> {
             budget,
             mem_used: 0,
             mem_blocked: None,
+            fixed: None,
             replying: IdMap::default(),
             hdr_arena: BytesMut::new(),
             req_enabled: cfg.role == Role::Client,
@@ -347,9 +353,22 @@ impl<P: ProtectionDomain> Engine<P> {
         &self.budget
     }
 
+    /// Keeps `charge` — the connection's fixed cost
+    /// ([`EngineConfig::connection_cost`]), charged to the shared budget
+    /// by the listener that accepted it — until the connection ends: it
+    /// is given back when the engine fails or is closed, or dropped. A
+    /// failed engine gives it back at once.
+    pub fn hold_charge(&mut self, charge: crate::budget::Charge) {
+        if self.failed.is_none() {
+            self.fixed = Some(charge);
+        }
+    }
+
     /// Octets this connection holds against its budget now: the Read
-    /// sinks of the peer's calls and reply data whose Send has not
-    /// completed (idle pooled buffers are the budget's, not counted here).
+    /// sinks of the peer's calls, the room reserved for their replies
+    /// until answered, and reply data whose Send has not completed (idle
+    /// pooled buffers are the budget's, not counted here). Never more
+    /// than [`EngineConfig::max_memory`].
     pub fn memory_in_use(&self) -> u64 {
         self.mem_used
     }
@@ -700,9 +719,11 @@ impl<P: ProtectionDomain> Engine<P> {
                 }
             }
         }
-        // Every octet this connection held goes back to the budget.
+        // Every octet this connection held goes back to the budget, its
+        // fixed cost too.
         self.replying.clear();
         self.budget.release(std::mem::take(&mut self.mem_used));
+        self.fixed = None;
         self.mem_blocked = None;
         self.waiting.clear();
         self.queue.clear();

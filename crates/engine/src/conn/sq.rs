@@ -169,15 +169,16 @@ impl<P: ProtectionDomain> Engine<P> {
         }
     }
 
-    /// Charges `n` octets that exist already (reply data) to this
-    /// connection and the budget, whatever the limits.
-    pub(crate) fn charge_anyway(&mut self, n: u64) {
+    /// Gives `n` charged octets back to this connection's count and the
+    /// budget (a reply's reservation beyond its real data).
+    pub(crate) fn release_charge(&mut self, n: u64) {
         if n == 0 {
-            // (Every reply that goes inline: no lock of a shared budget.)
+            // (Every reply whose reservation it fills, and every call
+            // without one: no lock of a shared budget.)
             return;
         }
-        self.mem_used += n;
-        self.budget.force(n);
+        self.mem_used = self.mem_used.saturating_sub(n);
+        self.budget.release(n);
     }
 
     /// Gives a call's memory back: its charge to the budget, its sink

@@ -224,6 +224,7 @@ impl Harness {
             engine: EngineConfig::server(),
             options: Options::default(),
             caps: caps(),
+            max_connections: rpcrdma_transport::DEFAULT_MAX_CONNECTIONS,
         };
         let svc = serve_rdma(
             &server,

@@ -40,7 +40,7 @@
 //! | `T x[N]` | `[T; N]` |
 //! | `T x<N>`, `T x<>` | `Vec<T>` |
 //! | `T *x` | `Option<Box<T>>` |
-//! | `enum e { A = 1, ... }` | `#[repr(i32)] enum E { A = 1, ... }` with `value()`/`from_value()`; an unknown value does not decode; an item without `= value` has C's value, as in rpcgen (one more than the item before) |
+//! | `enum e { A = 1, ... }` | `#[repr(i32)] enum E { A = 1, ... }` with `value()`/`from_value()`; an unknown value does not decode; an item without `= value` has C's value, as in rpcgen (one more than the item before); a second name for a value is an associated constant (an alias); `0x80000000`..`0xFFFFFFFF` is that 32-bit word, a negative int |
 //! | `struct s { ... }` | `struct S { pub ... }` |
 //! | `union u switch (d) { case A: T a; ... default: ...; }` | `enum U { A(T), ..., Default(D, T) }`: one variant per case value (fall-through lists give one variant each), named after the case's constant or enum item (`Case5`, `CaseMinus1` for numbers, `True`/`False` for bool); a `void` arm is a unit variant; the default arm carries the discriminant |
 //! | `typedef T name;` | `pub type Name = T;` plus `encode_name`, `decode_name`, `check_name`, `name_to_xdr`, `name_from_xdr` |

@@ -115,11 +115,17 @@
 //!
 //! The `fuzzing` feature adds the module `fuzzing`: the entry point of the
 //! cargo-afl harness (`fuzz/fuzz_targets/xdrgen.rs`) and of
-//! `tests/fuzz_bounded.rs`. It is test support; generation never needs it.
+//! `tests/fuzz_bounded.rs`. The `difftest` feature adds the module
+//! `difftest` and the `xdrgen-difftool` binary: the schema-driven
+//! differential against rpcgen (random valid values of every type, the
+//! invalid mutations, the C and Rust round-trip drivers). Both are test
+//! support; generation never needs them.
 #![forbid(unsafe_code)]
 
 mod ast;
 mod check;
+#[cfg(feature = "difftest")]
+pub mod difftest;
 mod error;
 mod gen;
 mod lexer;

@@ -1,0 +1,149 @@
+//! The schema-driven differential's parts that need neither rpcgen nor a
+//! compiler: values, mutations, the drivers' text and the judge (the
+//! whole run is `scripts/xdrgen-rpcgen-diff.sh FILE.x`; the generated
+//! Rust decodes these values in `crates/xdrgen-tests/tests/schema_values.rs`).
+
+use rpcrdma_xdrgen::difftest::{judge, MutationKind, Rng, Schema};
+
+const SRC: &str = "
+const MAX = 3;
+enum e { A = 1, B = 2, C = 2 };
+typedef string name<MAX>;
+struct node { int v; node *next; };
+struct tree { tree *left; tree *right; };
+union u switch (e d) { case A: name n; };
+union w switch (int d) { case 1: void; default: hyper h; };
+struct all { e x; bool b; name n; int ns<2>; u un; w wn; node *list; tree *t; opaque o[5]; };
+";
+
+fn word(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+#[test]
+fn samples_are_reproducible_aligned_and_mutated_one_word_at_a_time() {
+    let s = Schema::parse(SRC, "t.x").unwrap();
+    assert_eq!(
+        s.types(),
+        ["e", "name", "node", "tree", "u", "w", "all"],
+        "top-level types in file order"
+    );
+    assert_eq!(s.kind_of("name"), Some("typedef"));
+    assert!(s.sample("nope", &mut Rng::new(1)).is_none());
+    let mut kinds = std::collections::BTreeSet::new();
+    for ty in s.types() {
+        let (mut a, mut b) = (Rng::new(7), Rng::new(7));
+        for _ in 0..200 {
+            let x = s.sample(&ty, &mut a).unwrap();
+            assert_eq!(x, s.sample(&ty, &mut b).unwrap(), "same seed, same sample");
+            assert_eq!(x.bytes.len() % 4, 0);
+            for m in &x.mutations {
+                kinds.insert(m.kind);
+                assert_eq!(m.bytes.len(), x.bytes.len());
+                assert_eq!(word(&x.bytes, m.offset), m.was);
+                let diff: Vec<usize> = (0..x.bytes.len())
+                    .filter(|&i| x.bytes[i] != m.bytes[i])
+                    .collect();
+                assert!(!diff.is_empty());
+                assert!(diff.iter().all(|&i| i / 4 == m.offset / 4), "{m:?}");
+                let new = word(&m.bytes, m.offset);
+                match m.kind {
+                    MutationKind::Bool2 => assert_eq!((m.was, new), (1, 2)),
+                    MutationKind::OverBound => assert!(new == 3 + 1 || new == 2 + 1),
+                    MutationKind::UndeclaredEnum => assert!(![1, 2].contains(&new)),
+                    MutationKind::UnlistedDiscriminant => assert_ne!(new, 1),
+                }
+            }
+        }
+    }
+    assert_eq!(kinds.len(), 4, "every kind of mutation: {kinds:?}");
+}
+
+#[test]
+fn values_stay_in_their_bounds_and_cover_the_choices() {
+    let s = Schema::parse(SRC, "t.x").unwrap();
+    let mut rng = Rng::new(3);
+    let mut lens = std::collections::BTreeSet::new();
+    let mut enum_values = std::collections::BTreeSet::new();
+    let mut w_arms = std::collections::BTreeSet::new();
+    let mut longest_list = 0;
+    for _ in 0..500 {
+        let n = s.sample("name", &mut rng).unwrap().bytes;
+        let len = word(&n, 0);
+        assert!(len <= 3);
+        assert!(std::str::from_utf8(&n[4..4 + len as usize]).is_ok());
+        assert!(!n[4..4 + len as usize].contains(&0), "no NUL in a string");
+        lens.insert(len);
+        enum_values.insert(word(&s.sample("e", &mut rng).unwrap().bytes, 0));
+        let w = s.sample("w", &mut rng).unwrap().bytes;
+        w_arms.insert(if word(&w, 0) == 1 { "case" } else { "default" });
+        if word(&w, 0) != 1 {
+            assert_eq!(w.len(), 12);
+        }
+        let list = s.sample("node", &mut rng).unwrap().bytes;
+        longest_list = longest_list.max(list.len() / 8);
+    }
+    assert_eq!(lens.len(), 4, "lengths 0 to 3: {lens:?}");
+    assert_eq!(enum_values, [1, 2].into(), "declared values only");
+    assert_eq!(w_arms.len(), 2);
+    assert!(longest_list >= 4, "{longest_list}");
+    assert!(longest_list <= 12, "recursion is limited: {longest_list}");
+}
+
+#[test]
+fn the_drivers_name_every_type() {
+    let s = Schema::parse(SRC, "t.x").unwrap();
+    let c = s.c_driver("t.h");
+    assert!(c.contains("#include \"t.h\""));
+    for ty in s.types() {
+        assert!(
+            c.contains(&format!(
+                "{{ \"{ty}\", (xd_proc) xdr_{ty}, sizeof ({ty}) }},"
+            )),
+            "{ty}"
+        );
+    }
+    let r = s.rust_dispatch("crate::t");
+    assert!(r.contains("use crate::t as x;"));
+    assert!(r.contains("\"name\" => done(x::name_from_xdr(bytes), x::check_name, x::name_to_xdr),"));
+    assert!(
+        r.contains("\"all\" => done(x::All::from_xdr(bytes), x::All::xdr_check, x::All::to_xdr),")
+    );
+}
+
+#[test]
+fn the_judge_reports_disagreements_with_the_type_and_the_hex() {
+    let cases = "valid t 00000001\n\
+                 over-bound@0 t 00000009\n\
+                 undeclared-enum@0 e 00000007\n\
+                 bool-2@4 b 0000000000000002\n\
+                 bool-2@0 b 00000002\n";
+    let rust = "ok 00000001\nerr too long\nerr bad\nerr bad bool\nerr bad bool\n";
+    let c = "ok 00000001\nerr x\nok 00000007\nok 0000000000000001\nok 00000002\n";
+    let v = judge(cases, rust, c);
+    assert!(v.agrees(), "{v}");
+    assert_eq!((v.valid, v.valid_same), (1, 1));
+    let b = &v.mutations[&MutationKind::Bool2];
+    assert_eq!(
+        (b.cases, b.rust_refused, b.c_normalised, b.c_same),
+        (2, 2, 1, 1)
+    );
+
+    // A valid value one side re-encodes differently; an over-bound
+    // length libtirpc takes; a panic; a missing line.
+    let v = judge(
+        "valid t 00000001\nover-bound@0 t 00000009\nvalid t 00000002\nvalid t 00000003\n",
+        "ok 00000001\nerr x\npanic boom\n",
+        "ok 00000000\nok 00000009\nok 00000002\nok 00000003\n",
+    );
+    assert_eq!(v.disagreements.len(), 4, "{v}");
+    assert!(v.disagreements[0].contains("case 1 (valid) of type `t`"));
+    assert!(v.disagreements[0].contains("rpcgen's C accepted it but encoded 00000000"));
+    assert!(v.disagreements[0].contains("input 00000001"));
+    assert!(v.disagreements[1].contains("must be refused by both"));
+    assert!(v.disagreements[2].contains("PANICKED"));
+    assert!(v.disagreements[3].contains("the driver stopped"));
+    assert!(v
+        .to_string()
+        .contains("DISAGREEMENT case 2 (over-bound@0) of type `t`"));
+}

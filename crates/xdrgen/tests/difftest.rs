@@ -147,3 +147,62 @@ fn the_judge_reports_disagreements_with_the_type_and_the_hex() {
         .to_string()
         .contains("DISAGREEMENT case 2 (over-bound@0) of type `t`"));
 }
+
+/// For rpcgen, which refuses nested definitions, the types are printed
+/// back with them made top-level: the same types, the same encodings.
+#[test]
+fn flattening_keeps_every_type_and_encoding() {
+    let src = "
+        enum big { LOW = 1, HIGH = 0x80000000, ALSO_LOW = 1 };
+        typedef struct lnode *llist;
+        struct lnode { string s<>; llist next; };
+        struct outer {
+            struct { int x; string s<4>; } inner;
+            enum { N_ONE = 1, N_TWO = 2 } kind;
+            union switch (bool d) { case TRUE: struct { hyper h; } deep; case FALSE: void; } choice;
+            big b;
+        };
+        union u switch (int d) { case -2147483648: void; case 7: outer o; default: llist l; };
+    ";
+    let s = Schema::parse(src, "n.x").unwrap();
+    assert_eq!(
+        s.nested_types(),
+        [
+            "outer.inner",
+            "outer.kind",
+            "outer.choice",
+            "outer.choice.deep"
+        ]
+    );
+    let flat = s.flattened();
+    for want in [
+        "struct outer_choice_deep {\n    hyper h;\n};\n\nunion outer_choice switch (bool d) {\ncase TRUE:\n    outer_choice_deep deep;\ncase FALSE:\n    void;\n};\n\nstruct outer {",
+        "    HIGH = 0x80000000,\n    ALSO_LOW = 1\n",
+        "typedef struct lnode *llist;",
+        "case -2147483648:\n    void;",
+    ] {
+        assert!(flat.contains(want), "missing {want:?} in\n{flat}");
+    }
+    let f = Schema::parse(&flat, "flat.x").unwrap();
+    assert!(f.nested_types().is_empty());
+    let mut types = s.types();
+    types.extend(
+        [
+            "outer_inner",
+            "outer_kind",
+            "outer_choice",
+            "outer_choice_deep",
+        ]
+        .map(String::from),
+    );
+    let mut ft = f.types();
+    ft.sort();
+    types.sort();
+    assert_eq!(ft, types);
+    for ty in s.types() {
+        let (mut a, mut b) = (Rng::new(5), Rng::new(5));
+        for _ in 0..50 {
+            assert_eq!(s.sample(&ty, &mut a), f.sample(&ty, &mut b), "{ty}");
+        }
+    }
+}

@@ -4,6 +4,9 @@
 //!
 //! ```text
 //! xdrgen-difftool types FILE.x                  the top-level types, one a line
+//! xdrgen-difftool nested FILE.x                 the types defined inside others
+//! xdrgen-difftool flatten FILE.x                the types as a file rpcgen takes
+//!                                               (nested definitions made top-level)
 //! xdrgen-difftool cases FILE.x [--seed N] [--values N] [--mutations N]
 //!                                               KIND TYPE HEX lines: random valid
 //!                                               values of every type and invalid
@@ -24,7 +27,7 @@ use std::process::ExitCode;
 
 use rpcrdma_xdrgen::difftest::{judge, Rng, Schema};
 
-const USAGE: &str = "usage: xdrgen-difftool types FILE.x
+const USAGE: &str = "usage: xdrgen-difftool types|nested|flatten FILE.x
        xdrgen-difftool cases FILE.x [--seed N] [--values N] [--mutations N]
        xdrgen-difftool c-driver FILE.x HEADER
        xdrgen-difftool rust-crate DIR FILE.x...
@@ -57,6 +60,12 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
                 println!("{t}");
             }
         }
+        "nested" => {
+            for t in schema(arg(1)?)?.nested_types() {
+                println!("{t}");
+            }
+        }
+        "flatten" => print!("{}", schema(arg(1)?)?.flattened()),
         "cases" => {
             let s = schema(arg(1)?)?;
             let mut seed = 1;

@@ -20,6 +20,7 @@
 //! ```
 
 mod drivers;
+mod flatten;
 mod judge;
 mod values;
 
@@ -231,6 +232,15 @@ impl Schema {
     /// wrote (`rpcgen -h`), included by name.
     pub fn c_driver(&self, header: &str) -> String {
         drivers::c_driver(self, header)
+    }
+
+    /// The types printed back as an RPC language file rpcgen takes:
+    /// definitions nested in declarations (which rpcgen refuses) made
+    /// top-level as `outer_member`, each type after those it uses,
+    /// values as numbers; no programs or constants. The encodings of the
+    /// top-level types are unchanged.
+    pub fn flattened(&self) -> String {
+        flatten::flattened(self)
     }
 
     /// Rust source of a function

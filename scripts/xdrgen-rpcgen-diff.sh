@@ -60,32 +60,46 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # The generic differential of the files given (see the top).
+tool=$PWD/target/debug/xdrgen-difftool
+
+# rpcgen's C of a file into directory $2 as $3.{h,_xdr.c}: the file
+# itself, or, when it has nested definitions (RFC 4506 §6.3 allows them,
+# rpcgen refuses them), xdrgen-difftool's copy with them made top-level
+# (same encodings).
+rpcgen_c() {
+    local x=$1 d=$2 base=$3
+    mkdir -p "$d"
+    if [ -n "$("$tool" nested "$x")" ]; then
+        echo "($x has nested definitions: rpcgen reads xdrgen-difftool's flattened copy)"
+        "$tool" flatten "$x" >"$d/$base.x"
+    else
+        cp "$x" "$d/$base.x"
+    fi
+    (cd "$d" && rpcgen -N -h "$base.x" -o "$base.h" && rpcgen -N -c "$base.x" -o "${base}_xdr.c")
+}
+
+# The C driver of file $1 in directory $2 (rpcgen's C there, as $3).
+c_driver() {
+    "$tool" c-driver "$1" "$3.h" >"$2/driver.c" \
+        && gcc -Wall -Wno-unused-variable -Dbool=bool_t -I/usr/include/tirpc -I"$2" \
+            -o "$2/cdrv" "$2/driver.c" "$2/${3}_xdr.c" -ltirpc
+}
+
 generic() {
     echo "generic differential: building xdrgen-difftool and the Rust driver"
     cargo build -q -p rpcrdma-xdrgen --features difftest --bin xdrgen-difftool
-    local tool=$PWD/target/debug/xdrgen-difftool
     "$tool" rust-crate target/xdrgen-diff/crate "$@"
     CARGO_TARGET_DIR=$PWD/target cargo build -q --manifest-path target/xdrgen-diff/crate/Cargo.toml
     local rdrv=$PWD/target/debug/xdrgen-diff-rust
     local fail=0 i=0 x d base
     for x in "$@"; do
         d=$work/generic/$i
-        base=$(basename "$x" .x)
-        mkdir -p "$d"
-        if [ -n "$("$tool" nested "$x")" ]; then
-            # rpcgen refuses nested definitions (RFC 4506 §6.3 allows them):
-            # it reads the file with them made top-level, same encodings.
-            echo "($x has nested definitions: rpcgen reads xdrgen-difftool's flattened copy)"
-            "$tool" flatten "$x" >"$d/$base.x"
-        else
-            cp "$x" "$d/$base.x"
-        fi
-        if ! (cd "$d" && rpcgen -N -h "$base.x" -o "$base.h" && rpcgen -N -c "$base.x" -o "${base}_xdr.c"); then
+        # A C-safe name: rpcgen makes its header guard of it.
+        base=$(basename "$x" .x | tr -c 'A-Za-z0-9_\n' '_')
+        if ! rpcgen_c "$x" "$d" "$base"; then
             echo "FAIL: rpcgen refuses $x" >&2
             fail=1
-        elif ! "$tool" c-driver "$x" "$base.h" >"$d/driver.c" \
-            || ! gcc -Wall -Wno-unused-variable -Dbool=bool_t -I/usr/include/tirpc -I"$d" \
-                -o "$d/cdrv" "$d/driver.c" "$d/${base}_xdr.c" -ltirpc; then
+        elif ! c_driver "$x" "$d" "$base"; then
             echo "FAIL: the C driver of $x does not build" >&2
             fail=1
         else
@@ -144,11 +158,33 @@ for set in $sets; do
     fi
 done
 
+# every-construct.x: three random values of every type, as rpcgen's C
+# decodes and encodes them, checked in for `cargo test`
+# (tests/golden_every.rs decodes and re-encodes them).
+cargo build -q -p rpcrdma-xdrgen --features difftest --bin xdrgen-difftool
+every=crates/xdrgen-tests/xdr/every-construct.x
+rpcgen_c "$every" "$work/every" every_construct
+c_driver "$every" "$work/every" every_construct
+"$tool" cases "$every" --seed 7 --values 3 --mutations 0 >"$work/every/cases.txt"
+"$work/every/cdrv" <"$work/every/cases.txt" >"$work/every/c.out"
+paste -d' ' <(cut -d' ' -f2 "$work/every/cases.txt") "$work/every/c.out" \
+    | awk '$2 == "ok" { print $1, $3; next } { print "rpcgen refused: " $0 > "/dev/stderr"; bad = 1 } END { exit bad }' \
+    >"$work/every.txt"
+golden=crates/xdrgen-tests/tests/golden/every.txt
+if [ $update -eq 1 ]; then
+    cp "$work/every.txt" "$golden"
+    echo "golden vectors updated: $golden"
+elif ! diff -u "$golden" "$work/every.txt"; then
+    echo "FAIL: rpcgen's bytes differ from the checked-in golden vectors ($golden); rerun with --update if every-construct.x changed" >&2
+    exit 1
+fi
+count=$((count + $(wc -l <"$work/every.txt")))
+
 XDRGEN_C_VECTORS="$work/all.txt" XDRGEN_C_NFS_VECTORS="$work/nfs.txt" \
     XDRGEN_C_ZOO_VECTORS="$work/zoo.txt" XDRGEN_C_ODD_VECTORS="$work/odd.txt" \
     XDRGEN_C_CHAIN_VECTORS="$work/chain.txt" \
     cargo test -q -p rpcrdma-xdrgen-tests --test golden --test nfs_golden \
-    --test golden_zoo --test golden_odd --test golden_chain
+    --test golden_zoo --test golden_odd --test golden_chain --test golden_every
 
 echo "xdrgen-rpcgen-diff: all $count fixed values identical to rpcgen's, both ways"
 

@@ -105,9 +105,9 @@ fn the_drivers_name_every_type() {
     }
     let r = s.rust_dispatch("crate::t");
     assert!(r.contains("use crate::t as x;"));
-    assert!(r.contains("\"name\" => done(x::name_from_xdr(bytes), x::check_name, x::name_to_xdr),"));
+    assert!(r.contains("\"name\" => done(bytes, x::name_from_xdr, x::check_name, x::name_to_xdr),"));
     assert!(
-        r.contains("\"all\" => done(x::All::from_xdr(bytes), x::All::xdr_check, x::All::to_xdr),")
+        r.contains("\"all\" => done(bytes, x::All::from_xdr, x::All::xdr_check, x::All::to_xdr),")
     );
 }
 

@@ -584,4 +584,11 @@ fn rpcgen_spellings_outside_the_rfcs_are_refused_clearly() {
         "2:29",
         "the arm could never be taken",
     );
+    // rpcgen takes it, but its C cannot decode the negative items (the
+    // generic differential found it).
+    fails(
+        "enum mixed { M_NEG = -1, M_HIGH = 0x80000000 };",
+        "1:35",
+        "enum item `M_HIGH` = 0x80000000 is a word from 0x80000000 in an enum with a negative item (`M_NEG` = -1): rpcgen's C makes such an enum 64 bits wide",
+    );
 }

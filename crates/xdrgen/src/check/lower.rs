@@ -121,6 +121,7 @@ impl Checker<'_, '_> {
     fn lower_enum(&mut self, body: &EnumBody, id: TypeId) -> Kind {
         let mut items: Vec<EnumItem> = Vec::new();
         let mut seen: BTreeMap<i32, usize> = BTreeMap::new();
+        let mut first_word = None;
         for (name, value, doc) in &body.items {
             let Some(v) = self.eval(value) else { continue };
             let Some((v, written)) = enum_word(v) else {
@@ -141,6 +142,9 @@ impl Checker<'_, '_> {
                 seen.insert(v, items.len());
             }
             self.item_enum.insert(name.name.clone(), id);
+            if written.is_some() && first_word.is_none() {
+                first_word = Some((items.len(), value.pos()));
+            }
             items.push(EnumItem {
                 xdr: name.name.clone(),
                 rust: camel(&name.name),
@@ -149,6 +153,21 @@ impl Checker<'_, '_> {
                 alias_of,
                 written,
             });
+        }
+        // rpcgen's C cannot hold both: gcc makes the enum 64 bits wide
+        // and libtirpc's `xdr_enum` fills only its low half (the generic
+        // differential's finding), so the negative items never match.
+        let negative = items.iter().find(|i| i.value < 0 && i.written.is_none());
+        if let (Some(n), Some((at, w))) = (negative, first_word.map(|(k, p)| (p, &items[k]))) {
+            let msg = format!(
+                "enum item `{}` = {:#x} is a word from 0x80000000 in an enum with a negative item (`{}` = {}): rpcgen's C makes such an enum 64 bits wide and libtirpc's xdr_enum fills only half of it, so its negative items would not decode; write the word as the negative int it is ({})",
+                w.xdr,
+                w.written.unwrap_or_default(),
+                n.xdr,
+                n.value,
+                w.value
+            );
+            self.err(at, msg);
         }
         // `a = 1, A = 2` both become `A`.
         let natural: Vec<String> = items.iter().map(|i| i.rust.clone()).collect();

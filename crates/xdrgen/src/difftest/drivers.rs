@@ -137,7 +137,7 @@ pub(super) fn rust_dispatch(s: &Schema, module: &str) -> String {
             ),
         };
         arms.push_str(&format!(
-            "        {:?} => done({dec}(bytes), {check}, {enc}),\n",
+            "        {:?} => done(bytes, {dec}, {check}, {enc}),\n",
             t.xdr
         ));
     }
@@ -146,24 +146,35 @@ pub(super) fn rust_dispatch(s: &Schema, module: &str) -> String {
 // the generic rpcgen differential.
 
 /// Decodes `bytes` as the XDR type named `ty`, checks the value
-/// (`xdr_check`) and encodes it again; `None` for a name the file does
-/// not define.
+/// (`xdr_check`), encodes it again, and decodes that to the same value
+/// (compared unless a float in it is a NaN); `None` for a name the file
+/// does not define.
 #[allow(clippy::type_complexity, dead_code)]
-pub fn roundtrip(
+pub(crate) fn roundtrip(
     ty: &str,
     bytes: &::bytes::Bytes,
 ) -> ::core::option::Option<::core::result::Result<::bytes::Bytes, ::std::string::String>> {{
     #[allow(unused_imports)]
     use {module} as x;
     #[allow(dead_code)]
-    fn done<T>(
-        decoded: ::core::result::Result<T, ::rpcrdma_xdr::XdrError>,
+    fn done<T: ::core::cmp::PartialEq>(
+        bytes: &::bytes::Bytes,
+        decode: fn(&::bytes::Bytes) -> ::core::result::Result<T, ::rpcrdma_xdr::XdrError>,
         check: fn(&T) -> ::core::result::Result<(), ::rpcrdma_xdr::EncodeError>,
         encode: fn(&T) -> ::bytes::Bytes,
     ) -> ::core::result::Result<::bytes::Bytes, ::std::string::String> {{
-        let v = decoded.map_err(|e| e.to_string())?;
+        let v = decode(bytes).map_err(|e| e.to_string())?;
         check(&v).map_err(|e| format!("the decoded value fails xdr_check: {{e}}"))?;
-        ::core::result::Result::Ok(encode(&v))
+        let out = encode(&v);
+        let again = decode(&out).map_err(|e| format!("its own encoding does not decode: {{e}}"))?;
+        // Not equal to itself only with a NaN inside (bits are compared
+        // through the bytes).
+        #[allow(clippy::eq_op)]
+        let comparable = v == v;
+        if comparable && again != v {{
+            return ::core::result::Result::Err("its encoding decodes to another value".into());
+        }}
+        ::core::result::Result::Ok(out)
     }}
     let _ = bytes;
     ::core::option::Option::Some(match ty {{

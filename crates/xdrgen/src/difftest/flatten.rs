@@ -3,14 +3,14 @@
 //! 4506 §6.3 allows them, rpcgen refuses them), each nested type becomes
 //! a top-level one named `outer_member`, and types come before the
 //! types that use them. Every value is printed as the number it is (enum
-//! words from `0x80000000` in hex, as written); programs and constants
-//! are left out (the C driver needs only the types). The encodings are
+//! words from `0x80000000` in hex, as written); programs follow, with
+//! their argument names; constants are left out (every use is a number). The encodings are
 //! unchanged: nesting is only a way of naming.
 
 use std::collections::{HashMap, HashSet};
 
 use super::Schema;
-use crate::model::{Kind, Model, Ty, TypeId};
+use crate::model::{Kind, Model, ProgramIr, Ty, TypeId};
 
 pub(super) fn flattened(s: &Schema) -> String {
     let m = &s.model;
@@ -50,7 +50,46 @@ pub(super) fn flattened(s: &Schema) -> String {
             out.push('\n');
         }
     }
+    for p in &m.programs {
+        out.push_str(&program(m, &names, p));
+    }
     out
+}
+
+/// A program, for rpcgen -N to check (argument names kept).
+fn program(m: &Model, names: &HashMap<TypeId, String>, p: &ProgramIr) -> String {
+    let ty = |t: &Ty| match t {
+        Ty::Str(_) => "string".to_string(),
+        t => decl(m, names, t, "").trim_end().to_string(),
+    };
+    let mut s = format!("program {} {{\n", p.xdr);
+    for v in &p.versions {
+        s.push_str(&format!("    version {} {{\n", v.xdr));
+        for pr in &v.procs {
+            let args: Vec<String> = pr
+                .args
+                .iter()
+                .zip(&pr.arg_names)
+                .map(|(t, n)| match n {
+                    Some(n) => format!("{} {n}", ty(t)),
+                    None => ty(t),
+                })
+                .collect();
+            let args = if args.is_empty() {
+                "void".to_string()
+            } else {
+                args.join(", ")
+            };
+            let result = pr.result.as_ref().map_or("void".to_string(), ty);
+            s.push_str(&format!(
+                "        {result} {}({args}) = {};\n",
+                pr.xdr, pr.number
+            ));
+        }
+        s.push_str(&format!("    }} = {};\n", v.number));
+    }
+    s.push_str(&format!("}} = {:#x};\n", p.number));
+    s
 }
 
 /// Prints the types nested in `id`, innermost first.

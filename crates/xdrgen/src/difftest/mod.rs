@@ -236,15 +236,15 @@ impl Schema {
 
     /// The types printed back as an RPC language file rpcgen takes:
     /// definitions nested in declarations (which rpcgen refuses) made
-    /// top-level as `outer_member`, each type after those it uses,
-    /// values as numbers; no programs or constants. The encodings of the
-    /// top-level types are unchanged.
+    /// top-level as `outer_member` just before the type they were nested
+    /// in, values as numbers, then the programs; no constants. The
+    /// encodings of the top-level types are unchanged.
     pub fn flattened(&self) -> String {
         flatten::flattened(self)
     }
 
     /// Rust source of a function
-    /// `pub fn roundtrip(ty: &str, bytes: &Bytes) -> Option<Result<Bytes, String>>`
+    /// `pub(crate) fn roundtrip(ty: &str, bytes: &Bytes) -> Option<Result<Bytes, String>>`
     /// that decodes `bytes` as the type named `ty` with the code
     /// generated from this file (in the module at `module`, e.g.
     /// `crate::nfs3`), checks the value (`xdr_check`) and encodes it

@@ -295,7 +295,16 @@ pub mod fuzzing {
     //! The parser's fuzz harness (`fuzz/fuzz_targets/xdrgen.rs`, and a
     //! bounded run in `cargo test`): any bytes, read as a `.x` file, give
     //! either code or diagnostics that point into the file — never a panic
-    //! or a hang — and generation is deterministic.
+    //! or a hang — and generation is deterministic. With the `difftest`
+    //! feature too, a file of at most 4 KiB that generates also goes
+    //! through the differential's parts: its flattened copy reads back
+    //! with the same types and values, and sampling never panics.
+
+    /// Sources up to this size also go through the differential's
+    /// checks (larger ones are the project's own files, which the
+    /// differential itself runs on).
+    #[cfg(feature = "difftest")]
+    const DIFFTEST_MAX: usize = 4096;
 
     /// Runs the generator on `data`; panics only when an invariant breaks.
     pub fn generate_any(data: &[u8]) {
@@ -304,6 +313,10 @@ pub mod fuzzing {
         match crate::generate(&source, "fuzz.x", &crate::Options::default()) {
             Ok(code) => {
                 assert!(!code.is_empty(), "generated nothing");
+                #[cfg(feature = "difftest")]
+                if source.len() <= DIFFTEST_MAX {
+                    crate::difftest::fuzz_check(&source);
+                }
                 let again = crate::generate(&source, "fuzz.x", &crate::Options::default());
                 assert_eq!(
                     again.ok().as_deref(),

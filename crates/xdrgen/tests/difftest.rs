@@ -206,3 +206,32 @@ fn flattening_keeps_every_type_and_encoding() {
         }
     }
 }
+
+/// A type whose smallest encoding is gigabytes has no sample; choices
+/// that would lead to such an item are not taken.
+#[test]
+fn huge_items_are_never_built() {
+    let s = Schema::parse(
+        "struct huge { hyper h[1000000000]; };\n\
+         union u switch (int d) { case 1: huge x; case 2: void; default: opaque o[4000000000]; };\n\
+         struct s { huge *p; huge v<>; u un; };\n\
+         program P { version V { struct { int x; } F(void) = 1; } = 1; } = 1;",
+        "h.x",
+    )
+    .unwrap();
+    let mut rng = Rng::new(1);
+    assert!(s.sample("huge", &mut rng).is_none());
+    for _ in 0..100 {
+        let x = s.sample("s", &mut rng).unwrap();
+        // p absent, v empty, un the void arm.
+        assert_eq!(x.bytes, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        assert!(s.sample("u", &mut rng).unwrap().bytes.len() == 4);
+    }
+    // A type defined in a procedure's signature is printed too.
+    let flat = s.flattened();
+    assert!(
+        flat.contains("struct V_F_result {\n    int x;\n};"),
+        "{flat}"
+    );
+    Schema::parse(&flat, "flat.x").unwrap();
+}

@@ -50,10 +50,34 @@ pub(super) fn flattened(s: &Schema) -> String {
             out.push('\n');
         }
     }
+    // Types defined in a procedure's signature (`struct { ... }
+    // F(void)`) belong to no type: before the programs.
+    for id in 0..m.types.len() {
+        if !done[id] && m.types[id].xdr.contains('.') && !reached_from_a_type(m, id) {
+            done[id] = true;
+            nested_first(m, &names, id, &mut done, &mut out);
+            out.push_str(&definition(m, &names, id));
+            out.push('\n');
+        }
+    }
     for p in &m.programs {
         out.push_str(&program(m, &names, p));
     }
     out
+}
+
+/// Whether some other type's declaration names `id`.
+fn reached_from_a_type(m: &Model, id: TypeId) -> bool {
+    m.types.iter().any(|t| {
+        let mut found = false;
+        for f in t.kind.fields() {
+            uses(&f.ty, &mut |d| found |= d == id);
+        }
+        if let Kind::Union(u) = &t.kind {
+            uses(&u.discr, &mut |d| found |= d == id);
+        }
+        found
+    })
 }
 
 /// A program, for rpcgen -N to check (argument names kept).

@@ -15,6 +15,9 @@ use crate::model::{Field, Kind, Model, Ty, TypeId, Union};
 const MAX_DESCENTS: u32 = 10;
 /// An encoding past this size makes every later choice the smallest.
 const MAX_BYTES: usize = 1 << 16;
+/// No choice leads to an item whose smallest encoding is larger (a
+/// fixed array of a billion hypers); a type that needs one has no sample.
+pub(super) const MAX_ITEM: u64 = 1 << 20;
 
 struct Walk<'a> {
     m: &'a Model,
@@ -200,8 +203,10 @@ impl Walk<'_> {
                 }
             }
             Ty::VarArray(t, max) => {
+                let each = self.min_size(t).max(1);
                 let cap = if self.descents < 2 { 5 } else { 2 };
-                let len = self.length(*max, cap, 8);
+                let cap = cap.min((MAX_ITEM / each) as u32);
+                let len = self.length(*max, cap, 8.min(cap));
                 self.length_word(len, *max);
                 self.descend(|w| {
                     for _ in 0..len {
@@ -210,7 +215,8 @@ impl Walk<'_> {
                 });
             }
             Ty::Optional(t) => {
-                let present = !self.minimal() && self.rng.chance(3, 5);
+                let present =
+                    !self.minimal() && self.min_size(t) <= MAX_ITEM && self.rng.chance(3, 5);
                 self.boolean(present);
                 if present {
                     self.descend(|w| w.value(t));
@@ -340,6 +346,16 @@ impl Walk<'_> {
         };
         if let (Some(d), Some(v)) = (&u.default, unlisted) {
             choices.push((v, d.as_ref()));
+        }
+        // Arms too large to send are never taken (the smallest one is
+        // within the limit, or the type has no sample).
+        let small: Vec<(i64, Option<&Field>)> = choices
+            .iter()
+            .copied()
+            .filter(|(_, f)| f.is_none_or(|f| self.min_size(&f.ty) <= MAX_ITEM))
+            .collect();
+        if !small.is_empty() {
+            choices = small;
         }
         let pick = if self.minimal() {
             (0..choices.len())

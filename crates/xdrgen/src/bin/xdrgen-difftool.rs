@@ -265,8 +265,11 @@ fn main() {{
         let _kind = parts.next();
         let ty = parts.next().unwrap_or("");
         let hex = parts.next().unwrap_or("").trim();
-        let raw: Vec<u8> = (0..hex.len() / 2)
-            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0))
+        let nibble = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+        let raw: Vec<u8> = hex
+            .as_bytes()
+            .chunks_exact(2)
+            .map(|p| nibble(p[0]) << 4 | nibble(p[1]))
             .collect();
         let bytes = bytes::Bytes::from(raw);
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| roundtrip(file, ty, &bytes)));

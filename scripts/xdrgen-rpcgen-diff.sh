@@ -59,7 +59,7 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# The generic differential of the files given (see the top).
+# xdrgen-difftool: `cargo build -p rpcrdma-xdrgen --features difftest`.
 tool=$PWD/target/debug/xdrgen-difftool
 
 # rpcgen's C of a file into directory $2 as $3.{h,_xdr.c}: the file
@@ -85,6 +85,7 @@ c_driver() {
             -o "$2/cdrv" "$2/driver.c" "$2/${3}_xdr.c" -ltirpc
 }
 
+# The generic differential of the files given (see the top).
 generic() {
     echo "generic differential: building xdrgen-difftool and the Rust driver"
     cargo build -q -p rpcrdma-xdrgen --features difftest --bin xdrgen-difftool

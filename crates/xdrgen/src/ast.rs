@@ -193,6 +193,9 @@ pub(crate) struct Proc {
     pub(crate) result: Option<TypeSpec>,
     /// Argument types (empty for `void`).
     pub(crate) args: Vec<TypeSpec>,
+    /// The arguments' names, where the file gives them (`int F(int a)`,
+    /// rpcgen's extension): documentation only.
+    pub(crate) arg_names: Vec<Option<Ident>>,
     /// Its number.
     pub(crate) number: Value,
     /// Pragmas.

@@ -40,7 +40,7 @@
 //! | `T x[N]` | `[T; N]` |
 //! | `T x<N>`, `T x<>` | `Vec<T>` |
 //! | `T *x` | `Option<Box<T>>` |
-//! | `enum e { A = 1, ... }` | `#[repr(i32)] enum E { A = 1, ... }` with `value()`/`from_value()`; an unknown value does not decode; an item without `= value` has C's value, as in rpcgen (one more than the item before) |
+//! | `enum e { A = 1, ... }` | `#[repr(i32)] enum E { A = 1, ... }` with `value()`/`from_value()`; an unknown value does not decode; an item without `= value` has C's value, as in rpcgen (one more than the item before); a second name for a value is an associated constant (an alias); `0x80000000`..`0xFFFFFFFF` is that 32-bit word, a negative int |
 //! | `struct s { ... }` | `struct S { pub ... }` |
 //! | `union u switch (d) { case A: T a; ... default: ...; }` | `enum U { A(T), ..., Default(D, T) }`: one variant per case value (fall-through lists give one variant each), named after the case's constant or enum item (`Case5`, `CaseMinus1` for numbers, `True`/`False` for bool); a `void` arm is a unit variant; the default arm carries the discriminant |
 //! | `typedef T name;` | `pub type Name = T;` plus `encode_name`, `decode_name`, `check_name`, `name_to_xdr`, `name_from_xdr` |
@@ -115,11 +115,17 @@
 //!
 //! The `fuzzing` feature adds the module `fuzzing`: the entry point of the
 //! cargo-afl harness (`fuzz/fuzz_targets/xdrgen.rs`) and of
-//! `tests/fuzz_bounded.rs`. It is test support; generation never needs it.
+//! `tests/fuzz_bounded.rs`. The `difftest` feature adds the module
+//! `difftest` and the `xdrgen-difftool` binary: the schema-driven
+//! differential against rpcgen (random valid values of every type, the
+//! invalid mutations, the C and Rust round-trip drivers). Both are test
+//! support; generation never needs them.
 #![forbid(unsafe_code)]
 
 mod ast;
 mod check;
+#[cfg(feature = "difftest")]
+pub mod difftest;
 mod error;
 mod gen;
 mod lexer;
@@ -289,7 +295,16 @@ pub mod fuzzing {
     //! The parser's fuzz harness (`fuzz/fuzz_targets/xdrgen.rs`, and a
     //! bounded run in `cargo test`): any bytes, read as a `.x` file, give
     //! either code or diagnostics that point into the file — never a panic
-    //! or a hang — and generation is deterministic.
+    //! or a hang — and generation is deterministic. With the `difftest`
+    //! feature too, a file of at most 4 KiB that generates also goes
+    //! through the differential's parts: its flattened copy reads back
+    //! with the same types and values, and sampling never panics.
+
+    /// Sources up to this size also go through the differential's
+    /// checks (larger ones are the project's own files, which the
+    /// differential itself runs on).
+    #[cfg(feature = "difftest")]
+    const DIFFTEST_MAX: usize = 4096;
 
     /// Runs the generator on `data`; panics only when an invariant breaks.
     pub fn generate_any(data: &[u8]) {
@@ -298,6 +313,10 @@ pub mod fuzzing {
         match crate::generate(&source, "fuzz.x", &crate::Options::default()) {
             Ok(code) => {
                 assert!(!code.is_empty(), "generated nothing");
+                #[cfg(feature = "difftest")]
+                if source.len() <= DIFFTEST_MAX {
+                    crate::difftest::fuzz_check(&source);
+                }
                 let again = crate::generate(&source, "fuzz.x", &crate::Options::default());
                 assert_eq!(
                     again.ok().as_deref(),

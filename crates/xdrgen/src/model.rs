@@ -60,6 +60,13 @@ pub(crate) struct EnumItem {
     pub(crate) rust: String,
     pub(crate) value: i32,
     pub(crate) doc: Vec<String>,
+    /// Another name for an earlier item of the same value (an alias, RFC
+    /// 4506 leaves values free to repeat): its index. Aliases are
+    /// associated constants, not variants.
+    pub(crate) alias_of: Option<usize>,
+    /// The value as written, when it was written above `i32::MAX` (a
+    /// 32-bit word such as `0x80000000`, taken as rpcgen's C sends it).
+    pub(crate) written: Option<i128>,
 }
 
 /// One case value of a union.
@@ -166,6 +173,8 @@ pub(crate) struct ProcIr {
     pub(crate) number: u32,
     pub(crate) result: Option<Ty>,
     pub(crate) args: Vec<Ty>,
+    /// The arguments' names in the `.x` file, where it gives them.
+    pub(crate) arg_names: Vec<Option<String>>,
     /// Write-chunk sizes of the DDP-eligible result items, in XDR order.
     pub(crate) ddp_results: Vec<Sz>,
     /// Maximum size of the results, if known.

@@ -687,13 +687,16 @@ impl Parser<'_, '_> {
         let name = self.ident("the procedure's name")?;
         self.expect_punct('(', "after the procedure's name")?;
         let mut args = Vec::new();
+        let mut arg_names = Vec::new();
         if self.is_word("void") && self.peek_at(1) == &Tok::Punct(')') {
             self.bump();
         } else {
             args.push(self.proc_type("the argument type (or `void`)")?);
+            arg_names.push(self.arg_name(&args[0])?);
             while self.is_punct(',') {
                 self.bump();
                 args.push(self.proc_type("the next argument type")?);
+                arg_names.push(self.arg_name(&args[args.len() - 1])?);
             }
         }
         self.expect_punct(')', "after the procedure's arguments")?;
@@ -707,10 +710,53 @@ impl Parser<'_, '_> {
             name,
             result,
             args,
+            arg_names,
             number,
             pragmas,
             doc,
         })
+    }
+
+    /// The name rpcgen lets an argument have after its type (`int
+    /// F(int a, string name<>)`, its extension to RFC 5531 §12.2): a
+    /// plain name, and `<>` after a `string` argument's (an unbounded
+    /// string either way). Arrays, bounds and optional data in an argument
+    /// are refused: rpcgen reads them inconsistently (a single `int *p`
+    /// argument is sent as a plain `int`).
+    fn arg_name(&mut self, ty: &TypeSpec) -> PResult<Option<Ident>> {
+        const SHAPES: &str = "an argument is a type, optionally followed by a name (`int count`); declare arrays, bounded strings and optional data with `typedef` and use that name";
+        if self.is_punct('*') {
+            return Err(self.rep.diag(
+                self.pos(),
+                format!("`*` in a procedure's argument: {SHAPES}"),
+            ));
+        }
+        let name = match self.peek() {
+            Tok::Ident(s) if !KEYWORDS.contains(&s.as_str()) => {
+                Some(self.ident("the argument's name")?)
+            }
+            Tok::Ident(_) => {
+                return self.err("`,` or `)` after the argument type, or the argument's name")
+            }
+            _ => None,
+        };
+        if name.is_some() && self.is_punct('<') && matches!(ty, TypeSpec::ProcString) {
+            if self.peek_at(1) == &Tok::Punct('>') {
+                self.bump();
+                self.bump();
+            } else {
+                return Err(self.rep.diag(
+                    self.pos(),
+                    format!("a bound on a `string` argument (rpcgen ignores it): write `string NAME<>` or {SHAPES}"),
+                ));
+            }
+        } else if name.is_some() && (self.is_punct('<') || self.is_punct('[')) {
+            return Err(self.rep.diag(
+                self.pos(),
+                format!("an array in a procedure's argument: {SHAPES}"),
+            ));
+        }
+        Ok(name)
     }
 
     fn proc_type(&mut self, what: &str) -> PResult<TypeSpec> {

@@ -142,16 +142,30 @@ fn type_errors_name_the_place() {
         "a string is variable-length only",
     );
     fails("typedef opaque b<-1>;", "1:18", "between 0 and 4294967295");
-    fails("enum e { A = 1, B = 1 };", "1:17", "have the same value 1");
     fails(
-        "enum e { A = 3000000000 };",
+        "enum e { A = 0x100000000 };",
         "1:14",
-        "does not fit in a 32-bit signed int",
+        "is not a 32-bit value: an enum is encoded as a signed int",
+    );
+    fails(
+        "enum e { A = -2147483649 };",
+        "1:14",
+        "is not a 32-bit value",
     );
     fails(
         "union u switch (hyper d) { case 1: void; };",
         "1:17",
-        "the discriminant must be int, unsigned int, bool or an enum",
+        "union `u`: the discriminant is a `hyper`, which rpcgen's C would switch on but RFC 4506 does not allow",
+    );
+    fails(
+        "union u switch (unsigned hyper d) { case 1: void; };",
+        "1:17",
+        "it must be int, unsigned int, bool or an enum (RFC 4506 §4.15)",
+    );
+    fails(
+        "struct s { int a; };\nunion u switch (s d) { case 1: void; };",
+        "2:17",
+        "the discriminant is a struct, union or typedef of one",
     );
     fails(
         "union u switch (int d) { case 1: void; case 1: int x; };",
@@ -307,11 +321,10 @@ fn enum_items_without_a_value_take_the_c_value() {
         assert!(code.contains(want), "missing `{want}`");
     }
     fails(
-        "enum e { A = 2147483647, B };",
+        "enum e { A = 0xFFFFFFFF, B };",
         "1:26",
-        "does not fit in a 32-bit signed int",
+        "is not a 32-bit value",
     );
-    fails("enum e { A, B = 0 };", "1:13", "have the same value 0");
 }
 
 #[test]
@@ -458,5 +471,124 @@ fn preprocessor_conditionals_read_as_cpp_reads_them_for_rpcgen() {
         "#if 1 +\n#endif\n",
         "1:1",
         "cannot read the condition `1 +`",
+    );
+}
+
+/// What plain rpcgen takes and RFC 4506/5531 allow (docs/xdrgen.md,
+/// "What rpcgen takes and we refuse" lists the rest, refused).
+#[test]
+fn rpcgen_spellings_the_rfcs_allow_are_accepted() {
+    // Enum aliases: two names for one value; the later one is an
+    // associated constant of the first's variant.
+    let code = generate(
+        "enum e { A = 1, B = 1, C = 2, D = A };\nunion u switch (e d) { case B: int x; case C: void; };",
+        "a.x",
+        &Options::default(),
+    )
+    .unwrap();
+    for want in [
+        "A = 1,",
+        "C = 2,",
+        "pub const B: Self = Self::A;",
+        "pub const D: Self = Self::A;",
+        "1 => ::core::option::Option::Some(Self::A),",
+        "B(i32),",
+    ] {
+        assert!(code.contains(want), "missing `{want}`:\n{code}");
+    }
+    assert!(!code.contains("B = 1,"));
+    // A word from 0x80000000 up, as rpcgen's C sends it: the negative int.
+    let code = generate(
+        "enum big { LOW = 0x7FFFFFFF, HIGH = 0x80000000, TOP = 0xFFFFFFFF };\n\
+         union w switch (int d) { case 0x80000000: void; case 1: int x; };\n\
+         union v switch (big b) { case 0xFFFFFFFF: void; case HIGH: int y; };",
+        "b.x",
+        &Options::default(),
+    )
+    .unwrap();
+    for want in [
+        "High = -2147483648,",
+        "Top = -1,",
+        "XDR: `HIGH = 0x80000000` (on the wire the int -2147483648).",
+        "-2147483648 => Self::CaseMinus2147483648,",
+        "-1 => Self::Top,",
+    ] {
+        assert!(code.contains(want), "missing `{want}`:\n{code}");
+    }
+    // Case labels that are constants (of an item's value) name the item.
+    let code = generate(
+        "enum e { A = 1, B = 2 };\nconst K = 2;\nunion u switch (e d) { case K: int x; case A: void; };",
+        "c.x",
+        &Options::default(),
+    )
+    .unwrap();
+    assert!(code.contains("B(i32),"), "{code}");
+    // Named procedure arguments (rpcgen's extension): accepted, named in
+    // the client's documentation.
+    let code = generate(
+        "program P { version V {\n  int F(int count, string name<>) = 1;\n  int G(unsigned n) = 2;\n  int H(int a, int) = 3;\n} = 1; } = 1;",
+        "d.x",
+        &Options::default(),
+    )
+    .unwrap();
+    for want in [
+        "pub async fn f(&self, arg0: i32, arg1: ::std::string::String)",
+        "/// Arguments named in the `.x` file: `arg0` is `count`, `arg1` is `name`.",
+        "/// Arguments named in the `.x` file: `args` is `n`.",
+        "/// Arguments named in the `.x` file: `arg0` is `a`.",
+    ] {
+        assert!(code.contains(want), "missing `{want}`:\n{code}");
+    }
+}
+
+/// What plain rpcgen takes and we refuse, each with its reason.
+#[test]
+fn rpcgen_spellings_outside_the_rfcs_are_refused_clearly() {
+    fails(
+        "struct s { short x; };",
+        "1:12",
+        "`short` is not an XDR type (RFC 4506)",
+    );
+    fails(
+        "struct s { char x[4]; };",
+        "1:12",
+        "`char` is not an XDR type",
+    );
+    fails(
+        "struct s { unsigned short x; };",
+        "1:21",
+        "`unsigned char` and `unsigned short` are not XDR types",
+    );
+    fails(
+        "program P { version V { int F(int *p) = 1; } = 1; } = 1;",
+        "1:35",
+        "`*` in a procedure's argument: an argument is a type, optionally followed by a name",
+    );
+    fails(
+        "program P { version V { int F(int a[3]) = 1; } = 1; } = 1;",
+        "1:36",
+        "an array in a procedure's argument",
+    );
+    fails(
+        "program P { version V { int F(string s<8>) = 1; } = 1; } = 1;",
+        "1:39",
+        "a bound on a `string` argument (rpcgen ignores it)",
+    );
+    fails(
+        "program P { version V { int F(int switch) = 1; } = 1; } = 1;",
+        "1:35",
+        "expected `,` or `)` after the argument type, or the argument's name, found `switch`",
+    );
+    fails(
+        "enum e { A = 1 };\nunion u switch (e d) { case 5: void; };",
+        "2:29",
+        "the arm could never be taken",
+    );
+    // rpcgen takes it, but its C cannot decode the negative items (the
+    // generic differential found it).
+    fails(
+        "enum mixed { M_NEG = -1, M_HIGH = 0x80000000 };",
+        "1:35",
+        "enum item `M_HIGH` = 0x80000000 is a word from 0x80000000 in an enum with a negative item (`M_NEG` = -1): rpcgen's C makes such an enum 64 bits wide",
     );
 }

@@ -21,8 +21,15 @@ impl Checker<'_, '_> {
             let enum_id = match &discr {
                 Ty::I32 | Ty::U32 | Ty::Bool => None,
                 Ty::Named(e) if matches!(self.model.types[*e].kind, Kind::Enum(_)) => Some(*e),
-                _ => {
-                    self.err(dpos, format!("union `{}`: the discriminant must be int, unsigned int, bool or an enum (RFC 4506 §4.15)", self.model.types[id].xdr));
+                other => {
+                    let what = match other {
+                        Ty::I64 | Ty::U64 => "a `hyper`, which rpcgen's C would switch on but RFC 4506 does not allow (a 64-bit discriminant is not XDR)",
+                        Ty::F32 | Ty::F64 => "a floating-point type",
+                        Ty::Named(_) => "a struct, union or typedef of one",
+                        _ => "an opaque, string, array or optional type",
+                    };
+                    let msg = format!("union `{}`: the discriminant is {what}; it must be int, unsigned int, bool or an enum (RFC 4506 §4.15)", self.model.types[id].xdr);
+                    self.err(dpos, msg);
                     continue;
                 }
             };
@@ -34,6 +41,13 @@ impl Checker<'_, '_> {
             for (arm, values) in u.arms.iter_mut().zip(raw) {
                 for v in values {
                     let Some(n) = self.eval(&v) else { continue };
+                    // A word from 0x80000000 up compares, in rpcgen's C,
+                    // as the negative int it is on the wire (as enum
+                    // values written so do).
+                    let n = match (&discr, super::lower::enum_word(n)) {
+                        (Ty::I32 | Ty::Named(_), Some((w, _))) => i128::from(w),
+                        _ => n,
+                    };
                     let label = match &v {
                         Value::Num(n, _) => n.to_string(),
                         Value::Name(i) | Value::Next { prev: i, .. } => i.name.clone(),
@@ -61,7 +75,7 @@ impl Checker<'_, '_> {
                             let en = self.model.types[e].xdr.clone();
                             self.err(
                                 v.pos(),
-                                format!("case value {label} = {n} is not an item of enum `{en}`"),
+                                format!("case value {label} = {n} is not an item of enum `{en}`: a discriminant of that type is always one of its items (RFC 4506 §4.3), so the arm could never be taken; name an item, or a constant of an item's value"),
                             );
                             continue;
                         }
@@ -80,9 +94,14 @@ impl Checker<'_, '_> {
                             let Kind::Enum(items) = &self.model.types[e].kind else {
                                 continue;
                             };
-                            items
-                                .iter()
-                                .find(|it| i64::from(it.value) == n)
+                            // The item the label names (an alias too), else
+                            // the first item of the value (`case CONST:`).
+                            let named = match &v {
+                                Value::Name(i) => items.iter().find(|it| it.xdr == i.name),
+                                _ => None,
+                            };
+                            named
+                                .or_else(|| items.iter().find(|it| i64::from(it.value) == n))
                                 .map(|it| it.rust.clone())
                                 .unwrap_or_default()
                         }

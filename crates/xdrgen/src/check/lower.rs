@@ -119,35 +119,55 @@ impl Checker<'_, '_> {
     }
 
     fn lower_enum(&mut self, body: &EnumBody, id: TypeId) -> Kind {
-        let mut items = Vec::new();
-        let mut seen: BTreeMap<i32, String> = BTreeMap::new();
+        let mut items: Vec<EnumItem> = Vec::new();
+        let mut seen: BTreeMap<i32, usize> = BTreeMap::new();
+        let mut first_word = None;
         for (name, value, doc) in &body.items {
             let Some(v) = self.eval(value) else { continue };
-            let Ok(v) = i32::try_from(v) else {
+            let Some((v, written)) = enum_word(v) else {
                 self.err(
                     value.pos(),
                     format!(
-                        "enum item `{}` = {v} does not fit in a 32-bit signed int (RFC 4506 §4.3)",
+                        "enum item `{}` = {v} is not a 32-bit value: an enum is encoded as a signed int (RFC 4506 §4.3), from -2147483648 to 2147483647 (or a word from 0x80000000 to 0xFFFFFFFF, which rpcgen's C sends as that negative int)",
                         name.name
                     ),
                 );
                 continue;
             };
-            if let Some(other) = seen.get(&v) {
-                self.err(
-                    name.pos,
-                    format!("enum items `{other}` and `{}` have the same value {v}: each value may be used once", name.name),
-                );
-                continue;
+            // Two names for one value are allowed (RFC 4506 §4.3 asks only
+            // that the names be distinct, and rpcgen's C enum takes them):
+            // the later one is an alias of the first.
+            let alias_of = seen.get(&v).copied();
+            if alias_of.is_none() {
+                seen.insert(v, items.len());
             }
-            seen.insert(v, name.name.clone());
             self.item_enum.insert(name.name.clone(), id);
+            if written.is_some() && first_word.is_none() {
+                first_word = Some((items.len(), value.pos()));
+            }
             items.push(EnumItem {
                 xdr: name.name.clone(),
                 rust: camel(&name.name),
                 value: v,
                 doc: doc.clone(),
+                alias_of,
+                written,
             });
+        }
+        // rpcgen's C cannot hold both: gcc makes the enum 64 bits wide
+        // and libtirpc's `xdr_enum` fills only its low half (the generic
+        // differential's finding), so the negative items never match.
+        let negative = items.iter().find(|i| i.value < 0 && i.written.is_none());
+        if let (Some(n), Some((at, w))) = (negative, first_word.map(|(k, p)| (p, &items[k]))) {
+            let msg = format!(
+                "enum item `{}` = {:#x} is a word from 0x80000000 in an enum with a negative item (`{}` = {}): rpcgen's C makes such an enum 64 bits wide and libtirpc's xdr_enum fills only half of it, so its negative items would not decode; write the word as the negative int it is ({})",
+                w.xdr,
+                w.written.unwrap_or_default(),
+                n.xdr,
+                n.value,
+                w.value
+            );
+            self.err(at, msg);
         }
         // `a = 1, A = 2` both become `A`.
         let natural: Vec<String> = items.iter().map(|i| i.rust.clone()).collect();
@@ -357,4 +377,16 @@ impl Checker<'_, '_> {
             self.err(p, m);
         }
     }
+}
+
+/// An enum item's value as the 32-bit signed int on the wire: a value
+/// from 2^31 to 2^32 - 1 (`0x80000000` written in hex, as C and rpcgen
+/// allow) is that word read as a signed int, and comes back with the
+/// value as written. `None` beyond 32 bits.
+pub(super) fn enum_word(v: i128) -> Option<(i32, Option<i128>)> {
+    if let Ok(v) = i32::try_from(v) {
+        return Some((v, None));
+    }
+    let w = u32::try_from(v).ok()?;
+    Some((w as i32, Some(v)))
 }

@@ -64,6 +64,11 @@ impl Checker<'_, '_> {
                     number: pn,
                     result,
                     args,
+                    arg_names: pr
+                        .arg_names
+                        .iter()
+                        .map(|n| n.as_ref().map(|n| n.name.clone()))
+                        .collect(),
                     ddp_results: Vec::new(),
                     max_results: None,
                     doc: pr.doc.clone(),

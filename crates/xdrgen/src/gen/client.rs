@@ -63,6 +63,7 @@ impl Gen<'_> {
                 "/// Calls `{}` (procedure {}) with the hints of [`Ulb::{m}`].",
                 pr.xdr, pr.number
             ));
+            self.arg_names_doc(pr);
             self.many_args(pr);
             self.w.open(&format!(
                 "pub async fn {}(&self{}) -> {RESULT}<{r}, {M}::RpcError> {{",
@@ -111,5 +112,27 @@ impl Gen<'_> {
         }
         self.w.close("}");
         self.w.line("");
+    }
+
+    /// Which parameter is which of the arguments the `.x` file names
+    /// (`int F(int a, int b)`, rpcgen's extension).
+    pub(super) fn arg_names_doc(&mut self, pr: &ProcIr) {
+        if pr.arg_names.iter().all(Option::is_none) {
+            return;
+        }
+        let params: Vec<String> = match pr.args.len() {
+            1 => vec!["args".into()],
+            n => (0..n).map(|i| format!("arg{i}")).collect(),
+        };
+        let named: Vec<String> = params
+            .iter()
+            .zip(&pr.arg_names)
+            .filter_map(|(p, n)| n.as_ref().map(|n| format!("`{p}` is `{n}`")))
+            .collect();
+        self.w.line("///");
+        self.w.line(&format!(
+            "/// Arguments named in the `.x` file: {}.",
+            named.join(", ")
+        ));
     }
 }

@@ -58,15 +58,36 @@ impl Gen<'_> {
         self.w.line(&self.derives(id));
         self.w.line("#[repr(i32)]");
         self.w.open(&format!("pub enum {name} {{"));
-        for it in items {
+        let written = |it: &EnumItem| match it.written {
+            Some(w) => format!(
+                "/// XDR: `{} = {w:#x}` (on the wire the int {}).",
+                it.xdr, it.value
+            ),
+            None => format!("/// XDR: `{} = {}`.", it.xdr, it.value),
+        };
+        for it in items.iter().filter(|it| it.alias_of.is_none()) {
             self.w.doc_comments(&it.doc);
-            self.w
-                .line(&format!("/// XDR: `{} = {}`.", it.xdr, it.value));
+            self.w.line(&written(it));
             self.w.line(&format!("{} = {},", it.rust, it.value));
         }
         self.w.close("}");
         self.w.line("");
         self.w.open(&format!("impl {name} {{"));
+        for it in items {
+            let Some(p) = it.alias_of else { continue };
+            self.w.doc_comments(&it.doc);
+            self.w.line(&written(it));
+            self.w.line(&format!(
+                "/// Another name for [`{name}::{}`] (an alias: it decodes as that item).",
+                items[p].rust
+            ));
+            self.w.line("#[allow(non_upper_case_globals)]");
+            self.w.line(&format!(
+                "pub const {}: Self = Self::{};",
+                it.rust, items[p].rust
+            ));
+            self.w.line("");
+        }
         self.w.line("/// The value on the wire.");
         self.w.line("pub const fn value(self) -> i32 {");
         self.w.line("    self as i32");
@@ -76,7 +97,7 @@ impl Gen<'_> {
         self.w
             .open("pub const fn from_value(value: i32) -> ::core::option::Option<Self> {");
         self.w.open("match value {");
-        for it in items {
+        for it in items.iter().filter(|it| it.alias_of.is_none()) {
             self.w.line(&format!(
                 "{} => ::core::option::Option::Some(Self::{}),",
                 it.value, it.rust

@@ -23,7 +23,7 @@
 #      FPDU fails the check there); on that capture, the kernel's calls
 #      carry Read chunks and our server's replies use Write lists and
 #      Reply chunks;
-#   4. nfs-fsx (crates/nfs3/src/bin/nfs-fsx.rs) in the guest over
+#   4. nfs-fsx (crates/nfs3/src/bin/nfs-fsx/) in the guest over
 #      proto=rdma and proto=tcp: seeded random writes, reads, truncates,
 #      appends, mmap and O_DIRECT I/O, copy_file_range, fsync, renames,
 #      links, mkdir/rmdir, symlinks, chmod and utimes from several

@@ -118,17 +118,16 @@ impl ReadRequest {
     }
 }
 
-/// The layer that detected an error (Terminate control, 4 bits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Layer(pub u8);
-
-impl Layer {
-    /// RDMAP (RFC 5040).
-    pub const RDMAP: Layer = Layer(0);
-    /// DDP (RFC 5041).
-    pub const DDP: Layer = Layer(1);
-    /// The lower layer protocol: MPA/TCP (RFC 5044).
-    pub const LLP: Layer = Layer(2);
+rpcrdma_xdr::open_enum! {
+    /// The layer that detected an error (Terminate control, 4 bits).
+    pub struct Layer(u8) {
+        /// RDMAP (RFC 5040).
+        RDMAP = 0,
+        /// DDP (RFC 5041).
+        DDP = 1,
+        /// The lower layer protocol: MPA/TCP (RFC 5044).
+        LLP = 2,
+    }
 }
 
 /// Layer, error type and error code of a Terminate message.

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use rpcrdma_oncrpc::{AuthSysParams, Credential, RpcError};
 
 use crate::convert::{self as c, attr_of, error_of};
-use crate::fs::{Attr, FileHandle, NfsError, SetAttr, StableHow};
+use crate::fs::{Attr, FileHandle, NfsError, SetAttr, StableHow, NFS3_FHSIZE};
 use crate::proto::mount3 as m;
 use crate::proto::nfs3 as p;
 
@@ -58,13 +58,35 @@ pub enum NfsClientError {
         /// The status.
         status: m::Mountstat3,
     },
+    /// The server returned a file handle longer than NFSv3 allows.
+    #[error("{op} returned a file handle of {len} bytes, over NFSv3's {NFS3_FHSIZE}")]
+    BadHandle {
+        /// The procedure.
+        op: &'static str,
+        /// The handle's length.
+        len: usize,
+    },
+    /// The task running one of the requests kept in flight failed
+    /// (it panicked or was cancelled).
+    #[error("{op} task failed: {source}")]
+    Task {
+        /// The procedure.
+        op: &'static str,
+        /// Why.
+        source: tokio::task::JoinError,
+    },
+    /// A directory has more entries than [`NfsClient::list`] collects.
+    #[error("directory has more than {max} entries")]
+    TooManyEntries {
+        /// The limit ([`MAX_LIST`]).
+        max: usize,
+    },
     /// A local error while handling data.
     #[error("{0}")]
     Local(#[from] std::io::Error),
-    /// The server broke the protocol (e.g. a READ that made no progress
-    /// before the end of the file).
+    /// The server broke the protocol.
     #[error("protocol: {0}")]
-    Protocol(String),
+    Protocol(#[from] ProtocolViolation),
     /// The server restarted during a write and lost unstable data more
     /// often than we retry.
     #[error(
@@ -73,8 +95,56 @@ pub enum NfsClientError {
     VerifierChanged,
 }
 
+/// How a server broke the protocol.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolViolation {
+    /// READDIR(PLUS) returned no entries without reaching the end of the
+    /// directory, so following its cookie would loop.
+    #[error("READDIR returned no entries and no end of directory")]
+    EmptyReaddir,
+    /// A READ reply's `count` or data disagree with each other or with the
+    /// count asked for.
+    #[error("READ of {asked} bytes returned count {count} with {data} bytes")]
+    ReadCount {
+        /// The count asked for.
+        asked: u32,
+        /// The reply's `count`.
+        count: u32,
+        /// The bytes of data in the reply.
+        data: usize,
+    },
+    /// A READ returned no data and no end of file.
+    #[error("READ at {offset} returned nothing before the end of the file")]
+    ReadNoProgress {
+        /// The READ's offset.
+        offset: u64,
+    },
+    /// A WRITE reply's `count` is more than the data sent.
+    #[error("WRITE count {count} beyond the {sent} bytes sent")]
+    WriteCount {
+        /// The reply's `count`.
+        count: u32,
+        /// The bytes sent.
+        sent: usize,
+    },
+    /// A WRITE wrote less than it was sent (this client does not resend
+    /// the rest).
+    #[error("short WRITE: {written} of {sent} bytes")]
+    ShortWrite {
+        /// The reply's `count`.
+        written: u32,
+        /// The bytes sent.
+        sent: usize,
+    },
+}
+
 fn rpc(op: &'static str) -> impl FnOnce(RpcError) -> NfsClientError {
     move |source| NfsClientError::Rpc { op, source }
+}
+
+fn bad_handle(op: &'static str, len: usize) -> impl FnOnce(NfsError) -> NfsClientError {
+    move |_| NfsClientError::BadHandle { op, len }
 }
 
 fn nfs(op: &'static str, path: &[u8], s: p::Nfsstat3) -> NfsClientError {
@@ -171,9 +241,8 @@ impl NfsClient {
                 .map_err(rpc("MOUNT"))?;
             match r {
                 m::Mountres3::Mnt3Ok(ok) => {
-                    break FileHandle::from_bytes(&ok.fhandle).map_err(|_| {
-                        NfsClientError::Protocol("MOUNT returned a handle over 64 bytes".into())
-                    })?
+                    break FileHandle::from_bytes(&ok.fhandle)
+                        .map_err(bad_handle("MOUNT", ok.fhandle.len()))?
                 }
                 m::Mountres3::Default(s) => last = s,
             }
@@ -262,9 +331,8 @@ impl NfsClient {
             .map_err(rpc("LOOKUP"))?;
         match r {
             p::Lookup3res::Nfs3Ok(ok) => {
-                let fh = c::handle_of(&ok.object).map_err(|_| {
-                    NfsClientError::Protocol("LOOKUP returned a handle over 64 bytes".into())
-                })?;
+                let fh =
+                    c::handle_of(&ok.object).map_err(bad_handle("LOOKUP", ok.object.data.len()))?;
                 let attr = match ok.obj_attributes {
                     p::PostOpAttr::True(a) => attr_of(&a),
                     p::PostOpAttr::False => self.getattr(&fh).await?,
@@ -363,18 +431,14 @@ impl NfsClient {
                 (v, ok.reply.eof)
             };
             if batch.is_empty() && !eof {
-                return Err(NfsClientError::Protocol(
-                    "READDIR returned no entries and no end of directory".into(),
-                ));
+                return Err(ProtocolViolation::EmptyReaddir.into());
             }
             for (l, ck) in batch {
                 cookie = ck;
                 out.push(l);
             }
             if out.len() > MAX_LIST {
-                return Err(NfsClientError::Protocol(format!(
-                    "directory has more than {MAX_LIST} entries"
-                )));
+                return Err(NfsClientError::TooManyEntries { max: MAX_LIST });
             }
             if eof {
                 return Ok(out);
@@ -401,11 +465,12 @@ impl NfsClient {
         match r {
             p::Read3res::Nfs3Ok(ok) => {
                 if ok.data.len() > count as usize || ok.count as usize != ok.data.len() {
-                    return Err(NfsClientError::Protocol(format!(
-                        "READ of {count} bytes returned count {} with {} bytes",
-                        ok.count,
-                        ok.data.len()
-                    )));
+                    return Err(ProtocolViolation::ReadCount {
+                        asked: count,
+                        count: ok.count,
+                        data: ok.data.len(),
+                    }
+                    .into());
                 }
                 Ok((ok.data, ok.eof))
             }
@@ -445,7 +510,7 @@ impl NfsClient {
             let (data, eof) = match task.await {
                 Ok(Ok(r)) => r,
                 Ok(Err(e)) => break Err(e),
-                Err(e) => break Err(NfsClientError::Protocol(format!("READ task failed: {e}"))),
+                Err(source) => break Err(NfsClientError::Task { op: "READ", source }),
             };
             debug_assert_eq!(off, done);
             if let Err(e) = sink(&data) {
@@ -457,9 +522,7 @@ impl NfsClient {
                     break Ok(done);
                 }
                 if data.is_empty() {
-                    break Err(NfsClientError::Protocol(format!(
-                        "READ at {off} returned nothing before the end of the file"
-                    )));
+                    break Err(ProtocolViolation::ReadNoProgress { offset: off }.into());
                 }
                 // A short read before the end: read the rest again.
                 for (_, _, t) in queue.drain(..) {
@@ -500,7 +563,7 @@ impl NfsClient {
         match r {
             p::Create3res::Nfs3Ok(ok) => match ok.obj {
                 p::PostOpFh3::True(h) => {
-                    c::handle_of(&h).map_err(|_| NfsClientError::Protocol("bad handle".into()))
+                    c::handle_of(&h).map_err(bad_handle("CREATE", h.data.len()))
                 }
                 p::PostOpFh3::False => Ok(self.lookup(dir, name).await?.0),
             },
@@ -531,9 +594,11 @@ impl NfsClient {
         match r {
             p::Write3res::Nfs3Ok(ok) => {
                 if ok.count as usize > len {
-                    return Err(NfsClientError::Protocol(
-                        "WRITE count beyond the data sent".into(),
-                    ));
+                    return Err(ProtocolViolation::WriteCount {
+                        count: ok.count,
+                        sent: len,
+                    }
+                    .into());
                 }
                 let how = match ok.committed {
                     p::StableHow::Unstable => StableHow::Unstable,
@@ -600,12 +665,19 @@ impl NfsClient {
                     verfs.insert(v);
                 }
                 Ok(Ok((n, _))) => {
-                    break Err(NfsClientError::Protocol(format!(
-                        "short WRITE: {n} of {want} bytes"
-                    )))
+                    break Err(ProtocolViolation::ShortWrite {
+                        written: n,
+                        sent: want,
+                    }
+                    .into())
                 }
                 Ok(Err(e)) => break Err(e),
-                Err(e) => break Err(NfsClientError::Protocol(format!("WRITE task failed: {e}"))),
+                Err(source) => {
+                    break Err(NfsClientError::Task {
+                        op: "WRITE",
+                        source,
+                    })
+                }
             }
         };
         for (_, t) in queue {

@@ -195,7 +195,7 @@ struct Shared {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        rpcrdma_sync::lock(&self.state)
     }
 }
 

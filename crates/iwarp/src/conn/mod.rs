@@ -38,7 +38,7 @@
 //! * `rx.rs`: receive framing (FPDU header, payload, trailer and CRC;
 //!   zero-copy read buffers);
 //! * `place.rs`: where each segment's payload goes, and what completes
-//!   when a message ends;
+//!   when a message ends (a whole small Send in one step included);
 //! * `inbound_read.rs`: answering the peer's RDMA Read Requests;
 //! * `tx.rs`: the transmit queue of encoded FPDUs;
 //! * `error.rs`: errors and their Terminate codes.

@@ -2,7 +2,10 @@
 //! segment goes — tagged payload into registered memory, untagged Send
 //! payload into the posted receive buffer, Read Request and Terminate
 //! bodies into the control buffer — and what completes when a segment
-//! that passed its CRC ends a message.
+//! that passed its CRC ends a message; and the shortcut for the common
+//! small message, a whole staged Send placed into the posted receive and
+//! completed in one step (`rx_whole_send`, tried by `rx.rs` before it
+//! parses a header).
 
 use std::collections::VecDeque;
 
@@ -10,7 +13,10 @@ use rpcrdma_verbs::{Access, RecvWr, WcStatus};
 
 use super::sq::OrqEntry;
 use super::{ConnError, Connection, ProtocolError};
-use crate::ddp::{Buffer, DdpHeader};
+use crate::ddp::{
+    field, Buffer, Control, DdpHeader, DDP_VERSION, RDMAP_VERSION, UNTAGGED_HEADER_LEN,
+};
+use crate::fpdu::{crc_from_wire, pad_len, MPA_CRC_LEN, MPA_LEN_FIELD};
 use crate::mr::MrTable;
 use crate::rdmap::{queue, Opcode, ReadRequest, Terminate, READ_REQUEST_LEN};
 
@@ -247,6 +253,84 @@ impl Connection {
         } else {
             Target::Recv
         })
+    }
+
+    /// The common small message in one step: a whole FPDU staged that is
+    /// a Send (or Send with Solicited Event) starting and ending its
+    /// message, for the next posted receive. It makes the checks the
+    /// general path (`rx_header`, `rx_payload` and `rx_trailer` in
+    /// `rx.rs`; `on_header`, `on_send_header`, `on_segment_end`) makes
+    /// for such a segment and leaves the same outcome; anything else, an
+    /// FPDU to refuse included, it leaves untouched to the general path.
+    /// Returns whether it took the FPDU.
+    /// (`fuzzing::fpdu_stream_pieces_agree` holds the two paths to the
+    /// same outcome.)
+    pub(super) fn rx_whole_send(&mut self) -> bool {
+        const HDR: usize = MPA_LEN_FIELD + UNTAGGED_HEADER_LEN;
+        let Connection {
+            rx,
+            rq,
+            recv_cur,
+            rx_msn,
+            crc,
+            ..
+        } = self;
+        let staged = &rx.buf[rx.start..rx.end];
+        let Some(raw) = staged.get(..HDR) else {
+            return false;
+        };
+        let ulpdu_len = usize::from(u16::from_be_bytes([raw[0], raw[1]]));
+        let c = Control::from_bytes([raw[2], raw[3]]);
+        if c.tagged
+            || !c.last
+            || c.ddp_version != DDP_VERSION
+            || c.rdmap_version != RDMAP_VERSION
+            || !matches!(c.opcode, Opcode::SEND | Opcode::SEND_SE)
+        {
+            return false;
+        }
+        let Some(payload) = ulpdu_len.checked_sub(UNTAGGED_HEADER_LEN) else {
+            return false;
+        };
+        let body = HDR + payload + pad_len(ulpdu_len);
+        let Some(fpdu) = staged.get(..body + MPA_CRC_LEN) else {
+            return false;
+        };
+        let word = |r: std::ops::Range<usize>| {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(&raw[MPA_LEN_FIELD..][r]);
+            u32::from_be_bytes(b)
+        };
+        let (qn, msn, mo) = (word(field::QN), word(field::MSN), word(field::MO));
+        if qn != queue::SEND || msn != rx_msn[0] || mo != 0 || recv_cur.is_some() {
+            return false;
+        }
+        if rq.front().is_none_or(|wr| wr.buf.len() < payload) {
+            return false;
+        }
+        if *crc {
+            let computed = crc32c::crc32c(&fpdu[..body]);
+            let mut f = [0u8; MPA_CRC_LEN];
+            f.copy_from_slice(&fpdu[body..]);
+            if computed != crc_from_wire(f) {
+                return false;
+            }
+        }
+        // Taken: as the general path leaves it after the trailer.
+        let Some(mut wr) = rq.pop_front() else {
+            return false;
+        };
+        wr.buf[..payload].copy_from_slice(&fpdu[HDR..HDR + payload]);
+        // At the next FPDU boundary, as the general path leaves it (the
+        // fields of the FPDU in progress describe nothing there).
+        rx.start += fpdu.len();
+        rx_msn[0] = rx_msn[0].wrapping_add(1);
+        if !self.first_fpdu_seen {
+            self.first_fpdu_seen = true;
+            self.tx.open_gate();
+        }
+        self.complete_recv(wr, WcStatus::Success, payload, None, c.opcode.solicited());
+        true
     }
 
     /// A segment passed its CRC: finish the message if it was the last one.

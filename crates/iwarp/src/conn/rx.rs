@@ -1,7 +1,8 @@
 //! The receive side's framing: the octet stream cut into MPA set-up frames
 //! (handed to `setup.rs`), then FPDUs parsed header, payload and trailer
 //! (length, DDP header, pad, CRC32c), each payload handed to its place
-//! (`place.rs`) straight from the socket or from staging.
+//! (`place.rs`) straight from the socket or from staging. A whole small
+//! Send already staged is offered first to `place.rs`'s one-step shortcut.
 //!
 //! Small reads go into a staging buffer (headers, trailers, small
 //! payloads, which are then copied to their place). Once a header has been
@@ -29,13 +30,10 @@ use super::place::{place, Target};
 use super::{ConnError, Connection, Phase, ProtocolError};
 use std::io::IoSliceMut;
 
-use crate::ddp::{
-    field, Control, DdpHeader, DDP_VERSION, RDMAP_VERSION, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN,
-};
+use crate::ddp::{DdpHeader, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
 use crate::fpdu::{crc_from_wire, pad_len, MPA_CRC_LEN, MPA_LEN_FIELD};
 use crate::mr::MrTable;
-use crate::rdmap::{queue, Opcode, ReadRequest, Terminate, READ_REQUEST_LEN};
-use rpcrdma_verbs::WcStatus;
+use crate::rdmap::{Opcode, ReadRequest, Terminate, READ_REQUEST_LEN};
 
 /// Staging buffer size.
 const STAGE_CAP: usize = 16 * 1024;
@@ -635,83 +633,6 @@ impl Connection {
             Ok(t) => self.rx.target = t,
             Err(e) => self.protocol_fail(e, true, None),
         }
-        true
-    }
-
-    /// The common small message in one step: a whole FPDU staged that is
-    /// a Send (or Send with Solicited Event) starting and ending its
-    /// message, for the next posted receive. It makes the checks the
-    /// general path (`rx_header`, `on_header`, `on_send_header`,
-    /// `rx_payload`, `rx_trailer`, `on_segment_end`) makes for such a
-    /// segment and leaves the same outcome; anything else, an FPDU to refuse
-    /// included, it leaves untouched to the general path. Returns whether
-    /// it took the FPDU. (`fuzzing::fpdu_stream_pieces_agree` holds the
-    /// two paths to the same outcome.)
-    fn rx_whole_send(&mut self) -> bool {
-        const HDR: usize = MPA_LEN_FIELD + UNTAGGED_HEADER_LEN;
-        let Connection {
-            rx,
-            rq,
-            recv_cur,
-            rx_msn,
-            crc,
-            ..
-        } = self;
-        let staged = &rx.buf[rx.start..rx.end];
-        let Some(raw) = staged.get(..HDR) else {
-            return false;
-        };
-        let ulpdu_len = usize::from(u16::from_be_bytes([raw[0], raw[1]]));
-        let c = Control::from_bytes([raw[2], raw[3]]);
-        if c.tagged
-            || !c.last
-            || c.ddp_version != DDP_VERSION
-            || c.rdmap_version != RDMAP_VERSION
-            || !matches!(c.opcode, Opcode::SEND | Opcode::SEND_SE)
-        {
-            return false;
-        }
-        let Some(payload) = ulpdu_len.checked_sub(UNTAGGED_HEADER_LEN) else {
-            return false;
-        };
-        let body = HDR + payload + pad_len(ulpdu_len);
-        let Some(fpdu) = staged.get(..body + MPA_CRC_LEN) else {
-            return false;
-        };
-        let word = |r: std::ops::Range<usize>| {
-            let mut b = [0u8; 4];
-            b.copy_from_slice(&raw[MPA_LEN_FIELD..][r]);
-            u32::from_be_bytes(b)
-        };
-        let (qn, msn, mo) = (word(field::QN), word(field::MSN), word(field::MO));
-        if qn != queue::SEND || msn != rx_msn[0] || mo != 0 || recv_cur.is_some() {
-            return false;
-        }
-        if rq.front().is_none_or(|wr| wr.buf.len() < payload) {
-            return false;
-        }
-        if *crc {
-            let computed = crc32c::crc32c(&fpdu[..body]);
-            let mut f = [0u8; MPA_CRC_LEN];
-            f.copy_from_slice(&fpdu[body..]);
-            if computed != crc_from_wire(f) {
-                return false;
-            }
-        }
-        // Taken: as the general path leaves it after the trailer.
-        let Some(mut wr) = rq.pop_front() else {
-            return false;
-        };
-        wr.buf[..payload].copy_from_slice(&fpdu[HDR..HDR + payload]);
-        // At the next FPDU boundary, as the general path leaves it (the
-        // fields of the FPDU in progress describe nothing there).
-        rx.start += fpdu.len();
-        rx_msn[0] = rx_msn[0].wrapping_add(1);
-        if !self.first_fpdu_seen {
-            self.first_fpdu_seen = true;
-            self.tx.open_gate();
-        }
-        self.complete_recv(wr, WcStatus::Success, payload, None, c.opcode.solicited());
         true
     }
 

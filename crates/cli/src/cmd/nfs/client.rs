@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use bytes::Bytes;
 use clap::Args;
-use rpcrdma_nfs3::client::{local_credential, NfsClient};
+use rpcrdma_nfs3::client::{local_credential, NfsClient, NfsClientError};
 use rpcrdma_nfs3::fs::{Attr, FileType};
 use rpcrdma_oncrpc::tcp::TcpConnector;
 use rpcrdma_oncrpc::{Client, ClientConfig};
@@ -246,12 +246,18 @@ pub(crate) fn get(a: GetArgs) -> anyhow::Result<ExitCode> {
             ))
         };
         let t = Instant::now();
+        let cannot_write = || format!("cannot write {}", local.display());
         let n = c
             .read_file(&fh, attr.size, |chunk| {
-                out.write_all(chunk).map_err(Into::into)
+                out.write_all(chunk).map_err(NfsClientError::Local)
             })
-            .await?;
-        out.flush()?;
+            .await
+            .map_err(|e| match e {
+                // The sink's own failure: say which local file.
+                NfsClientError::Local(e) => anyhow::Error::new(e).context(cannot_write()),
+                e => e.into(),
+            })?;
+        out.flush().with_context(cannot_write)?;
         let s = t.elapsed().as_secs_f64();
         eprintln!(
             "{n} bytes in {:.3} s ({:.1} MiB/s) -> {}",

@@ -9,10 +9,11 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use rpcrdma_sync::lock;
+use crate::util::lock;
 
 /// At most `max` slots taken at once; a task that finds none waits
 /// ([`Limit::take`]) and is woken when one is given back.

@@ -481,7 +481,7 @@ fn encode_result(connection: &Connection, xid: u32, r: Reply) -> Payload {
     match r {
         Ok(results) => {
             let h = ReplyHeader::success(xid);
-            let mut arena = rpcrdma_sync::lock(connection.ops.arena());
+            let mut arena = crate::util::lock(connection.ops.arena());
             let mut pe = PayloadEncoder::in_arena(&mut arena, h.encoded_len() + 64);
             let mut enc = pe.encoder();
             h.encode(&mut enc);

@@ -12,10 +12,11 @@ use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 
 use bytes::BytesMut;
-use rpcrdma_sync::lock;
+use crate::util::lock;
 use rpcrdma_xdr::Payload;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -24,7 +24,8 @@ use rpcrdma_engine::{
     ReplyHints, Stats,
 };
 use rpcrdma_oncrpc::{CallHints, Received, Transport, TransportError};
-use rpcrdma_sync::{lock, Signal};
+use parking_lot::{Mutex, MutexGuard};
+use rpcrdma_sync::Signal;
 use rpcrdma_verbs::{CompletionQueue, Device, QueuePair, WorkCompletion};
 use rpcrdma_xdr::Payload;
 use tokio::sync::oneshot;
@@ -167,8 +168,10 @@ impl<D: Device> RdmaTransport<D> {
         t
     }
 
+    /// The engine and its driver's state (`parking_lot`'s lock: taken
+    /// several times per message, with no poisoning to check).
     fn lock(&self) -> MutexGuard<'_, Shared<D>> {
-        lock(&self.inner.state)
+        self.inner.state.lock()
     }
 
     /// Posts everything the engine has queued. A post failure ends the
@@ -335,7 +338,7 @@ impl<D: Device> RdmaTransport<D> {
                 }
             }
             if let Some(d) = deadline {
-                let mut timer = lock(&self.inner.timer);
+                let mut timer = self.inner.timer.lock();
                 let (at, sleep) =
                     timer.get_or_insert_with(|| (d, Box::pin(tokio::time::sleep_until(d.into()))));
                 if *at != d {

@@ -22,7 +22,7 @@
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
-use rpcrdma_sync::lock;
+use crate::util::lock;
 
 use super::pending::Outcome;
 use super::Conn;

@@ -11,12 +11,13 @@
 //! woken by the transport directly, not by another task.
 
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use tokio::time::Instant;
 
-use rpcrdma_sync::lock;
+use crate::util::lock;
 use rpcrdma_xdr::Payload;
 
 use crate::error::TransportError;

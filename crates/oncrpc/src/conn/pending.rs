@@ -10,7 +10,7 @@
 //! reply itself saves the hop through the reader task: its future is
 //! woken by the transport directly, not by another task.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -131,6 +131,9 @@ pub(crate) struct Pending {
     state: Mutex<State>,
     /// [`HELD`] and [`TASK_WANTS`] (see [`Lease`]).
     held: AtomicU8,
+    /// `State::alive`, readable without the lock (every call looks before
+    /// it picks the connection; it changes once, under the lock).
+    alive: AtomicBool,
 }
 
 impl Pending {
@@ -143,6 +146,7 @@ impl Pending {
                 lease: Lease::default(),
             }),
             held: AtomicU8::new(0),
+            alive: AtomicBool::new(true),
         }
     }
 
@@ -362,7 +366,7 @@ impl Pending {
 
     /// Whether calls may still wait here.
     pub(crate) fn is_alive(&self) -> bool {
-        lock(&self.state).alive
+        self.alive.load(Ordering::Acquire)
     }
 
     /// The connection is gone: every call still waiting learns it
@@ -373,6 +377,7 @@ impl Pending {
         {
             let mut st = lock(&self.state);
             st.alive = false;
+            self.alive.store(false, Ordering::Release);
             st.pending.retain(|_, w| {
                 if w.outcome.is_some() {
                     return true;

@@ -22,9 +22,9 @@
 //! retransmitted on the client's new connection cannot collide with
 //! another reverse-direction call already outstanding there.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fmt;
-use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,8 +1,8 @@
 //! The async RPC client.
 
+use parking_lot::Mutex;
 use std::fmt;
 use std::future::Future;
-use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::Duration;
 

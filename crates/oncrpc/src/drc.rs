@@ -43,9 +43,9 @@
 //!
 //! The core ([`ReplyCache`]) is deterministic: the clock is an argument.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
-use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use rpcrdma_xdr::Payload;

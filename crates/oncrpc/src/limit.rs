@@ -6,10 +6,10 @@
 //! a slot is one atomic operation each while nobody waits; the lock is
 //! taken only when slots run out.
 
+use parking_lot::Mutex;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use parking_lot::Mutex;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 

@@ -28,8 +28,8 @@
 //! one ([`TransportError::BackchannelNotReady`]) until
 //! [`Transport::peer_backchannel_ready`].
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};

@@ -1,7 +1,7 @@
 //! The RPC server: programs, limits, listeners and graceful shutdown.
 
-use std::net::SocketAddr;
 use parking_lot::Mutex;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 

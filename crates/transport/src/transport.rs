@@ -19,12 +19,12 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use parking_lot::{Mutex, MutexGuard};
 use rpcrdma_engine::{
     ApiError, CallError, CallToken, ConnectionInfo, Engine, EngineError, Event, MessageForm,
     ReplyHints, Stats,
 };
 use rpcrdma_oncrpc::{CallHints, Received, Transport, TransportError};
-use parking_lot::{Mutex, MutexGuard};
 use rpcrdma_sync::Signal;
 use rpcrdma_verbs::{CompletionQueue, Device, QueuePair, WorkCompletion};
 use rpcrdma_xdr::Payload;

@@ -37,9 +37,9 @@ mod pending;
 mod reader;
 mod xid;
 
+use parking_lot::Mutex;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use parking_lot::Mutex;
 use std::sync::Arc;
 use std::task::Waker;
 

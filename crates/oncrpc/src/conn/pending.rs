@@ -10,8 +10,8 @@
 //! reply itself saves the hop through the reader task: its future is
 //! woken by the transport directly, not by another task.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 

@@ -83,9 +83,8 @@ impl fmt::Debug for CallInfo {
 
 /// A registered procedure: decodes the arguments, calls the handler and
 /// polls its future once (with the dispatch's context).
-type Handler = dyn Fn(CallInfo, &mut Decoder<'_>, &mut Context<'_>) -> Result<Started, XdrError>
-    + Send
-    + Sync;
+type Handler =
+    dyn Fn(CallInfo, &mut Decoder<'_>, &mut Context<'_>) -> Result<Started, XdrError> + Send + Sync;
 
 /// How a handler's future did on its first poll.
 enum Started {

@@ -22,9 +22,10 @@
 //! retransmitted on the client's new connection cannot collide with
 //! another reverse-direction call already outstanding there.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -35,7 +36,7 @@ use crate::client::{Client, ClientConfig, ConnSource, SourceError};
 use crate::conn::{ConnOps, Connection, SharedXids, XidAlloc};
 use crate::error::TransportError;
 use crate::service::BoxFuture;
-use rpcrdma_sync::lock;
+use crate::util::lock;
 
 /// The Upper Layer's name for one client, stable across its connections
 /// (for NFSv4.1, its client ID or session ID). Opaque bytes; the Upper

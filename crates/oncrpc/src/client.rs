@@ -1,8 +1,9 @@
 //! The async RPC client.
 
+use parking_lot::Mutex;
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder, XdrError};
@@ -12,7 +13,7 @@ use tracing::Instrument;
 use crate::auth::Credential;
 use crate::backchannel::ClientKey;
 use crate::codec::{Marshal, Unmarshal};
-use rpcrdma_sync::lock;
+use crate::util::lock;
 
 use crate::conn::{ConnOps, Connection, OpenAs, Outcome, ServeLimits, SharedXids, Side, XidAlloc};
 use crate::error::{MessageError, RpcError, TransportError};

@@ -43,9 +43,9 @@
 //!
 //! The core ([`ReplyCache`]) is deterministic: the clock is an argument.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rpcrdma_xdr::Payload;
@@ -248,7 +248,7 @@ impl ReplyCache {
 
     /// Counters and current size.
     pub fn stats(&self) -> ReplyCacheStats {
-        let t = rpcrdma_sync::lock(&self.table);
+        let t = crate::util::lock(&self.table);
         let mut s = t.stats;
         s.entries = t.entries.len();
         s.bytes = t.bytes;
@@ -257,7 +257,7 @@ impl ReplyCache {
 
     /// Looks a received call up; a new call becomes an entry in progress.
     pub fn lookup(&self, key: CallKey, sum: ArgsSum, now: Instant) -> Lookup {
-        let mut t = rpcrdma_sync::lock(&self.table);
+        let mut t = crate::util::lock(&self.table);
         self.expire(&mut t, now);
         if let Some(e) = t.entries.get(&key) {
             if e.sum == sum {
@@ -315,7 +315,7 @@ impl ReplyCache {
     /// retransmissions that waited for it. A reply larger than the whole
     /// byte budget is handed over but not kept.
     pub fn complete(&self, ticket: Ticket, reply: Payload, now: Instant) {
-        let mut t = rpcrdma_sync::lock(&self.table);
+        let mut t = crate::util::lock(&self.table);
         let Some(e) = t.entries.get_mut(&ticket.key) else {
             return;
         };
@@ -350,7 +350,7 @@ impl ReplyCache {
     /// Forgets an entry in progress without a reply (the call could not
     /// finish); calls waiting for it see `None`.
     pub fn abandon(&self, ticket: Ticket) {
-        let mut t = rpcrdma_sync::lock(&self.table);
+        let mut t = crate::util::lock(&self.table);
         if t.entries
             .get(&ticket.key)
             .is_some_and(|e| e.seq == ticket.seq)

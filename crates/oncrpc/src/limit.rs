@@ -6,13 +6,14 @@
 //! a slot is one atomic operation each while nobody waits; the lock is
 //! taken only when slots run out.
 
+use parking_lot::Mutex;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use rpcrdma_sync::lock;
+use crate::util::lock;
 
 /// At most `max` slots taken at once; a task that finds none waits
 /// ([`Limit::take`]) and is woken when one is given back.

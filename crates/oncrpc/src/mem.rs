@@ -28,8 +28,9 @@
 //! one ([`TransportError::BackchannelNotReady`]) until
 //! [`Transport::peer_backchannel_ready`].
 
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use rpcrdma_xdr::{pad_len, Payload};
@@ -38,7 +39,7 @@ use tokio::sync::{mpsc, Notify};
 use crate::error::TransportError;
 use crate::msg::{peek_kind, MsgType};
 use crate::transport::{CallHints, Connector, Received, Transport};
-use rpcrdma_sync::lock;
+use crate::util::lock;
 
 /// Settings of an in-memory pair.
 #[derive(Debug, Clone)]

@@ -1,7 +1,8 @@
 //! The RPC server: programs, limits, listeners and graceful shutdown.
 
+use parking_lot::Mutex;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::{TcpListener, ToSocketAddrs};
@@ -15,7 +16,7 @@ use crate::conn::{Connection, OpenAs, ServeLimits, Side};
 use crate::service::Services;
 use crate::tcp::{TcpConfig, TcpTransport};
 use crate::transport::Transport;
-use rpcrdma_sync::lock;
+use crate::util::lock;
 
 /// Default of [`ServerConfig::callback_reconnect_wait`]: 30 s.
 pub const DEFAULT_CALLBACK_WAIT: Duration = Duration::from_secs(30);

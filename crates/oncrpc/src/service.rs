@@ -81,8 +81,25 @@ impl fmt::Debug for CallInfo {
     }
 }
 
+/// A registered procedure: decodes the arguments, calls the handler and
+/// polls its future once (with the dispatch's context).
 type Handler =
-    dyn Fn(CallInfo, &mut Decoder<'_>) -> Result<BoxFuture<'static, Reply>, XdrError> + Send + Sync;
+    dyn Fn(CallInfo, &mut Decoder<'_>, &mut Context<'_>) -> Result<Started, XdrError> + Send + Sync;
+
+/// How a handler's future did on its first poll.
+enum Started {
+    /// It finished.
+    Done(Reply),
+    /// It panicked.
+    Panicked,
+    /// It waits: the rest of it.
+    Running(BoxFuture<'static, Reply>),
+}
+
+/// Allocations kept per procedure for its handlers' futures (each one
+/// polled to completion at once gives its allocation back; one that
+/// waits keeps it).
+const KEPT_FUTURE_SLOTS: usize = 4;
 
 /// A handler's outcome, encoded: results or an error status.
 type Reply = Result<Box<dyn Marshal + Send>, ProcError>;
@@ -150,14 +167,37 @@ impl Version {
         F: Fn(CallInfo, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, ProcError>> + Send + 'static,
     {
-        let h = move |info: CallInfo, dec: &mut Decoder<'_>| {
+        // The future of a handler that finishes on its first poll (most
+        // do) lives in a reused allocation: no malloc and free per call.
+        let slots: parking_lot::Mutex<Vec<Pin<Box<Option<Fut>>>>> =
+            parking_lot::Mutex::new(Vec::new());
+        let h = move |info: CallInfo, dec: &mut Decoder<'_>, cx: &mut Context<'_>| {
             let args = A::unmarshal(dec)?;
             dec.expect_end()?;
             let fut = handler(info, args);
-            Ok(Box::pin(async move {
-                fut.await
-                    .map(|r| -> Box<dyn Marshal + Send> { Box::new(r) })
-            }) as BoxFuture<'static, Reply>)
+            let mut slot = slots.lock().pop().unwrap_or_else(|| Box::pin(None));
+            slot.set(Some(fut));
+            let first = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                slot.as_mut().as_pin_mut().map(|f| f.poll(cx))
+            }));
+            Ok(match first {
+                Ok(Some(Poll::Ready(r))) => {
+                    slot.set(None);
+                    let mut kept = slots.lock();
+                    if kept.len() < KEPT_FUTURE_SLOTS {
+                        kept.push(slot);
+                    }
+                    Started::Done(boxed_results(r))
+                }
+                Ok(Some(Poll::Pending)) => Started::Running(Box::pin(async move {
+                    let r = match slot.as_mut().as_pin_mut() {
+                        Some(f) => f.await,
+                        None => Err(ProcError::SystemErr),
+                    };
+                    boxed_results(r)
+                })),
+                Ok(None) | Err(_) => Started::Panicked,
+            })
         };
         self.procs.insert(num, Arc::new(h));
         self
@@ -419,9 +459,30 @@ impl Services {
         // panic from taking the connection's reader down. (A failure drops
         // `ticket`, which takes the call out of the cache: framework
         // errors are never cached.)
-        let decoded = std::panic::catch_unwind(AssertUnwindSafe(|| handler(info, &mut dec)));
+        // Its future is polled once right there: most finish at once (no
+        // I/O to wait for), and then no task and no wrapper is needed. One
+        // that waits is polled again by its task, with a real waker
+        // (futures register the waker of their latest poll).
+        let noop = std::task::Waker::noop();
+        let mut cx = Context::from_waker(noop);
+        let decoded =
+            std::panic::catch_unwind(AssertUnwindSafe(|| handler(info, &mut dec, &mut cx)));
         let fut = match decoded {
-            Ok(Ok(f)) => f,
+            Ok(Ok(Started::Done(r))) => {
+                let reply = encode_result(connection, xid, r);
+                if let Some(t) = ticket {
+                    t.complete(reply.clone());
+                }
+                return Dispatch::Reply(reply);
+            }
+            Ok(Ok(Started::Panicked)) => {
+                let reply = encode_panic(xid);
+                if let Some(t) = ticket {
+                    t.complete(reply.clone());
+                }
+                return Dispatch::Reply(reply);
+            }
+            Ok(Ok(Started::Running(f))) => f,
             Err(_) => {
                 tracing::error!(
                     xid = format_args!("{xid:#010x}"),
@@ -434,31 +495,6 @@ impl Services {
                 return accepted(xid, AcceptedStatus::GarbageArgs);
             }
         };
-        // Poll the handler once right here: most finish at once (no I/O to
-        // wait for), and then no task and no wrapper is needed. One that
-        // waits is polled again by its task, with a real waker (futures
-        // register the waker of their latest poll).
-        let mut fut = fut;
-        let noop = std::task::Waker::noop();
-        let mut cx = Context::from_waker(noop);
-        let first = std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx)));
-        match first {
-            Ok(Poll::Ready(r)) => {
-                let reply = encode_result(connection, xid, r);
-                if let Some(t) = ticket {
-                    t.complete(reply.clone());
-                }
-                return Dispatch::Reply(reply);
-            }
-            Ok(Poll::Pending) => {}
-            Err(_) => {
-                let reply = encode_panic(xid);
-                if let Some(t) = ticket {
-                    t.complete(reply.clone());
-                }
-                return Dispatch::Reply(reply);
-            }
-        }
         let connection = connection.clone();
         Dispatch::Run {
             xid,
@@ -476,12 +512,17 @@ impl Services {
     }
 }
 
+/// A handler's results behind the encoding trait.
+fn boxed_results<R: Marshal + Send + 'static>(r: Result<R, ProcError>) -> Reply {
+    r.map(|r| -> Box<dyn Marshal + Send> { Box::new(r) })
+}
+
 /// Encodes a handler's outcome (results in the connection's arena).
 fn encode_result(connection: &Connection, xid: u32, r: Reply) -> Payload {
     match r {
         Ok(results) => {
             let h = ReplyHeader::success(xid);
-            let mut arena = rpcrdma_sync::lock(connection.ops.arena());
+            let mut arena = crate::util::lock(connection.ops.arena());
             let mut pe = PayloadEncoder::in_arena(&mut arena, h.encoded_len() + 64);
             let mut enc = pe.encoder();
             h.encode(&mut enc);

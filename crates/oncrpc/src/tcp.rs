@@ -8,14 +8,15 @@
 //! never leave half a record on the wire. Reads go through the
 //! [`Deframer`], which enforces the maximum record size before buffering.
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use crate::util::lock;
 use bytes::BytesMut;
-use rpcrdma_sync::lock;
 use rpcrdma_xdr::Payload;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;

@@ -67,6 +67,16 @@ pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, rustc_hash::FxBuil
 /// [`std::collections::HashSet`] of our own ids (see [`IdMap`]).
 pub(crate) type IdSet<K> = std::collections::HashSet<K, rustc_hash::FxBuildHasher>;
 
+/// Locks `m`. The crate's locks are `parking_lot`'s: no poisoning to
+/// check on every lock and unlock (the state they guard is kept
+/// consistent at every step, as `rpcrdma_sync::lock` assumes of the
+/// standard library's), and cheaper to take and release uncontended,
+/// which the per-message locks of a round trip are.
+#[inline]
+pub(crate) fn lock<T: ?Sized>(m: &parking_lot::Mutex<T>) -> parking_lot::MutexGuard<'_, T> {
+    m.lock()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -159,6 +159,11 @@ impl Cq {
     /// [`CompletionQueue::poll`] of a queue that had completions.
     fn poll_queued(&self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
         let mut st = self.lock();
+        self.take_locked(&mut st, out, max)
+    }
+
+    /// Moves up to `max` queued completions into `out`, under the lock.
+    fn take_locked(&self, st: &mut CqState, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
         let n = st.q.len().min(max);
         out.reserve(n);
         for _ in 0..n {
@@ -177,7 +182,7 @@ impl Cq {
 
     /// Whether a completion is waiting (as last stored; a waiter looks
     /// under the lock).
-    fn has_queued(&self) -> bool {
+    pub(crate) fn has_queued(&self) -> bool {
         self.inner.queued.load(Ordering::Acquire) > 0
     }
 
@@ -284,22 +289,7 @@ impl CompletionQueue for Cq {
         if self.has_queued() {
             return Poll::Ready(());
         }
-        let qp = {
-            let mut p = self.inner.poller.lock();
-            match p.as_ref().and_then(Weak::upgrade) {
-                Some(qp) => Some(qp),
-                None => {
-                    let qp = self.sole_owner();
-                    if let Some(qp) = &qp {
-                        qp.start_io();
-                        qp.consumers.fetch_add(1, Ordering::AcqRel);
-                        *p = Some(Arc::downgrade(qp));
-                    }
-                    qp
-                }
-            }
-        };
-        if let Some(qp) = qp {
+        if let Some(qp) = self.poller() {
             // Whether the connection takes input is learnt from the read
             // itself (under the lock it takes anyway): while it does not,
             // readiness only leads here again, to the waiters' list.
@@ -323,6 +313,50 @@ impl CompletionQueue for Cq {
         }
     }
 
+    /// [`CompletionQueue::poll_wait`] and [`CompletionQueue::poll`] in
+    /// one: what the poller's own read of the socket produces goes straight
+    /// into `out` when nothing is queued before it (not through the queue,
+    /// its lock and the waiters), the rest through the queue as usual.
+    fn poll_next_batch(
+        &self,
+        out: &mut Vec<WorkCompletion>,
+        max: usize,
+        cx: &mut Context<'_>,
+    ) -> Poll<usize> {
+        if self.has_queued() {
+            let n = self.poll_queued(out, max);
+            if n > 0 {
+                return Poll::Ready(n);
+            }
+        }
+        let before = out.len();
+        if let Some(qp) = self.poller() {
+            while qp.poll_read_ready(cx).is_ready() {
+                let read = qp.read_ready_into(Some(cx.waker()), Some((&mut *out, before + max)));
+                if out.len() > before {
+                    return Poll::Ready(out.len() - before);
+                }
+                // Published on this thread: the stored length is current.
+                if self.has_queued() {
+                    let n = self.poll_queued(out, max);
+                    if n > 0 {
+                        return Poll::Ready(n);
+                    }
+                }
+                if !read.wants_read {
+                    break;
+                }
+            }
+        }
+        let mut st = self.lock();
+        if st.q.is_empty() {
+            register(&mut st.waiters, cx.waker());
+            Poll::Pending
+        } else {
+            Poll::Ready(self.take_locked(&mut st, out, max))
+        }
+    }
+
     /// Hands the socket back to the I/O task.
     fn pause(&self) {
         let qp = self.inner.poller.lock().take().and_then(|w| w.upgrade());
@@ -335,6 +369,27 @@ impl CompletionQueue for Cq {
 
     fn capacity(&self) -> usize {
         self.inner.capacity
+    }
+}
+
+impl Cq {
+    /// The queue pair whose socket the polling task reads (see
+    /// [`CompletionQueue::poll_wait`]): the sole one feeding this queue,
+    /// started and muted for its I/O task on the first poll.
+    fn poller(&self) -> Option<Arc<QpInner>> {
+        let mut p = self.inner.poller.lock();
+        match p.as_ref().and_then(Weak::upgrade) {
+            Some(qp) => Some(qp),
+            None => {
+                let qp = self.sole_owner();
+                if let Some(qp) = &qp {
+                    qp.start_io();
+                    qp.consumers.fetch_add(1, Ordering::AcqRel);
+                    *p = Some(Arc::downgrade(qp));
+                }
+                qp
+            }
+        }
     }
 }
 

@@ -295,12 +295,41 @@ impl QpInner {
     /// Responses queued by a completion-queue waiter's read, on a task
     /// that does not wait for writability), a close, a shutdown.
     #[inline]
-    fn after(&self, mut st: MutexGuard<'_, QpState>, me: Option<&Waker>) {
+    fn after(&self, st: MutexGuard<'_, QpState>, me: Option<&Waker>) {
+        self.after_into(st, me, None);
+    }
+
+    /// [`QpInner::after`] for the completion-queue poller reading the
+    /// socket itself (`me`), which takes the completions into `direct`
+    /// (up to its length limit) when the connection has one queue for
+    /// both and nothing waits in it before them: in order, with no trip
+    /// through the queue.
+    #[inline]
+    fn after_into(
+        &self,
+        mut st: MutexGuard<'_, QpState>,
+        me: Option<&Waker>,
+        direct: Option<(&mut Vec<WorkCompletion>, usize)>,
+    ) {
         if st.conn.wants_write() {
             self.flush(&mut st);
         }
         if st.conn.completions_pending() > 0 {
-            self.publish(&mut st, me);
+            if let Some((out, limit)) = direct {
+                // Every earlier completion of this queue pair went in
+                // under this same lock: none is queued before these.
+                if self.one_cq && !self.send_cq.has_queued() {
+                    while out.len() < limit {
+                        match st.conn.poll_completion() {
+                            Some(wc) => out.push(wc),
+                            None => break,
+                        }
+                    }
+                }
+            }
+            if st.conn.completions_pending() > 0 {
+                self.publish(&mut st, me);
+            }
         }
         if st.conn.events_pending() > 0 || st.reason.is_some() {
             self.take_events(&mut st);
@@ -316,6 +345,16 @@ impl QpInner {
     /// completion-queue waiter reading on its own task (it is not woken
     /// for the completions it publishes).
     pub(crate) fn read_ready(&self, me: Option<&Waker>) -> ReadOutcome {
+        self.read_ready_into(me, None)
+    }
+
+    /// [`QpInner::read_ready`], the completions it produces going straight
+    /// into `direct` where they may ([`QpInner::after_into`]).
+    pub(crate) fn read_ready_into(
+        &self,
+        me: Option<&Waker>,
+        direct: Option<(&mut Vec<WorkCompletion>, usize)>,
+    ) -> ReadOutcome {
         if !self.started.load(Ordering::Acquire) {
             return ReadOutcome {
                 alive: true,
@@ -370,7 +409,7 @@ impl QpInner {
             }
         }
         let wants_read = alive && st.conn.wants_read();
-        self.after(st, me);
+        self.after_into(st, me, direct);
         ReadOutcome { alive, wants_read }
     }
 }

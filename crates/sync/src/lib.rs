@@ -64,7 +64,9 @@ pub const MAX_WAITERS: usize = 16;
 #[derive(Debug, Default)]
 pub struct Signal {
     set: AtomicBool,
-    wakers: Mutex<Vec<Waker>>,
+    /// `parking_lot`'s lock: registered on every wait, with no poisoning
+    /// to check.
+    wakers: parking_lot::Mutex<Vec<Waker>>,
 }
 
 impl Signal {
@@ -72,14 +74,14 @@ impl Signal {
     pub const fn new() -> Self {
         Signal {
             set: AtomicBool::new(false),
-            wakers: Mutex::new(Vec::new()),
+            wakers: parking_lot::Mutex::new(Vec::new()),
         }
     }
 
     /// Sets the flag and wakes the waiting tasks.
     pub fn notify(&self) {
         self.set.store(true, Ordering::Release);
-        let mut ws = lock(&self.wakers);
+        let mut ws = self.wakers.lock();
         // Woken under the lock (a waker only schedules its task), so the
         // vector keeps its capacity: no allocation per notification.
         for w in ws.drain(..) {
@@ -100,7 +102,7 @@ impl Signal {
     /// Remembers `w` to be woken by the next notification (once per task:
     /// a waker that would wake the same task replaces nothing).
     pub fn register(&self, w: &Waker) {
-        let mut ws = lock(&self.wakers);
+        let mut ws = self.wakers.lock();
         if ws.iter().any(|x| x.will_wake(w)) {
             return;
         }
@@ -114,7 +116,7 @@ impl Signal {
 
     /// A waker of a task waiting now, if any (without removing it).
     pub fn waiter(&self) -> Option<Waker> {
-        lock(&self.wakers).first().cloned()
+        self.wakers.lock().first().cloned()
     }
 
     /// Resolves (consuming the notification) once [`Signal::notify`] was

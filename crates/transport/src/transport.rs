@@ -13,18 +13,19 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
 
+use parking_lot::{Mutex, MutexGuard};
 use rpcrdma_engine::{
     ApiError, CallError, CallToken, ConnectionInfo, Engine, EngineError, Event, MessageForm,
     ReplyHints, Stats,
 };
 use rpcrdma_oncrpc::{CallHints, Received, Transport, TransportError};
-use rpcrdma_sync::{lock, Signal};
+use rpcrdma_sync::Signal;
 use rpcrdma_verbs::{CompletionQueue, Device, QueuePair, WorkCompletion};
 use rpcrdma_xdr::Payload;
 use tokio::sync::oneshot;
@@ -71,6 +72,10 @@ struct Inner<D: Device> {
     on_fatal: Option<FatalHook>,
     /// The reader's timer (at the engine's deadline), once one was needed.
     timer: Mutex<Option<(Instant, Pin<Box<tokio::time::Sleep>>)>>,
+    /// Completions the provider hands over while the reader waits
+    /// ([`CompletionQueue::poll_next_batch`], outside the engine's lock;
+    /// kept to reuse the allocation).
+    wcs: Mutex<Vec<WorkCompletion>>,
 }
 
 /// One RPC-over-RDMA connection, usable by the ONC RPC client and server
@@ -159,6 +164,7 @@ impl<D: Device> RdmaTransport<D> {
                 on_negotiated: hooks.on_negotiated,
                 on_fatal: hooks.on_fatal,
                 timer: Mutex::new(None),
+                wcs: Mutex::new(Vec::with_capacity(CQ_BATCH)),
             }),
         };
         let mut s = t.lock();
@@ -167,8 +173,10 @@ impl<D: Device> RdmaTransport<D> {
         t
     }
 
+    /// The engine and its driver's state (`parking_lot`'s lock: taken
+    /// several times per message, with no poisoning to check).
     fn lock(&self) -> MutexGuard<'_, Shared<D>> {
-        lock(&self.inner.state)
+        self.inner.state.lock()
     }
 
     /// Posts everything the engine has queued. A post failure ends the
@@ -286,56 +294,89 @@ impl<D: Device> RdmaTransport<D> {
     /// provider flushes every outstanding work request (the receives the
     /// engine keeps posted included) when its queue pair closes.
     fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Result<Received<CallToken>, TransportError>> {
+        // The engine's lock is held from one look to the next, and taken
+        // again only after a wait found something: a message costs two
+        // locks, the one that finds nothing and the one that hands it up.
+        let mut s = self.lock();
+        // Completions a wait below was handed, to feed in first.
+        let mut handed: Option<MutexGuard<'_, Vec<WorkCompletion>>> = None;
         loop {
-            let (deadline, memory) = {
-                let mut s = self.lock();
+            // (Completions handed over are fed in before anything is
+            // handed up: none may be left behind in `Inner::wcs`.)
+            if handed.is_none() {
                 if let Some(r) = self.next_received(&mut s) {
                     return Poll::Ready(r);
                 }
-                let Shared { engine, wcs, .. } = &mut *s;
-                wcs.clear();
-                let n = self.inner.cq.poll(wcs, CQ_BATCH);
-                if n > 0 {
-                    let now = Instant::now();
-                    for wc in wcs.drain(..) {
-                        engine.handle_completion(now, wc);
-                    }
+            }
+            let Shared { engine, wcs, .. } = &mut *s;
+            let batch = match handed.as_deref_mut() {
+                Some(w) => w,
+                None => {
+                    wcs.clear();
+                    self.inner.cq.poll(wcs, CQ_BATCH);
+                    wcs
+                }
+            };
+            if !batch.is_empty() {
+                let now = Instant::now();
+                for wc in batch.drain(..) {
+                    engine.handle_completion(now, wc);
+                }
+                handed = None;
+                self.flush(&mut s);
+                continue;
+            }
+            handed = None;
+            // Timers: only when one is due (extra calls are harmless,
+            // but reading the clock on every message is not free).
+            let deadline = s.engine.poll_timeout();
+            if let Some(d) = deadline {
+                let now = Instant::now();
+                if now >= d {
+                    s.engine.handle_timeout(now);
                     self.flush(&mut s);
                     continue;
                 }
-                // Timers: only when one is due (extra calls are harmless,
-                // but reading the clock on every message is not free).
-                let deadline = s.engine.poll_timeout();
-                if let Some(d) = deadline {
-                    let now = Instant::now();
-                    if now >= d {
-                        s.engine.handle_timeout(now);
-                        self.flush(&mut s);
-                        continue;
-                    }
+            }
+            s.armed = deadline;
+            // A call waiting for memory another connection holds: wake
+            // when the shared budget releases some (spec note E21).
+            let memory = s
+                .engine
+                .memory_wait()
+                .map(|epoch| (s.engine.memory_budget().clone(), epoch));
+            drop(s);
+            {
+                // The provider may read the socket on this task and hand
+                // over what that produced at once (outside the engine's
+                // lock: commands of other tasks go on meanwhile).
+                let mut w = self.inner.wcs.lock();
+                w.clear();
+                if self
+                    .inner
+                    .cq
+                    .poll_next_batch(&mut w, CQ_BATCH, cx)
+                    .is_ready()
+                {
+                    handed = Some(w);
+                    s = self.lock();
+                    continue;
                 }
-                s.armed = deadline;
-                // A call waiting for memory another connection holds: wake
-                // when the shared budget releases some (spec note E21).
-                let memory = s
-                    .engine
-                    .memory_wait()
-                    .map(|epoch| (s.engine.memory_budget().clone(), epoch));
-                (deadline, memory)
-            };
-            if self.inner.cq.poll_wait(cx).is_ready() || self.inner.wake.poll_wait(cx).is_ready() {
+            }
+            if self.inner.wake.poll_wait(cx).is_ready() {
+                s = self.lock();
                 continue;
             }
             if let Some((budget, epoch)) = memory {
                 if budget.poll_released(epoch, cx).is_ready() {
-                    let mut s = self.lock();
+                    s = self.lock();
                     s.engine.retry_admission();
                     self.flush(&mut s);
                     continue;
                 }
             }
             if let Some(d) = deadline {
-                let mut timer = lock(&self.inner.timer);
+                let mut timer = self.inner.timer.lock();
                 let (at, sleep) =
                     timer.get_or_insert_with(|| (d, Box::pin(tokio::time::sleep_until(d.into()))));
                 if *at != d {
@@ -343,6 +384,8 @@ impl<D: Device> RdmaTransport<D> {
                     sleep.as_mut().reset(d.into());
                 }
                 if sleep.as_mut().poll(cx).is_ready() {
+                    drop(timer);
+                    s = self.lock();
                     continue;
                 }
             }

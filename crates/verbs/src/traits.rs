@@ -109,6 +109,31 @@ pub trait CompletionQueue: Clone + Send + Sync + 'static {
     /// again. Not for several tasks at once (use `wait`).
     fn poll_wait(&self, cx: &mut Context<'_>) -> Poll<()>;
 
+    /// [`CompletionQueue::poll`], and when nothing is waiting,
+    /// [`CompletionQueue::poll_wait`], for the same one task: `Ready(n)`
+    /// with `n > 0` completions moved into `out` (at most `max`), or
+    /// `Pending` with `cx` registered as `poll_wait` registers it. A
+    /// provider that does the queue pair's I/O on that task may hand it
+    /// the completions that I/O produced directly, without a trip through
+    /// the queue (the queue's order is kept: only when nothing is queued
+    /// before them).
+    fn poll_next_batch(
+        &self,
+        out: &mut Vec<WorkCompletion>,
+        max: usize,
+        cx: &mut Context<'_>,
+    ) -> Poll<usize> {
+        loop {
+            let n = self.poll(out, max);
+            if n > 0 {
+                return Poll::Ready(n);
+            }
+            if self.poll_wait(cx).is_pending() {
+                return Poll::Pending;
+            }
+        }
+    }
+
     /// The task that polls [`CompletionQueue::poll_wait`] stops for a
     /// while (or for good); it may poll again later. Does nothing by
     /// default.

@@ -22,7 +22,7 @@
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
-use rpcrdma_sync::lock;
+use crate::util::lock;
 
 use super::pending::Outcome;
 use super::Conn;
@@ -53,16 +53,17 @@ impl<T: Transport> Conn<T> {
         }
         let mut rcx = Context::from_waker(&self.reader_waker);
         let mut for_task = false;
+        // This call's own outcome, kept here rather than in its slot (the
+        // slot is emptied when the transport is given back).
+        let mut mine: Option<Outcome> = None;
         loop {
-            match self.transport.poll_recv(&mut rcx) {
+            let (x, outcome) = match self.transport.poll_recv(&mut rcx) {
                 Poll::Pending => break,
                 Poll::Ready(Ok(Received::Reply { xid: x, message })) => {
-                    self.pending
-                        .complete_from(x, Outcome::Reply(message), Some(cx.waker()));
+                    (x, Outcome::Reply(message))
                 }
                 Poll::Ready(Ok(Received::CallFailed { xid: x, error })) => {
-                    self.pending
-                        .complete_from(x, Outcome::Failed(error), Some(cx.waker()));
+                    (x, Outcome::Failed(error))
                 }
                 Poll::Ready(other) => {
                     // A call from the peer, or the end of the connection:
@@ -73,9 +74,17 @@ impl<T: Transport> Conn<T> {
                     for_task = true;
                     break;
                 }
+            };
+            if x == xid && mine.is_none() {
+                mine = Some(outcome);
+            } else {
+                // Another call's (or a duplicate of this one's, which the
+                // slot drops as it drops any second outcome).
+                self.pending.complete_from(x, outcome, Some(cx.waker()));
             }
         }
-        self.pending.release_by_caller(xid, cx.waker(), for_task)
+        self.pending
+            .release_by_caller(xid, cx.waker(), for_task, mine)
     }
 
     /// The reader task's poll of the transport (when

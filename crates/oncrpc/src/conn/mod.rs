@@ -37,12 +37,14 @@ mod pending;
 mod reader;
 mod xid;
 
+use parking_lot::Mutex;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::Waker;
 
-use rpcrdma_sync::{lock, Signal};
+use crate::util::lock;
+use rpcrdma_sync::Signal;
 use rpcrdma_xdr::Payload;
 use std::task::{Context, Poll};
 

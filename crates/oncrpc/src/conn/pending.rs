@@ -10,13 +10,14 @@
 //! reply itself saves the hop through the reader task: its future is
 //! woken by the transport directly, not by another task.
 
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use tokio::time::Instant;
 
-use rpcrdma_sync::lock;
+use crate::util::lock;
 use rpcrdma_xdr::Payload;
 
 use crate::error::TransportError;
@@ -130,6 +131,9 @@ pub(crate) struct Pending {
     state: Mutex<State>,
     /// [`HELD`] and [`TASK_WANTS`] (see [`Lease`]).
     held: AtomicU8,
+    /// `State::alive`, readable without the lock (every call looks before
+    /// it picks the connection; it changes once, under the lock).
+    alive: AtomicBool,
 }
 
 impl Pending {
@@ -142,6 +146,7 @@ impl Pending {
                 lease: Lease::default(),
             }),
             held: AtomicU8::new(0),
+            alive: AtomicBool::new(true),
         }
     }
 
@@ -288,12 +293,15 @@ impl Pending {
     /// is there already (then returned, as by [`Pending::poll_outcome`]),
     /// and takes the next wake-up of the transport. `for_task`: the caller
     /// left something for the reader task (else its last poll ended
-    /// waiting: [`ARMED`]).
+    /// waiting: [`ARMED`]). `mine`: the outcome the caller read for
+    /// itself, if it did; one already in its slot (a deadline that passed
+    /// first) comes first, as it would had `mine` been put in the slot.
     pub(crate) fn release_by_caller(
         &self,
         xid: u32,
         waker: &Waker,
         for_task: bool,
+        mine: Option<Outcome>,
     ) -> Poll<Option<Outcome>> {
         let mut st = lock(&self.state);
         let prev = self
@@ -303,9 +311,12 @@ impl Pending {
         // wake-up handed to another caller is used up.
         st.lease.handed = None;
         let res = match st.pending.get_mut(&xid) {
-            None => Poll::Ready(None),
-            Some(w) if w.outcome.is_some() => {
-                Poll::Ready(st.pending.remove(&xid).and_then(|w| w.outcome))
+            // The connection was lost: an outcome read before is kept, as
+            // `fail_all` keeps the ones in their slots.
+            None => Poll::Ready(mine),
+            Some(w) if w.outcome.is_some() || mine.is_some() => {
+                let stored = st.pending.remove(&xid).and_then(|w| w.outcome);
+                Poll::Ready(stored.or(mine))
             }
             Some(w) => {
                 if !w.waker.as_ref().is_some_and(|o| o.will_wake(waker)) {
@@ -355,7 +366,7 @@ impl Pending {
 
     /// Whether calls may still wait here.
     pub(crate) fn is_alive(&self) -> bool {
-        lock(&self.state).alive
+        self.alive.load(Ordering::Acquire)
     }
 
     /// The connection is gone: every call still waiting learns it
@@ -366,6 +377,7 @@ impl Pending {
         {
             let mut st = lock(&self.state);
             st.alive = false;
+            self.alive.store(false, Ordering::Release);
             st.pending.retain(|_, w| {
                 if w.outcome.is_some() {
                     return true;
@@ -536,7 +548,7 @@ mod tests {
         assert!(p.lease_for_caller());
         assert!(!p.lease_for_caller(), "one reader at a time");
         assert!(!p.lease_for_task(), "held by the caller");
-        assert!(p.release_by_caller(1, &caller_w, false).is_pending());
+        assert!(p.release_by_caller(1, &caller_w, false, None).is_pending());
         assert_eq!(n(&task), 1, "the task asked while the caller read");
         p.reader_wake();
         assert_eq!((n(&caller), n(&task)), (1, 1), "the waiting caller");
@@ -557,14 +569,14 @@ mod tests {
         p.set_task_waker(&task_w);
         p.register(1, t);
         assert!(p.lease_for_caller());
-        assert!(p.release_by_caller(1, &caller_w, false).is_pending());
+        assert!(p.release_by_caller(1, &caller_w, false, None).is_pending());
         p.unregister(1);
         p.reader_wake();
         assert_eq!((n(&caller), n(&task)), (0, 1));
         // Same when the outcome arrives through the task first.
         p.register(2, t);
         assert!(p.lease_for_caller());
-        assert!(p.release_by_caller(2, &caller_w, false).is_pending());
+        assert!(p.release_by_caller(2, &caller_w, false, None).is_pending());
         assert_eq!(n(&caller), 0);
         p.complete(2, Outcome::TimedOut);
         assert_eq!(n(&caller), 1, "woken through its slot");
@@ -591,7 +603,7 @@ mod tests {
         p.complete_from(2, Outcome::TimedOut, Some(&caller_w));
         assert_eq!((n(&caller), n(&other)), (0, 1));
         assert!(matches!(
-            p.release_by_caller(1, &caller_w, false),
+            p.release_by_caller(1, &caller_w, false, None),
             Poll::Ready(Some(Outcome::TimedOut))
         ));
         // Something left for the task wakes it when the transport is
@@ -599,10 +611,40 @@ mod tests {
         let (task, task_w) = counter();
         p.set_task_waker(&task_w);
         assert!(p.lease_for_caller());
-        let _ = p.release_by_caller(2, &caller_w, true);
+        let _ = p.release_by_caller(2, &caller_w, true, None);
         assert_eq!(n(&task), 1);
         assert!(p.lease_for_task());
         p.release_by_task(false);
+    }
+
+    #[test]
+    fn an_outcome_the_caller_read_itself_is_returned_unless_one_came_first() {
+        let p = Pending::new();
+        let t = Instant::now() + Duration::from_secs(30);
+        let (_, w) = counter();
+        p.register(1, t);
+        assert!(p.lease_for_caller());
+        assert!(matches!(
+            p.release_by_caller(1, &w, false, Some(Outcome::Failed(TransportError::Closed))),
+            Poll::Ready(Some(Outcome::Failed(_)))
+        ));
+        assert!(matches!(poll(&p, 1), Poll::Ready(None)), "taken once");
+        // A deadline that passed first wins, as when the slot held it.
+        p.register(2, t);
+        p.complete(2, Outcome::TimedOut);
+        assert!(p.lease_for_caller());
+        assert!(matches!(
+            p.release_by_caller(2, &w, false, Some(Outcome::Failed(TransportError::Closed))),
+            Poll::Ready(Some(Outcome::TimedOut))
+        ));
+        // Read before the connection was lost: kept.
+        p.register(3, t);
+        p.fail_all();
+        assert!(p.lease_for_caller());
+        assert!(matches!(
+            p.release_by_caller(3, &w, false, Some(Outcome::TimedOut)),
+            Poll::Ready(Some(Outcome::TimedOut))
+        ));
     }
 
     #[test]
@@ -618,7 +660,7 @@ mod tests {
         );
         assert!(p.lease_for_caller());
         // The caller's last poll ended waiting: armed.
-        assert!(p.release_by_caller(1, &caller_w, false).is_pending());
+        assert!(p.release_by_caller(1, &caller_w, false, None).is_pending());
         p.register(2, t);
         assert!(matches!(
             p.poll_outcome_or_ask(2, &mut cx),
@@ -633,7 +675,7 @@ mod tests {
         // A poll that did not end waiting (something left for the task)
         // leaves the transport unarmed.
         assert!(p.lease_for_caller());
-        let _ = p.release_by_caller(2, &caller_w, true);
+        let _ = p.release_by_caller(2, &caller_w, true, None);
         assert!(p.poll_outcome_or_ask(2, &mut cx).is_err());
         assert!(p.lease_for_task());
         p.release_by_task(true);

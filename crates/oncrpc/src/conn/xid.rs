@@ -1,7 +1,8 @@
 //! XID allocation (RFC 5531 §9): unique among the outstanding calls of
 //! every client sending on the same connections.
 
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 
 use crate::util::IdSet;
 

@@ -45,9 +45,8 @@ const OVERHEAD_RSS: u64 = 6 * MIB;
 /// allocator arena of another thread's appears).
 const OVERHEAD_VSZ: u64 = 12 * MIB;
 
-fn words(ws: &[u32]) -> Vec<u8> {
-    ws.iter().flat_map(|w| w.to_be_bytes()).collect()
-}
+mod common;
+use common::words;
 
 /// What the hostile server does once it has the client's call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

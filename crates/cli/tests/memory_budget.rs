@@ -210,6 +210,28 @@ impl Sampler {
     }
 }
 
+/// Asserts that the server's peak memory (`vsz`, `rss`) stayed within its
+/// baseline (`vsz0`, `rss0`) plus `budget` plus the fixed overhead.
+fn assert_within(phase: &str, base: (u64, u64), peak: (u64, u64), budget: u64) {
+    let ((vsz0, rss0), (vsz, rss)) = (base, peak);
+    assert!(
+        rss <= rss0 + budget + OVERHEAD_RSS,
+        "{phase}: VmRSS {} MiB > baseline {} + budget {} + overhead {} MiB",
+        rss / MIB,
+        rss0 / MIB,
+        budget / MIB,
+        OVERHEAD_RSS / MIB
+    );
+    assert!(
+        vsz <= vsz0 + budget + OVERHEAD_VSZ,
+        "{phase}: VmSize {} MiB > baseline {} + budget {} + overhead {} MiB",
+        vsz / MIB,
+        vsz0 / MIB,
+        budget / MIB,
+        OVERHEAD_VSZ / MIB
+    );
+}
+
 /// The honest client: `rpcrdma call`, verified transfers.
 fn honest(addr: SocketAddr, op: &str, size: u32) {
     let out = Command::new(env!("CARGO_BIN_EXE_rpcrdma"))
@@ -227,9 +249,8 @@ fn honest(addr: SocketAddr, op: &str, size: u32) {
     );
 }
 
-fn words(ws: &[u32]) -> Vec<u8> {
-    ws.iter().flat_map(|w| w.to_be_bytes()).collect()
-}
+mod common;
+use common::words;
 
 /// How a hostile client answers the server's RDMA Read Requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -603,24 +624,8 @@ fn serve_stays_within_its_memory_budget_under_hostile_read_chunks() {
         vsz2 / MIB,
         rss2 / MIB
     );
-    for (phase, vsz, rss) in [("never answering", vsz1, rss1), ("answering", vsz2, rss2)] {
-        assert!(
-            rss <= rss0 + BUDGET + OVERHEAD_RSS,
-            "{phase}: VmRSS {} MiB > baseline {} + budget {} + overhead {} MiB",
-            rss / MIB,
-            rss0 / MIB,
-            BUDGET / MIB,
-            OVERHEAD_RSS / MIB
-        );
-        assert!(
-            vsz <= vsz0 + BUDGET + OVERHEAD_VSZ,
-            "{phase}: VmSize {} MiB > baseline {} + budget {} + overhead {} MiB",
-            vsz / MIB,
-            vsz0 / MIB,
-            BUDGET / MIB,
-            OVERHEAD_VSZ / MIB
-        );
-    }
+    assert_within("never answering", (vsz0, rss0), (vsz1, rss1), BUDGET);
+    assert_within("answering", (vsz0, rss0), (vsz2, rss2), BUDGET);
 }
 
 /// The attack of issue 9 against `rpcrdma serve` with its default budget
@@ -668,22 +673,7 @@ fn the_issue_attack_against_the_default_budget() {
         vsz1 / MIB,
         rss1 / MIB
     );
-    assert!(
-        vsz1 <= vsz0 + DEFAULT_BUDGET + OVERHEAD_VSZ,
-        "VmSize {} MiB > baseline {} + budget {} + overhead {} MiB",
-        vsz1 / MIB,
-        vsz0 / MIB,
-        DEFAULT_BUDGET / MIB,
-        OVERHEAD_VSZ / MIB
-    );
-    assert!(
-        rss1 <= rss0 + DEFAULT_BUDGET + OVERHEAD_RSS,
-        "VmRSS {} MiB > baseline {} + budget {} + overhead {} MiB",
-        rss1 / MIB,
-        rss0 / MIB,
-        DEFAULT_BUDGET / MIB,
-        OVERHEAD_RSS / MIB
-    );
+    assert_within("never answered", (vsz0, rss0), (vsz1, rss1), DEFAULT_BUDGET);
 }
 
 /// Hostile peers that answer the RDMA Reads wrongly or slowly, against
@@ -804,21 +794,11 @@ fn hostile_peers_answering_wrongly_or_slowly_stay_within_the_budget() {
         vsz1 / MIB,
         rss1 / MIB
     );
-    assert!(
-        rss1 <= rss0 + BUDGET + OVERHEAD_RSS,
-        "VmRSS {} MiB > baseline {} + budget {} + overhead {} MiB",
-        rss1 / MIB,
-        rss0 / MIB,
-        BUDGET / MIB,
-        OVERHEAD_RSS / MIB
-    );
-    assert!(
-        vsz1 <= vsz0 + BUDGET + OVERHEAD_VSZ,
-        "VmSize {} MiB > baseline {} + budget {} + overhead {} MiB",
-        vsz1 / MIB,
-        vsz0 / MIB,
-        BUDGET / MIB,
-        OVERHEAD_VSZ / MIB
+    assert_within(
+        "wrong lengths and slow answers",
+        (vsz0, rss0),
+        (vsz1, rss1),
+        BUDGET,
     );
 }
 
@@ -952,27 +932,8 @@ fn serve_stays_within_its_budget_under_read_amplification() {
         vsz2 / MIB,
         rss2 / MIB
     );
-    for (phase, vsz, rss) in [
-        ("never reading", vsz1, rss1),
-        ("reading slowly", vsz2, rss2),
-    ] {
-        assert!(
-            rss <= rss0 + BUDGET + OVERHEAD_RSS,
-            "{phase}: VmRSS {} MiB > baseline {} + budget {} + overhead {} MiB",
-            rss / MIB,
-            rss0 / MIB,
-            BUDGET / MIB,
-            OVERHEAD_RSS / MIB
-        );
-        assert!(
-            vsz <= vsz0 + BUDGET + OVERHEAD_VSZ,
-            "{phase}: VmSize {} MiB > baseline {} + budget {} + overhead {} MiB",
-            vsz / MIB,
-            vsz0 / MIB,
-            BUDGET / MIB,
-            OVERHEAD_VSZ / MIB
-        );
-    }
+    assert_within("never reading", (vsz0, rss0), (vsz1, rss1), BUDGET);
+    assert_within("reading slowly", (vsz0, rss0), (vsz2, rss2), BUDGET);
 }
 
 /// Each connection's fixed cost is bounded (audit gap G3 of issue 9, item
@@ -1023,17 +984,7 @@ fn connections_beyond_the_budget_or_the_cap_are_refused() {
         "{} connections accepted",
         open.len()
     );
-    let budget = 8 * MIB;
-    assert!(
-        rss1 <= rss0 + budget + OVERHEAD_RSS,
-        "VmRSS {} MiB",
-        rss1 / MIB
-    );
-    assert!(
-        vsz1 <= vsz0 + budget + OVERHEAD_VSZ,
-        "VmSize {} MiB",
-        vsz1 / MIB
-    );
+    assert_within("idle connections", (vsz0, rss0), (vsz1, rss1), 8 * MIB);
     wait_for_log(&log, "--max-memory");
     // Some go: an honest client gets in and is served.
     open.truncate(open.len().saturating_sub(4));

@@ -3,82 +3,15 @@
 //! over TCP), then put/get/ls/stat/bench through the binary over both
 //! transports, checked byte for byte, and a clean exit on SIGTERM.
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_rpcrdma");
-
-struct Served {
-    child: Child,
-    rdma: u16,
-    mount: u16,
-    tcp: u16,
-    dir: PathBuf,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn port_of(line: &str, after: &str) -> u16 {
-    let i = line
-        .find(after)
-        .unwrap_or_else(|| panic!("{after:?} in {line:?}"))
-        + after.len();
-    let rest = &line[i..];
-    let addr: String = rest
-        .chars()
-        .take_while(|c| !c.is_whitespace() && *c != ',')
-        .collect();
-    addr.rsplit(':').next().unwrap().parse().unwrap()
-}
+mod common;
+use common::{NfsServed as Served, BIN};
 
 fn serve(extra: &[&str]) -> Served {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("rpcrdma-cli-nfs-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("export")).unwrap();
-    std::fs::set_permissions(
-        dir.join("export"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o777),
-    )
-    .unwrap();
-    let mut child = Command::new(BIN)
-        .args(["nfs", "serve"])
-        .arg(dir.join("export"))
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--mount-port",
-            "0",
-            "--tcp",
-            "127.0.0.1:0",
-            "--state-dir",
-        ])
-        .arg(dir.join("state"))
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("serving "), "{line}");
-    Served {
-        rdma: port_of(&line, "(software iWARP) on "),
-        mount: port_of(&line, "MOUNT v3 on tcp "),
-        tcp: port_of(&line, "NFS over TCP on "),
-        child,
-        dir,
-    }
+    Served::start(&format!("nfs-{n}"), true, extra)
 }
 
 fn nfs(s: &Served, tcp: bool, args: &[&str]) -> std::process::Output {

@@ -11,10 +11,10 @@
 //! its memory must stay bounded, and it must stop cleanly on SIGTERM
 //! without having logged a panic.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -28,7 +28,6 @@ use rpcrdma_softiwarp::SoftIwarp;
 use rpcrdma_transport::RdmaConnector;
 use rpcrdma_xdr::{Decoder, Encoder, XdrError};
 
-const BIN: &str = env!("CARGO_BIN_EXE_rpcrdma");
 const NFS: u32 = 100_003;
 const MIB: usize = 1 << 20;
 
@@ -46,92 +45,15 @@ const STALE: u32 = 70;
 const BADHANDLE: u32 = 10001;
 const TOOSMALL: u32 = 10005;
 
-struct Served {
-    child: Child,
-    rdma: u16,
-    mount: u16,
-    tcp: u16,
-    dir: PathBuf,
-    stderr: PathBuf,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-impl Served {
-    fn export(&self) -> PathBuf {
-        self.dir.join("export")
-    }
-    /// The server's peak virtual and resident memory (`/proc/PID/status`).
-    fn memory(&self) -> (u64, u64) {
-        let s = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let kib = |key: &str| -> u64 {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("{key} in /proc/PID/status"))
-        };
-        (kib("VmPeak:") << 10, kib("VmHWM:") << 10)
-    }
-}
-
-fn port_of(line: &str, after: &str) -> u16 {
-    let i = line
-        .find(after)
-        .unwrap_or_else(|| panic!("{after:?} in {line:?}"))
-        + after.len();
-    let addr: String = line[i..]
-        .chars()
-        .take_while(|c| !c.is_whitespace() && *c != ',')
-        .collect();
-    addr.rsplit(':').next().unwrap().parse().unwrap()
-}
+mod common;
+use common::NfsServed as Served;
 
 fn serve(name: &str) -> Served {
-    let dir = std::env::temp_dir().join(format!(
-        "rpcrdma-nfs-malformed-{name}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("export")).unwrap();
-    let stderr = dir.join("server.log");
-    let mut child = Command::new(BIN)
-        .args(["nfs", "serve"])
-        .arg(dir.join("export"))
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--mount-port",
-            "0",
-            "--tcp",
-            "127.0.0.1:0",
-            "--no-root-squash",
-            "--state-dir",
-        ])
-        .arg(dir.join("state"))
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&stderr).unwrap())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("serving "), "{line}");
-    Served {
-        rdma: port_of(&line, "(software iWARP) on "),
-        mount: port_of(&line, "MOUNT v3 on tcp "),
-        tcp: port_of(&line, "NFS over TCP on "),
-        child,
-        dir,
-        stderr,
-    }
+    Served::start(
+        &format!("nfs-malformed-{name}"),
+        true,
+        &["--no-root-squash"],
+    )
 }
 
 fn cfg() -> ClientConfig {
@@ -1119,7 +1041,7 @@ fn malformed_arguments_by_hand_over_tcp_and_rdma() {
     sigterm(&s);
     let status = s.child.wait().unwrap();
     assert!(status.success(), "the server exited with {status}");
-    check_log(&s.stderr);
+    check_log(&s.log);
 }
 
 fn sigterm(s: &Served) {

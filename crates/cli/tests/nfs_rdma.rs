@@ -6,11 +6,6 @@
 //! a new connection, answered from the duplicate request cache and not
 //! done twice.
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-
 use bytes::Bytes;
 use rpcrdma_engine::{EngineConfig, MessageForm};
 use rpcrdma_nfs3::client::NfsClient;
@@ -23,71 +18,11 @@ use rpcrdma_oncrpc::{
 use rpcrdma_softiwarp::SoftIwarp;
 use rpcrdma_transport::{RdmaConnector, RdmaTransport};
 
-const BIN: &str = env!("CARGO_BIN_EXE_rpcrdma");
-
-struct Served {
-    child: Child,
-    rdma: SocketAddr,
-    mount: SocketAddr,
-    dir: PathBuf,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn addr_after(line: &str, after: &str) -> SocketAddr {
-    let i = line
-        .find(after)
-        .unwrap_or_else(|| panic!("{after:?} in {line:?}"))
-        + after.len();
-    line[i..]
-        .chars()
-        .take_while(|c| !c.is_whitespace() && *c != ',')
-        .collect::<String>()
-        .parse()
-        .unwrap()
-}
+mod common;
+use common::{local, NfsServed as Served};
 
 fn serve(name: &str) -> Served {
-    let dir = std::env::temp_dir().join(format!("rpcrdma-nfs-rdma-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("export")).unwrap();
-    std::fs::set_permissions(
-        dir.join("export"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o777),
-    )
-    .unwrap();
-    let mut child = Command::new(BIN)
-        .args(["nfs", "serve"])
-        .arg(dir.join("export"))
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--mount-port",
-            "0",
-            "--state-dir",
-        ])
-        .arg(dir.join("state"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("serving "), "{line}");
-    Served {
-        rdma: addr_after(&line, "(software iWARP) on "),
-        mount: addr_after(&line, "MOUNT v3 on tcp "),
-        child,
-        dir,
-    }
+    Served::start(&format!("nfs-rdma-{name}"), false, &[])
 }
 
 fn config(first_xid: Option<u32>) -> ClientConfig {
@@ -112,7 +47,7 @@ impl Connector for Made {
 }
 
 async fn rdma_transport(s: &Served) -> RdmaTransport<SoftIwarp> {
-    RdmaConnector::new(SoftIwarp::new(), s.rdma, EngineConfig::client())
+    RdmaConnector::new(SoftIwarp::new(), local(s.rdma), EngineConfig::client())
         .connect()
         .await
         .unwrap()
@@ -123,7 +58,7 @@ async fn a_write_sent_as_a_long_call_is_served() {
     let s = serve("long");
     let t = rdma_transport(&s).await;
     let nfs = Client::new(Made(t.clone()), config(None));
-    let mnt = Client::new(TcpConnector::new(s.mount), config(None));
+    let mnt = Client::new(TcpConnector::new(local(s.mount)), config(None));
     let (c, _) = NfsClient::mount(nfs.clone(), mnt, b"/").await.unwrap();
     let fh = c.create(c.root(), b"long-write", 0o644).await.unwrap();
 
@@ -158,7 +93,7 @@ async fn a_write_sent_as_a_long_call_is_served() {
         other => panic!("WRITE answered {other:?}"),
     }
     assert_eq!(
-        std::fs::read(s.dir.join("export/long-write")).unwrap(),
+        std::fs::read(s.export().join("long-write")).unwrap(),
         data,
         "the export holds what the Long call carried"
     );
@@ -176,10 +111,10 @@ async fn a_write_sent_as_a_long_call_is_served() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remove_retransmitted_on_a_new_connection_comes_from_the_cache() {
     let s = serve("drc");
-    std::fs::write(s.dir.join("export/victim"), b"x").unwrap();
+    std::fs::write(s.export().join("victim"), b"x").unwrap();
     let root = {
         let nfs = Client::new(Made(rdma_transport(&s).await), config(None));
-        let mnt = Client::new(TcpConnector::new(s.mount), config(None));
+        let mnt = Client::new(TcpConnector::new(local(s.mount)), config(None));
         NfsClient::mount(nfs, mnt, b"/")
             .await
             .unwrap()
@@ -214,7 +149,7 @@ async fn a_remove_retransmitted_on_a_new_connection_comes_from_the_cache() {
         results[0], results[1],
         "the cached reply, not NFS3ERR_NOENT"
     );
-    assert!(!s.dir.join("export/victim").exists());
+    assert!(!s.export().join("victim").exists());
     // A new XID is a new call: it runs, and finds nothing.
     let c = p::nfs_v3::Client::new(Client::new(
         Made(rdma_transport(&s).await),

@@ -315,12 +315,12 @@ async fn until<F: Future>(deadline: Instant, fut: F) -> Result<F::Output, ()> {
 }
 
 /// Frees an XID when its call ends, however it ends.
-struct XidGuard {
-    inner: Arc<ClientInner>,
+struct XidGuard<'a> {
+    inner: &'a ClientInner,
     xid: u32,
 }
 
-impl Drop for XidGuard {
+impl Drop for XidGuard<'_> {
     fn drop(&mut self) {
         lock(&self.inner.xids).free(self.xid);
     }
@@ -433,7 +433,7 @@ impl Client {
     {
         let xid = lock(&self.inner.xids).alloc();
         let xid_guard = XidGuard {
-            inner: self.inner.clone(),
+            inner: &self.inner,
             xid,
         };
         let header = CallHeader {

@@ -23,7 +23,7 @@ pub(crate) fn stream_pieces(payload: &Payload, reduced: usize) -> (Vec<Bytes>, u
 /// element (index 0, an empty placeholder here) is left for the transport
 /// header: one allocation for the whole list.
 pub(crate) fn stream_sges(payload: &Payload, reduced: usize) -> (Vec<Sge>, usize) {
-    let mut out = Vec::with_capacity(2 + 3 * payload.items().len());
+    let mut out = rpcrdma_verbs::gather_list(2 + 3 * payload.items().len());
     out.push(Sge::Bytes(Bytes::new()));
     if !payload.has_items() {
         // The whole stream is the inline bytes.
@@ -45,7 +45,7 @@ pub(crate) fn inline_sges(payload: Payload) -> Vec<Sge> {
         return stream_sges(&payload, 0).0;
     }
     let (inline, _) = payload.into_parts();
-    let mut out = Vec::with_capacity(2);
+    let mut out = rpcrdma_verbs::gather_list(2);
     out.push(Sge::Bytes(Bytes::new()));
     if !inline.is_empty() {
         out.push(Sge::Bytes(inline));

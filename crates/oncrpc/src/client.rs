@@ -315,12 +315,12 @@ async fn until<F: Future>(deadline: Instant, fut: F) -> Result<F::Output, ()> {
 }
 
 /// Frees an XID when its call ends, however it ends.
-struct XidGuard {
-    inner: Arc<ClientInner>,
+struct XidGuard<'a> {
+    inner: &'a ClientInner,
     xid: u32,
 }
 
-impl Drop for XidGuard {
+impl Drop for XidGuard<'_> {
     fn drop(&mut self) {
         lock(&self.inner.xids).free(self.xid);
     }
@@ -433,7 +433,7 @@ impl Client {
     {
         let xid = lock(&self.inner.xids).alloc();
         let xid_guard = XidGuard {
-            inner: self.inner.clone(),
+            inner: &self.inner,
             xid,
         };
         let header = CallHeader {
@@ -471,8 +471,10 @@ impl Client {
     /// (RFC 5531 §12.1), which the hints say, so an RDMA transport provides
     /// no Reply chunk for it.
     pub async fn null(&self, prog: u32, vers: u32) -> Result<(), RpcError> {
-        self.call(prog, vers, 0, &(), &CallHints::new().max_results(0))
-            .await
+        // `CallHints::new().max_results(0)`, built once rather than in
+        // every call's future.
+        static NULL_HINTS: CallHints = CallHints::NULL;
+        self.call(prog, vers, 0, &(), &NULL_HINTS).await
     }
 
     async fn exchange(

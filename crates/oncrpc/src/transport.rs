@@ -71,6 +71,15 @@ impl CallHints {
         }
     }
 
+    /// `CallHints::new().max_results(0)`: a procedure whose results are
+    /// void (NULL, RFC 5531 §12.1).
+    pub(crate) const NULL: Self = Self {
+        ddp_results: Vec::new(),
+        max_results: Some(0),
+        reduced_results: None,
+        no_reduce: false,
+    };
+
     /// Adds a DDP-eligible result item of at most `max_len` bytes; items
     /// are listed in the order they appear in the results (one Write chunk
     /// each, RFC 8166 §4.4.6).
@@ -345,4 +354,14 @@ pub trait Connector: Send + Sync + 'static {
 
     /// Makes one connection.
     fn connect(&self) -> impl Future<Output = Result<Self::Transport, TransportError>> + Send;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CallHints;
+
+    #[test]
+    fn null_hints_are_void_results() {
+        assert_eq!(CallHints::NULL, CallHints::new().max_results(0));
+    }
 }

@@ -62,6 +62,6 @@ pub use traits::{
     QueuePair,
 };
 pub use types::{
-    Access, DisconnectReason, LocalSge, MrBuffer, QpCaps, RecvWr, RemoteAddr, SendOp, SendWr, Sge,
-    WcOpcode, WcStatus, WorkCompletion,
+    gather_list, recycle_gather_list, Access, DisconnectReason, LocalSge, MrBuffer, QpCaps, RecvWr,
+    RemoteAddr, SendOp, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion,
 };

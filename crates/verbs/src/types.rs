@@ -113,6 +113,51 @@ impl Sge {
     }
 }
 
+/// The capacity of a gather list kept for reuse: a thread keeps one list
+/// it gave back ([`recycle_gather_list`]) for its next [`gather_list`]. A
+/// Send posted and written at once gives its list back, so the next Send
+/// of the thread needs no allocation.
+const KEPT_GATHER_CAPACITY: usize = 4;
+
+thread_local! {
+    static KEPT_GATHER_LIST: std::cell::Cell<Option<Vec<Sge>>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// An empty gather list with room for at least `capacity` elements: the
+/// one this thread gave back with [`recycle_gather_list`] if `capacity`
+/// is small and there is one, else a new one.
+///
+/// ```
+/// use rpcrdma_verbs::{gather_list, recycle_gather_list, Sge};
+/// let mut l = gather_list(2);
+/// l.push(Sge::Bytes(bytes::Bytes::from_static(b"x")));
+/// recycle_gather_list(l);
+/// let again = gather_list(2);
+/// assert!(again.is_empty() && again.capacity() >= 2);
+/// ```
+pub fn gather_list(capacity: usize) -> Vec<Sge> {
+    if capacity > KEPT_GATHER_CAPACITY {
+        return Vec::with_capacity(capacity);
+    }
+    match KEPT_GATHER_LIST.try_with(std::cell::Cell::take) {
+        Ok(Some(v)) => v,
+        _ => Vec::with_capacity(KEPT_GATHER_CAPACITY),
+    }
+}
+
+/// Gives a gather list back once its work request is done with: its
+/// elements are dropped now, and a small list's allocation is kept for
+/// the next [`gather_list`] on this thread (one list at most; others are
+/// freed).
+pub fn recycle_gather_list(mut list: Vec<Sge>) {
+    if list.capacity() != KEPT_GATHER_CAPACITY {
+        return;
+    }
+    list.clear();
+    let _ = KEPT_GATHER_LIST.try_with(|k| k.set(Some(list)));
+}
+
 impl From<Bytes> for Sge {
     fn from(b: Bytes) -> Sge {
         Sge::Bytes(b)

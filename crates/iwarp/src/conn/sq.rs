@@ -140,6 +140,11 @@ impl Connection {
                 self.handle_written(n);
             }
         }
+        // The payload is encoded: the gather list goes back for the next
+        // Send of this thread (no allocation per Send).
+        if let SendOp::Send { sges, .. } = wr.op {
+            rpcrdma_verbs::recycle_gather_list(sges);
+        }
         Ok(())
     }
 

@@ -11,6 +11,7 @@
 //! woken by the transport directly, not by another task.
 
 use parking_lot::Mutex;
+use std::collections::hash_map::Entry;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -156,17 +157,20 @@ impl Pending {
     /// `deadline`).
     pub(crate) fn register(&self, xid: u32, deadline: Instant) -> Option<bool> {
         let mut st = lock(&self.state);
-        if !st.alive || st.pending.contains_key(&xid) {
+        if !st.alive {
             return None;
         }
-        st.pending.insert(
-            xid,
-            Waiting {
-                deadline,
-                outcome: None,
-                waker: None,
-            },
-        );
+        // One look-up for the check and the insert.
+        match st.pending.entry(xid) {
+            Entry::Occupied(_) => return None,
+            Entry::Vacant(v) => {
+                v.insert(Waiting {
+                    deadline,
+                    outcome: None,
+                    waker: None,
+                });
+            }
+        }
         // With one timeout for every call, deadlines only grow: the sweep
         // timer already armed for an earlier one covers this call too.
         let rearm = st.armed.is_none_or(|a| deadline < a);
@@ -180,19 +184,20 @@ impl Pending {
     /// removed); `Ready(None)` if the connection was lost first.
     pub(crate) fn poll_outcome(&self, xid: u32, cx: &mut Context<'_>) -> Poll<Option<Outcome>> {
         let mut st = lock(&self.state);
-        let Some(w) = st.pending.get_mut(&xid) else {
+        let Entry::Occupied(mut e) = st.pending.entry(xid) else {
             let wakes = st.stop_waiting(xid);
             drop(st);
             wakes.wake();
             return Poll::Ready(None);
         };
-        if w.outcome.is_some() {
-            let outcome = st.pending.remove(&xid).and_then(|w| w.outcome);
+        if e.get().outcome.is_some() {
+            let outcome = e.remove().outcome;
             let wakes = st.stop_waiting(xid);
             drop(st);
             wakes.wake();
             return Poll::Ready(outcome);
         }
+        let w = e.get_mut();
         match &w.waker {
             Some(old) if old.will_wake(cx.waker()) => {}
             _ => w.waker = Some(cx.waker().clone()),
@@ -210,9 +215,11 @@ impl Pending {
         xid: u32,
         cx: &mut Context<'_>,
     ) -> Result<Poll<Option<Outcome>>, ()> {
-        let mut st = lock(&self.state);
-        match st.pending.get_mut(&xid) {
-            Some(w) if w.outcome.is_none() => {
+        let mut guard = lock(&self.state);
+        let st = &mut *guard;
+        match st.pending.entry(xid) {
+            Entry::Occupied(mut e) if e.get().outcome.is_none() => {
+                let w = e.get_mut();
                 match &w.waker {
                     Some(old) if old.will_wake(cx.waker()) => {}
                     _ => w.waker = Some(cx.waker().clone()),
@@ -226,10 +233,13 @@ impl Pending {
                 }
                 Ok(Poll::Pending)
             }
-            _ => {
-                let outcome = st.pending.remove(&xid).and_then(|w| w.outcome);
+            e => {
+                let outcome = match e {
+                    Entry::Occupied(e) => e.remove().outcome,
+                    Entry::Vacant(_) => None,
+                };
                 let wakes = st.stop_waiting(xid);
-                drop(st);
+                drop(guard);
                 wakes.wake();
                 Ok(Poll::Ready(outcome))
             }
@@ -310,15 +320,16 @@ impl Pending {
         // This caller read until the transport had nothing more: a
         // wake-up handed to another caller is used up.
         st.lease.handed = None;
-        let res = match st.pending.get_mut(&xid) {
+        let res = match st.pending.entry(xid) {
             // The connection was lost: an outcome read before is kept, as
             // `fail_all` keeps the ones in their slots.
-            None => Poll::Ready(mine),
-            Some(w) if w.outcome.is_some() || mine.is_some() => {
-                let stored = st.pending.remove(&xid).and_then(|w| w.outcome);
+            Entry::Vacant(_) => Poll::Ready(mine),
+            Entry::Occupied(e) if e.get().outcome.is_some() || mine.is_some() => {
+                let stored = e.remove().outcome;
                 Poll::Ready(stored.or(mine))
             }
-            Some(w) => {
+            Entry::Occupied(mut e) => {
+                let w = e.get_mut();
                 if !w.waker.as_ref().is_some_and(|o| o.will_wake(waker)) {
                     w.waker = Some(waker.clone());
                 }

@@ -210,6 +210,19 @@ pub(crate) struct Model {
 }
 
 impl Model {
+    /// The smallest encoding of a type in bytes (a named type's is
+    /// computed once, by the checker, into [`TypeItem::min_size`]).
+    pub(crate) fn min_size(&self, ty: &Ty) -> u64 {
+        match ty {
+            Ty::I32 | Ty::U32 | Ty::F32 | Ty::Bool => 4,
+            Ty::I64 | Ty::U64 | Ty::F64 => 8,
+            Ty::OpaqueFixed(n) => u64::from(*n).div_ceil(4) * 4,
+            Ty::OpaqueVar(_) | Ty::Str(_) | Ty::VarArray(..) | Ty::Optional(_) => 4,
+            Ty::Array(t, n) => self.min_size(t).saturating_mul(u64::from(*n)),
+            Ty::Named(id) => self.types[*id].min_size,
+        }
+    }
+
     /// Follows typedefs to the underlying type, collecting the first DDP
     /// mark on the way.
     pub(crate) fn resolve<'a>(&'a self, ty: &'a Ty) -> (&'a Ty, Option<&'a DdpBound>) {

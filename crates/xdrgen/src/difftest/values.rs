@@ -203,7 +203,7 @@ impl Walk<'_> {
                 }
             }
             Ty::VarArray(t, max) => {
-                let each = self.min_size(t).max(1);
+                let each = self.m.min_size(t).max(1);
                 let cap = if self.descents < 2 { 5 } else { 2 };
                 let cap = cap.min((MAX_ITEM / each) as u32);
                 let len = self.length(*max, cap, 8.min(cap));
@@ -216,7 +216,7 @@ impl Walk<'_> {
             }
             Ty::Optional(t) => {
                 let present =
-                    !self.minimal() && self.min_size(t) <= MAX_ITEM && self.rng.chance(3, 5);
+                    !self.minimal() && self.m.min_size(t) <= MAX_ITEM && self.rng.chance(3, 5);
                 self.boolean(present);
                 if present {
                     self.descend(|w| w.value(t));
@@ -289,18 +289,6 @@ impl Walk<'_> {
         Some(candidates[self.rng.below(candidates.len() as u64) as usize])
     }
 
-    /// Smallest encoding of a type.
-    fn min_size(&self, ty: &Ty) -> u64 {
-        match ty {
-            Ty::I32 | Ty::U32 | Ty::F32 | Ty::Bool => 4,
-            Ty::I64 | Ty::U64 | Ty::F64 => 8,
-            Ty::OpaqueFixed(n) => u64::from(*n).div_ceil(4) * 4,
-            Ty::OpaqueVar(_) | Ty::Str(_) | Ty::VarArray(..) | Ty::Optional(_) => 4,
-            Ty::Array(t, n) => self.min_size(t).saturating_mul(u64::from(*n)),
-            Ty::Named(id) => self.m.types[*id].min_size,
-        }
-    }
-
     fn union(&mut self, u: &Union) {
         // The choices: (discriminant, arm), one per case value, and the
         // default arm with a discriminant no case lists.
@@ -352,14 +340,14 @@ impl Walk<'_> {
         let small: Vec<(i64, Option<&Field>)> = choices
             .iter()
             .copied()
-            .filter(|(_, f)| f.is_none_or(|f| self.min_size(&f.ty) <= MAX_ITEM))
+            .filter(|(_, f)| f.is_none_or(|f| self.m.min_size(&f.ty) <= MAX_ITEM))
             .collect();
         if !small.is_empty() {
             choices = small;
         }
         let pick = if self.minimal() {
             (0..choices.len())
-                .min_by_key(|&i| choices[i].1.map_or(0, |f| self.min_size(&f.ty)))
+                .min_by_key(|&i| choices[i].1.map_or(0, |f| self.m.min_size(&f.ty)))
                 .unwrap_or(0)
         } else {
             self.rng.below(choices.len() as u64) as usize

@@ -216,7 +216,7 @@ impl Gen<'_> {
                 }
             }
             Ty::Array(t, n) => {
-                let min = self.min_size(t).max(1);
+                let min = self.m.min_size(t).max(1);
                 let e = self.dec_expr(t, false, depth);
                 let tt = self.ty(t, self.sup_prefix());
                 format!(
@@ -224,7 +224,7 @@ impl Gen<'_> {
                 )
             }
             Ty::VarArray(t, m) => {
-                let min = self.min_size(t).max(1);
+                let min = self.m.min_size(t).max(1);
                 let e = self.dec_expr(t, false, depth);
                 let tt = self.ty(t, self.sup_prefix());
                 format!(
@@ -235,17 +235,6 @@ impl Gen<'_> {
                 let e = self.dec_expr(t, false, depth);
                 format!("if dec.get_bool()? {{ ::core::option::Option::Some(::std::boxed::Box::new({e})) }} else {{ ::core::option::Option::None }}")
             }
-        }
-    }
-
-    fn min_size(&self, ty: &Ty) -> u64 {
-        match ty {
-            Ty::I32 | Ty::U32 | Ty::F32 | Ty::Bool => 4,
-            Ty::I64 | Ty::U64 | Ty::F64 => 8,
-            Ty::OpaqueFixed(n) => u64::from(*n).div_ceil(4) * 4,
-            Ty::OpaqueVar(_) | Ty::Str(_) | Ty::VarArray(..) | Ty::Optional(_) => 4,
-            Ty::Array(t, n) => self.min_size(t).saturating_mul(u64::from(*n)),
-            Ty::Named(id) => self.m.types[*id].min_size,
         }
     }
 

@@ -12,6 +12,19 @@ use crate::model::Entry;
 use crate::rng::Rng;
 
 impl Worker {
+    /// A name of the model that is not a symbolic link (whose mode and
+    /// times the calls here would not set), picked at random.
+    fn pick_not_symlink(&mut self) -> Option<String> {
+        let cands: Vec<&String> = self
+            .m
+            .entries
+            .iter()
+            .filter(|(_, e)| !matches!(e, Entry::Symlink(_)))
+            .map(|(p, _)| p)
+            .collect();
+        self.rng.pick(&cands).map(|p| (*p).clone())
+    }
+
     /// `lchown` of any name to another owner and group and back (root
     /// only, checked with `stat`).
     pub(super) fn chown(&mut self) -> Res {
@@ -45,14 +58,7 @@ impl Worker {
     }
 
     pub(super) fn chmod(&mut self) -> Res {
-        let cands: Vec<String> = self
-            .m
-            .entries
-            .iter()
-            .filter(|(_, e)| !matches!(e, Entry::Symlink(_)))
-            .map(|(p, _)| p.clone())
-            .collect();
-        let Some(path) = self.rng.pick(&cands).cloned() else {
+        let Some(path) = self.pick_not_symlink() else {
             return self.create();
         };
         let is_dir = matches!(self.m.entries[&path], Entry::Dir(_));
@@ -86,14 +92,7 @@ impl Worker {
     }
 
     pub(super) fn utimes(&mut self) -> Res {
-        let cands: Vec<String> = self
-            .m
-            .entries
-            .iter()
-            .filter(|(_, e)| !matches!(e, Entry::Symlink(_)))
-            .map(|(p, _)| p.clone())
-            .collect();
-        let Some(path) = self.rng.pick(&cands).cloned() else {
+        let Some(path) = self.pick_not_symlink() else {
             return self.create();
         };
         let ts = |r: &mut Rng| Timespec {

@@ -104,6 +104,30 @@ fn any_sink(pair: &Pair, rng: &mut Rng) -> [u32; 4] {
     [k, l, (a >> 32) as u32, a as u32]
 }
 
+/// The server engine's memory stays within `max_mem`, and its shared
+/// budget's use within the budget's limit.
+fn assert_within_budget(
+    pair: &Pair,
+    max_mem: u64,
+    seed: u64,
+    step: impl std::fmt::Display,
+    when: &str,
+) {
+    let e = &pair.server.engine;
+    assert!(
+        e.memory_in_use() <= max_mem,
+        "seed {seed} step {step}{when}: {} > {max_mem}",
+        e.memory_in_use()
+    );
+    let b = e.memory_budget();
+    assert!(
+        b.in_use() <= b.limit(),
+        "seed {seed} step {step}{when}: budget {} > {}",
+        b.in_use(),
+        b.limit()
+    );
+}
+
 fn one_run(seed: u64, agg: &mut [u64; 9]) {
     let mut rng = Rng(seed | 1);
     let v2 = rng.below(2) == 0;
@@ -223,19 +247,7 @@ fn one_run(seed: u64, agg: &mut [u64; 9]) {
             pair.hold_sends(false, held);
         }
         let _ = pair.drive_until_idle(10_000);
-        let e = &pair.server.engine;
-        assert!(
-            e.memory_in_use() <= max_mem,
-            "seed {seed} step {step}: {} > {max_mem}",
-            e.memory_in_use()
-        );
-        let b = e.memory_budget();
-        assert!(
-            b.in_use() <= b.limit(),
-            "seed {seed}: budget {} > {}",
-            b.in_use(),
-            b.limit()
-        );
+        assert_within_budget(&pair, max_mem, seed, step, "");
         // Answer, retire or keep calls.
         while let Some(Event::Call { token, xid, .. }) =
             pair.server.take_event(|e| matches!(e, Event::Call { .. }))
@@ -246,19 +258,7 @@ fn one_run(seed: u64, agg: &mut [u64; 9]) {
                 let r = any_reply(xid, &mut rng);
                 let _ = pair.server.engine.send_reply(token, r);
             }
-            let e = &pair.server.engine;
-            assert!(
-                e.memory_in_use() <= max_mem,
-                "seed {seed} step {step}, answered: {} > {max_mem}",
-                e.memory_in_use()
-            );
-            let b = e.memory_budget();
-            assert!(
-                b.in_use() <= b.limit(),
-                "seed {seed}: budget {} > {}",
-                b.in_use(),
-                b.limit()
-            );
+            assert_within_budget(&pair, max_mem, seed, step, ", answered");
         }
         if rng.below(8) == 0 {
             pair.advance(std::time::Duration::from_secs(rng.below(15)));

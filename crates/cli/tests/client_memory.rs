@@ -148,13 +148,7 @@ impl Conn {
     }
 
     async fn read_ulpdu(&mut self) -> Option<Vec<u8>> {
-        let mut len = [0u8; 2];
-        self.rx.read_exact(&mut len).await.ok()?;
-        let n = usize::from(u16::from_be_bytes(len));
-        let mut rest = vec![0u8; (2 + n).div_ceil(4) * 4 - 2 + 4];
-        self.rx.read_exact(&mut rest).await.ok()?;
-        rest.truncate(n);
-        Some(rest)
+        common::read_ulpdu(&mut self.rx).await
     }
 
     /// The next Send from the client (its payload), noting RDMA Read

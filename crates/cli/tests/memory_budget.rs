@@ -210,10 +210,20 @@ impl Sampler {
     }
 }
 
-/// Asserts that the server's peak memory (`vsz`, `rss`) stayed within its
-/// baseline (`vsz0`, `rss0`) plus `budget` plus the fixed overhead.
+/// Reports the server's baseline and peak memory of `phase` (what
+/// `-- --nocapture` shows), then asserts that the peak (`vsz`, `rss`)
+/// stayed within the baseline (`vsz0`, `rss0`) plus `budget` plus the
+/// fixed overhead.
 fn assert_within(phase: &str, base: (u64, u64), peak: (u64, u64), budget: u64) {
     let ((vsz0, rss0), (vsz, rss)) = (base, peak);
+    eprintln!(
+        "{phase}: baseline VmSize {} MiB VmRSS {} MiB; peak {} / {} MiB (budget {} MiB)",
+        vsz0 / MIB,
+        rss0 / MIB,
+        vsz / MIB,
+        rss / MIB,
+        budget / MIB
+    );
     assert!(
         rss <= rss0 + budget + OVERHEAD_RSS,
         "{phase}: VmRSS {} MiB > baseline {} + budget {} + overhead {} MiB",
@@ -425,13 +435,7 @@ impl Hostile {
 
     /// The next ULPDU from the server; `None` once it closes.
     async fn read_ulpdu(&mut self) -> Option<Vec<u8>> {
-        let mut len = [0u8; 2];
-        self.rx.read_exact(&mut len).await.ok()?;
-        let n = usize::from(u16::from_be_bytes(len));
-        let mut rest = vec![0u8; (2 + n).div_ceil(4) * 4 - 2 + 4];
-        self.rx.read_exact(&mut rest).await.ok()?;
-        rest.truncate(n);
-        Some(rest)
+        common::read_ulpdu(&mut self.rx).await
     }
 
     /// Reads everything the server sends; answers its RDMA Read Requests
@@ -615,17 +619,18 @@ fn serve_stays_within_its_memory_budget_under_hostile_read_chunks() {
         "every WRITE was answered"
     );
 
-    eprintln!(
-        "baseline VmSize {} MiB VmRSS {} MiB; never answering: peak {} / {} MiB; answering: peak {} / {} MiB",
-        vsz0 / MIB,
-        rss0 / MIB,
-        vsz1 / MIB,
-        rss1 / MIB,
-        vsz2 / MIB,
-        rss2 / MIB
+    assert_within(
+        "WRITEs, peers never answering",
+        (vsz0, rss0),
+        (vsz1, rss1),
+        BUDGET,
     );
-    assert_within("never answering", (vsz0, rss0), (vsz1, rss1), BUDGET);
-    assert_within("answering", (vsz0, rss0), (vsz2, rss2), BUDGET);
+    assert_within(
+        "WRITEs, peers answering",
+        (vsz0, rss0),
+        (vsz2, rss2),
+        BUDGET,
+    );
 }
 
 /// The attack of issue 9 against `rpcrdma serve` with its default budget
@@ -666,14 +671,12 @@ fn the_issue_attack_against_the_default_budget() {
         r.abort();
     }
     drop(rt);
-    eprintln!(
-        "default budget: baseline VmSize {} MiB VmRSS {} MiB; 8 x 64 x 16 MiB never answered: peak {} / {} MiB",
-        vsz0 / MIB,
-        rss0 / MIB,
-        vsz1 / MIB,
-        rss1 / MIB
+    assert_within(
+        "default budget, 8 x 64 x 16 MiB never answered",
+        (vsz0, rss0),
+        (vsz1, rss1),
+        DEFAULT_BUDGET,
     );
-    assert_within("never answered", (vsz0, rss0), (vsz1, rss1), DEFAULT_BUDGET);
 }
 
 /// Hostile peers that answer the RDMA Reads wrongly or slowly, against
@@ -787,13 +790,6 @@ fn hostile_peers_answering_wrongly_or_slowly_stay_within_the_budget() {
     assert_eq!(replies, 3 * 8, "every slow WRITE was answered");
     let (vsz1, rss1) = sampler.finish();
     drop(rt);
-    eprintln!(
-        "wrong lengths and slow answers: baseline VmSize {} MiB VmRSS {} MiB; peak {} / {} MiB",
-        vsz0 / MIB,
-        rss0 / MIB,
-        vsz1 / MIB,
-        rss1 / MIB
-    );
     assert_within(
         "wrong lengths and slow answers",
         (vsz0, rss0),
@@ -923,17 +919,18 @@ fn serve_stays_within_its_budget_under_read_amplification() {
     let (vsz2, rss2) = sampler.finish();
     drop(rt);
     assert_eq!(replies, 4 * 8, "every slowly read READ was answered");
-    eprintln!(
-        "READ amplification: baseline VmSize {} MiB VmRSS {} MiB; never reading: peak {} / {} MiB; reading slowly: peak {} / {} MiB",
-        vsz0 / MIB,
-        rss0 / MIB,
-        vsz1 / MIB,
-        rss1 / MIB,
-        vsz2 / MIB,
-        rss2 / MIB
+    assert_within(
+        "READ amplification, never reading",
+        (vsz0, rss0),
+        (vsz1, rss1),
+        BUDGET,
     );
-    assert_within("never reading", (vsz0, rss0), (vsz1, rss1), BUDGET);
-    assert_within("reading slowly", (vsz0, rss0), (vsz2, rss2), BUDGET);
+    assert_within(
+        "READ amplification, reading slowly",
+        (vsz0, rss0),
+        (vsz2, rss2),
+        BUDGET,
+    );
 }
 
 /// Each connection's fixed cost is bounded (audit gap G3 of issue 9, item
@@ -971,20 +968,18 @@ fn connections_beyond_the_budget_or_the_cap_are_refused() {
         v
     });
     let (vsz1, rss1) = sampler.finish();
-    eprintln!(
-        "--max-memory 8M: {} of 40 connections accepted; baseline VmSize {} MiB VmRSS {} MiB, peak {} / {} MiB",
-        open.len(),
-        vsz0 / MIB,
-        rss0 / MIB,
-        vsz1 / MIB,
-        rss1 / MIB
-    );
+    eprintln!("--max-memory 8M: {} of 40 connections accepted", open.len());
     assert!(
         (1..=12).contains(&open.len()),
         "{} connections accepted",
         open.len()
     );
-    assert_within("idle connections", (vsz0, rss0), (vsz1, rss1), 8 * MIB);
+    assert_within(
+        "--max-memory 8M, idle connections",
+        (vsz0, rss0),
+        (vsz1, rss1),
+        8 * MIB,
+    );
     wait_for_log(&log, "--max-memory");
     // Some go: an honest client gets in and is served.
     open.truncate(open.len().saturating_sub(4));

@@ -124,3 +124,17 @@ fn port_after(line: &str, after: &str) -> u16 {
         .collect();
     addr.rsplit(':').next().unwrap().parse().unwrap()
 }
+
+/// The next ULPDU of an MPA stream without markers or CRC (what the test
+/// peers negotiate): its payload after the 2-octet length, the padding and
+/// the 4-octet CRC field read and dropped; `None` once the stream ends.
+pub(crate) async fn read_ulpdu(rx: &mut (impl tokio::io::AsyncRead + Unpin)) -> Option<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut len = [0u8; 2];
+    rx.read_exact(&mut len).await.ok()?;
+    let n = usize::from(u16::from_be_bytes(len));
+    let mut rest = vec![0u8; (2 + n).div_ceil(4) * 4 - 2 + 4];
+    rx.read_exact(&mut rest).await.ok()?;
+    rest.truncate(n);
+    Some(rest)
+}

@@ -21,6 +21,11 @@
 #   EXTRA_ARGS   more options for `rpcrdma bench loop` (e.g.
 #                `--rdma-version 1`, or `--client-task`: the client loop
 #                as a spawned task rather than the `block_on` future)
+#   CACHE=1      also simulate the caches (callgrind --cache-sim=yes, the
+#                first-level caches as this machine's: 32 KiB each) and
+#                report first-level instruction and data cache misses per
+#                round trip: both threads share the one simulated cache,
+#                as when pinned to one CPU
 # Output: one line per path, and a JSON line with every figure.
 set -euo pipefail
 
@@ -51,24 +56,39 @@ out=${KEEP:-$(mktemp -d)}
 mkdir -p "$out"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$out"' EXIT
 
-# Total Ir of one run (the "totals:" line callgrind writes).
+cache_args=()
+[ "${CACHE:-0}" = 1 ] && cache_args=(--cache-sim=yes)
+
+# Totals of one run (the "events:" and "totals:" lines callgrind writes):
+# Ir, or with CACHE=1 "Ir I1mr D1mr+D1mw".
 count() {
     local path=$1 n=$2 file="$out/callgrind.$1.$2"
     # shellcheck disable=SC2086
-    valgrind --tool=callgrind --callgrind-out-file="$file" -q \
+    valgrind --tool=callgrind "${cache_args[@]}" --callgrind-out-file="$file" -q \
         "$RPCRDMA" bench loop --path "$path" --round-trips "$n" ${EXTRA_ARGS:-} >/dev/null
-    awk '/^totals:/ { print $2 }' "$file"
+    awk '/^events:/ { for (i = 2; i <= NF; i++) col[$i] = i }
+         /^totals:/ {
+             if ("I1mr" in col) print $col["Ir"], $col["I1mr"], $col["D1mr"] + $col["D1mw"]
+             else print $2
+         }' "$file"
 }
 
 json="{"
 sep=""
 for p in "${paths[@]}"; do
-    lo=$(count "$p" "$LOW")
-    hi=$(count "$p" "$HIGH")
+    read -r lo lo_i1 lo_d1 <<<"$(count "$p" "$LOW")"
+    read -r hi hi_i1 hi_d1 <<<"$(count "$p" "$HIGH")"
     per=$(( (hi - lo) / (HIGH - LOW) ))
     printf '%-11s %8d instructions per round trip (Ir %d at %d, %d at %d)\n' \
         "$p" "$per" "$lo" "$LOW" "$hi" "$HIGH"
     json+="$sep\"$p\": $per"
     sep=", "
+    if [ "${CACHE:-0}" = 1 ]; then
+        i1=$(( (hi_i1 - lo_i1) / (HIGH - LOW) ))
+        d1=$(( (hi_d1 - lo_d1) / (HIGH - LOW) ))
+        printf '%-11s %8d first-level instruction cache misses, %d data cache misses per round trip\n' \
+            "" "$i1" "$d1"
+        json+=", \"$p-i1-misses\": $i1, \"$p-d1-misses\": $d1"
+    fi
 done
 echo "$json, \"low\": $LOW, \"high\": $HIGH}"

@@ -30,6 +30,8 @@ fn help_documents_both_limits_and_their_defaults() {
             "[default: 64M]",
             "--max-connections <N>",
             "[default: 1024]",
+            "--read-window <SIZE>",
+            "[default: 1M]",
             "608 KiB with the defaults",
         ] {
             assert!(flat.contains(want), "{cmd:?}: no {want:?} in {out}");

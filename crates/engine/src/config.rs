@@ -8,6 +8,8 @@ use rpcrdma_wire::{Limits, PrivateData, VersionRange};
 pub const DEFAULT_MAX_MEMORY: u64 = 64 << 20;
 /// Default [`EngineConfig::max_shared_memory`]: 512 MiB for a server.
 pub const DEFAULT_MAX_SHARED_MEMORY: u64 = 512 << 20;
+/// Default [`EngineConfig::read_window`]: 1 MiB per connection.
+pub const DEFAULT_READ_WINDOW: u64 = 1 << 20;
 /// What [`EngineConfig::connection_cost`] allows for a connection's queue
 /// pair, completion queue, tasks and tables besides its buffers: 64 KiB
 /// (about 40 KiB measured with the software iWARP provider,
@@ -109,6 +111,18 @@ pub struct EngineConfig {
     /// Reply chunks) are not counted: at most one inline Send per credit,
     /// the connection's fixed cost. Default 64 MiB.
     pub max_memory: u64,
+    /// How far a responder reads ahead: the Read chunk data of admitted
+    /// calls not yet handed up (their RDMA Reads posted or queued) stays
+    /// within this window. A further call with Read chunks waits, holding
+    /// its credit, until earlier calls' data is in; a connection with
+    /// nothing being pulled admits its oldest call whatever its size (up
+    /// to [`Self::max_memory`]), and calls without Read chunks are never
+    /// held by it. Data pulled megabytes ahead of the work that consumes it
+    /// has left the CPU's caches when it is used; the next call's Reads
+    /// still overlap the work on the calls handed up before it
+    /// (`docs/engine.md`, `docs/performance.md`). `u64::MAX` turns it off.
+    /// Default [`DEFAULT_READ_WINDOW`] (1 MiB).
+    pub read_window: u64,
     /// Most memory all the connections sharing one budget hold together
     /// (a listener's connections; the idle sink buffers kept for reuse
     /// count too): the limit of the budget [`crate::Engine::new`] creates,
@@ -156,6 +170,7 @@ impl EngineConfig {
             limits: Limits::default(),
             max_queued_calls: 4096,
             max_memory: DEFAULT_MAX_MEMORY,
+            read_window: DEFAULT_READ_WINDOW,
             stall_timeout: Duration::from_secs(10),
             max_shared_memory: DEFAULT_MAX_SHARED_MEMORY,
             transport_properties: true,
@@ -245,14 +260,14 @@ impl EngineConfig {
                 return Err(E::ZeroLimit { field: name });
             }
         }
-        if self.max_memory == 0 || self.max_shared_memory == 0 {
-            return Err(E::ZeroLimit {
-                field: if self.max_memory == 0 {
-                    "max_memory"
-                } else {
-                    "max_shared_memory"
-                },
-            });
+        for (name, v) in [
+            ("max_memory", self.max_memory),
+            ("max_shared_memory", self.max_shared_memory),
+            ("read_window", self.read_window),
+        ] {
+            if v == 0 {
+                return Err(E::ZeroLimit { field: name });
+            }
         }
         if self.role == Role::Client
             && !self.versions.contains(self.client_version.first_version())

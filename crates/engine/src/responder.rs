@@ -506,7 +506,12 @@ impl<P: ProtectionDomain> Engine<P> {
             pooled = 0;
             fresh = lens.iter().map(|&l| l as u64).sum();
         }
-        let conn_ok = self.mem_used + pooled + fresh + room <= self.cfg.max_memory;
+        let need = more.need;
+        // The read window: Read data pulled ahead of the calls handed up
+        // (a call without Read chunks is never held by it).
+        let in_window =
+            need == 0 || self.reads_ahead == 0 || self.reads_ahead + need <= self.cfg.read_window;
+        let conn_ok = self.mem_used + pooled + fresh + room <= self.cfg.max_memory && in_window;
         // A connection that holds memory already leaves the budget's
         // headroom to those that hold none (spec note E21).
         let leave = if self.mem_used > 0 {
@@ -527,12 +532,17 @@ impl<P: ProtectionDomain> Engine<P> {
                 let more = call.more();
                 if !more.waited {
                     more.waited = true;
-                    self.stats.calls_waited_for_memory += 1;
+                    if in_window {
+                        self.stats.calls_waited_for_memory += 1;
+                    } else {
+                        self.stats.calls_waited_for_window += 1;
+                    }
                 }
             }
             return false;
         }
         self.mem_used += pooled + fresh + room;
+        self.reads_ahead += need;
         for (b, &len) in bufs.iter_mut().zip(&lens) {
             if b.is_some() {
                 self.stats.sink_buffers_reused += 1;
@@ -579,7 +589,9 @@ impl<P: ProtectionDomain> Engine<P> {
                 Err(e) => {
                     tracing::warn!(xid, error = %e, "cannot register a Read sink");
                     if let Some(mut call) = self.incoming.remove(&token) {
-                        call.more().pulls = pulls;
+                        let more = call.more();
+                        more.pulls = pulls;
+                        self.reads_ahead = self.reads_ahead.saturating_sub(more.need);
                         self.finish_call(call);
                     }
                     self.send_error(version, xid, ErrorBody::BadHeader);
@@ -640,6 +652,10 @@ impl<P: ProtectionDomain> Engine<P> {
         more.reads_pending = more.reads_pending.saturating_sub(1);
         if more.reads_pending == 0 {
             self.finish_pull(token);
+            if !self.waiting.is_empty() {
+                // Its data is in: the read window has room again.
+                self.pump_admission();
+            }
         }
     }
 
@@ -648,6 +664,8 @@ impl<P: ProtectionDomain> Engine<P> {
         let Some(call) = self.incoming.get_mut(&token) else {
             return;
         };
+        // Pulled: no longer ahead of the calls handed up.
+        self.reads_ahead = self.reads_ahead.saturating_sub(call.more().need);
         let pulls = std::mem::take(&mut call.more().pulls);
         let mut chunks = Vec::with_capacity(pulls.len());
         let mut sinks = Vec::with_capacity(pulls.len());

@@ -70,6 +70,10 @@ pub struct Stats {
     /// Received calls that had to wait for memory before their Read
     /// chunks were pulled.
     pub calls_waited_for_memory: u64,
+    /// Received calls that waited because the connection's calls in
+    /// progress already filled its read window
+    /// ([`crate::EngineConfig::read_window`]), not for lack of memory.
+    pub calls_waited_for_window: u64,
     /// Received calls refused because their Read chunks and largest
     /// reply (Write and Reply chunks) could never fit the memory budget.
     pub calls_refused_for_memory: u64,

@@ -2,6 +2,10 @@
 //! calls can make an engine hold, per connection and shared, over the
 //! in-memory fabric. The same bound over the real software iWARP provider
 //! and `rpcrdma serve` is `crates/cli/tests/memory_budget.rs`.
+//!
+//! These tests hold several MiB on purpose, so they turn the read window
+//! (`EngineConfig::read_window`, which admits fewer calls at once than
+//! the budget allows) off; the window's own tests are at the end.
 
 mod common;
 
@@ -14,6 +18,12 @@ use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder};
 use common::words;
 
 const MIB: u64 = 1 << 20;
+
+/// Version One with the server's per-connection memory limit at `bytes`
+/// and no read window (the budget alone decides).
+fn v1_budget(bytes: u64) -> PairOptions {
+    PairOptions::v1().server_memory(bytes).read_window(u64::MAX)
+}
 
 /// A WRITE-like call of program 0x20000099 whose data is one DDP-eligible
 /// opaque.
@@ -93,7 +103,7 @@ fn answer_all(pair: &mut Pair) -> usize {
 /// peer does answer, every call completes in turn.
 #[test]
 fn read_sinks_stay_within_the_connection_budget() {
-    let mut pair = Pair::with(PairOptions::v1().server_memory(4 * MIB));
+    let mut pair = Pair::with(v1_budget(4 * MIB));
     pair.hold_sends(false, true); // the server's Reads go unanswered
     for x in 0..20u32 {
         inject_write(&mut pair, 100 + x, MIB as u32);
@@ -132,7 +142,7 @@ fn read_sinks_stay_within_the_connection_budget() {
 /// a 2 MiB budget takes 1 MiB WRITEs two at a time, and all complete.
 #[test]
 fn honest_calls_beyond_the_budget_wait_and_complete() {
-    let mut pair = Pair::with(PairOptions::v1().server_memory(2 * MIB));
+    let mut pair = Pair::with(v1_budget(2 * MIB));
     for x in 1..=6u32 {
         let data = Bytes::from(vec![x as u8; MIB as usize]);
         pair.send_call(x, write_call(x, data), small());
@@ -183,7 +193,7 @@ fn honest_calls_beyond_the_budget_wait_and_complete() {
 #[test]
 fn a_call_that_can_never_fit_is_refused() {
     for opts in [PairOptions::v1(), PairOptions::default()] {
-        let mut pair = Pair::with(opts.server_memory(MIB));
+        let mut pair = Pair::with(opts.server_memory(MIB).read_window(u64::MAX));
         let data = Bytes::from(vec![1; 2 * MIB as usize]);
         pair.send_call(1, write_call(1, data), small());
         pair.drive();
@@ -240,7 +250,7 @@ fn a_shared_budget_is_shared_and_returned_when_a_connection_goes() {
     assert_eq!(shared.headroom(), MIB / 2);
     let opts = || PairOptions {
         server_budget: Some(shared.clone()),
-        ..PairOptions::v1().server_memory(64 * MIB)
+        ..v1_budget(64 * MIB)
     };
     let mut hostile = Pair::with(opts());
     hostile.hold_sends(false, true);
@@ -326,7 +336,7 @@ fn offered_room(pair: &Pair) -> u64 {
 /// whose room does not fit what is left waits, holding its credit.
 #[test]
 fn reply_data_in_flight_counts() {
-    let mut pair = Pair::with(PairOptions::v1().server_memory(6 * MIB));
+    let mut pair = Pair::with(v1_budget(6 * MIB));
     // A first exchange gives the client its credits.
     pair.send_call(9, write_call(9, Bytes::new()), small());
     pair.serve(|xid, _| reply(xid, None));
@@ -418,7 +428,7 @@ fn inject_read(pair: &mut Pair, xid: u32, sink: (u32, u64), len: u32, reply_len:
 /// drains, every call completes in turn, never above the limit.
 #[test]
 fn reply_room_is_reserved_at_admission() {
-    let mut pair = Pair::with(PairOptions::v1().server_memory(8 * MIB));
+    let mut pair = Pair::with(v1_budget(8 * MIB));
     pair.hold_sends(false, true);
     for x in 0..12u32 {
         // A sink each: a reply's Send With Invalidate fences its call's.
@@ -470,7 +480,7 @@ fn reply_room_is_reserved_at_admission() {
 /// chunk or a Reply chunk; the upper layer never sees it.
 #[test]
 fn a_call_whose_reply_can_never_fit_is_refused() {
-    let mut pair = Pair::with(PairOptions::v1().server_memory(MIB));
+    let mut pair = Pair::with(v1_budget(MIB));
     pair.send_call(
         1,
         read_call(1),
@@ -511,7 +521,7 @@ fn reply_room_counts_against_the_shared_budget() {
     let shared = MemoryBudget::new(8 * MIB);
     let opts = || PairOptions {
         server_budget: Some(shared.clone()),
-        ..PairOptions::v1().server_memory(64 * MIB)
+        ..v1_budget(64 * MIB)
     };
     let mut hostile = Pair::with(opts());
     hostile.hold_sends(false, true);
@@ -601,7 +611,7 @@ fn a_stalled_peer_is_cut_off_after_the_stall_timeout() {
     let shared = MemoryBudget::new(64 * MIB);
     let mut pair = Pair::with(PairOptions {
         server_budget: Some(shared.clone()),
-        ..PairOptions::v1().server_memory(8 * MIB)
+        ..v1_budget(8 * MIB)
     });
     pair.hold_sends(false, true);
     inject_write(&mut pair, 5, MIB as u32);
@@ -628,7 +638,7 @@ fn a_stalled_peer_is_cut_off_after_the_stall_timeout() {
 /// chunk is refused by the client's RDMA layer.
 #[test]
 fn a_server_cannot_make_the_client_allocate_beyond_its_chunks() {
-    let mut pair = Pair::with(PairOptions::v1().server_memory(64 * MIB));
+    let mut pair = Pair::with(v1_budget(64 * MIB));
     let hints = ReplyHints::with_ddp(&[4096], 4096 + 64);
     let mut pe = PayloadEncoder::new();
     let mut e = pe.encoder();
@@ -664,7 +674,7 @@ fn a_server_cannot_make_the_client_allocate_beyond_its_chunks() {
 
     // A real reply larger than the chunk: the server's engine refuses to
     // send it (E4) and the client allocated nothing more.
-    let mut pair = Pair::with(PairOptions::v1().server_memory(64 * MIB));
+    let mut pair = Pair::with(v1_budget(64 * MIB));
     let hints = ReplyHints::with_ddp(&[4096], 4096 + 64);
     let mut pe = PayloadEncoder::new();
     let mut e = pe.encoder();
@@ -703,7 +713,7 @@ fn multi_write_call(xid: u32, parts: &[Bytes]) -> Payload {
 /// will release.
 #[test]
 fn a_larger_pooled_sink_never_keeps_a_fitting_call_waiting() {
-    let mut pair = Pair::with(PairOptions::v1().server_memory(4 * MIB));
+    let mut pair = Pair::with(v1_budget(4 * MIB));
     pair.send_call(
         1,
         multi_write_call(1, &[Bytes::from(vec![1; 4 * MIB as usize])]),
@@ -882,4 +892,138 @@ fn a_connections_fixed_cost_is_held_until_it_ends() {
     assert_eq!(shared.in_use(), 2 * cost);
     drop(pairs);
     assert_eq!(shared.in_use(), 0);
+}
+
+// ----- the read window (`EngineConfig::read_window`) -----------------------
+
+/// Version One with the default budget and a server read window of
+/// `bytes`.
+fn v1_window(bytes: u64) -> PairOptions {
+    PairOptions::v1().read_window(bytes)
+}
+
+/// Calls whose Read data would go beyond the window wait (holding their
+/// credits) until earlier calls' data is in, although the memory limit
+/// would take them all; the calls within it are pulled together (their
+/// Reads overlap), and the window never holds more than it should.
+#[test]
+fn reads_beyond_the_read_window_wait_for_earlier_pulls() {
+    let mut pair = Pair::with(v1_window(2 * MIB));
+    pair.hold_sends(false, true); // the server's Reads go unanswered
+    for x in 0..6u32 {
+        inject_write(&mut pair, 200 + x, MIB as u32);
+        pair.drive();
+    }
+    let s = *pair.server.engine.stats();
+    // Two calls' sinks (the window), both calls' Reads posted at once.
+    assert_eq!(s.sink_bytes_allocated, 2 * MIB, "{s:?}");
+    assert_eq!(s.rdma_reads, 2, "{s:?}");
+    assert_eq!(pair.server.engine.calls_waiting(), 4);
+    assert!(s.calls_waited_for_window >= 1, "{s:?}");
+    assert_eq!(s.calls_waited_for_memory, 0, "{s:?}");
+    // The peer answers the Reads: each call handed up lets the next in,
+    // with no answer needed; never more than two pulled at a time.
+    pair.hold_sends(false, false);
+    let mut delivered = 0;
+    for _ in 0..100 {
+        pair.step();
+        while pair
+            .server
+            .take_event(|e| matches!(e, Event::Call { .. }))
+            .is_some()
+        {
+            delivered += 1;
+        }
+        let e = &pair.server.engine;
+        let pulled = e.stats().sink_bytes_allocated + e.stats().sink_buffers_reused * MIB;
+        assert!(
+            pulled <= (delivered + 2) * MIB,
+            "{pulled} ahead of {delivered}"
+        );
+        if delivered == 6 {
+            break;
+        }
+    }
+    assert_eq!(delivered, 6);
+    assert_eq!(pair.server.engine.calls_waiting(), 0);
+    assert_eq!(pair.server.engine.stats().rdma_reads, 6);
+}
+
+/// A connection pulling nothing admits its oldest call whatever its size
+/// (the window is not a limit on a call); the next call waits until that
+/// one's data is in, not until it is answered.
+#[test]
+fn a_call_larger_than_the_read_window_is_pulled_alone() {
+    let mut pair = Pair::with(v1_window(MIB));
+    pair.hold_sends(false, true);
+    inject_write(&mut pair, 300, 3 * MIB as u32);
+    pair.drive();
+    inject_write(&mut pair, 301, 4096);
+    pair.drive();
+    let s = *pair.server.engine.stats();
+    assert_eq!(s.sink_bytes_allocated, 3 * MIB, "{s:?}");
+    assert_eq!(pair.server.engine.calls_waiting(), 1);
+    pair.hold_sends(false, false);
+    pair.drive();
+    // Both handed up; neither answered yet.
+    assert_eq!(pair.server.engine.calls_waiting(), 0);
+    assert_eq!(answer_all(&mut pair), 2);
+    pair.drive();
+    assert_eq!(pair.server.engine.memory_in_use(), 0);
+}
+
+/// A call handed up and never answered does not hold the window: calls
+/// after it are still pulled and handed up (a handler that waits for a
+/// later call of the same connection cannot stall it).
+#[test]
+fn an_unanswered_call_does_not_hold_the_read_window() {
+    let mut pair = Pair::with(v1_window(MIB));
+    for x in 0..4u32 {
+        inject_write(&mut pair, 350 + x, MIB as u32);
+    }
+    pair.drive();
+    let mut delivered = 0;
+    while pair
+        .server
+        .take_event(|e| matches!(e, Event::Call { .. }))
+        .is_some()
+    {
+        delivered += 1;
+    }
+    assert_eq!(delivered, 4);
+    assert_eq!(pair.server.engine.calls_waiting(), 0);
+}
+
+/// Small calls fill the window together: with a 2 MiB window, eight
+/// calls of 256 KiB are all pulled at once, as without a window.
+#[test]
+fn the_read_window_holds_several_small_calls() {
+    let mut pair = Pair::with(v1_window(2 * MIB));
+    pair.hold_sends(false, true);
+    for x in 0..10u32 {
+        inject_write(&mut pair, 400 + x, 256 << 10);
+        pair.drive();
+    }
+    let s = *pair.server.engine.stats();
+    assert_eq!(s.rdma_reads, 8, "{s:?}");
+    assert_eq!(pair.server.engine.calls_waiting(), 2);
+    pair.hold_sends(false, false);
+    let mut answered = 0;
+    for _ in 0..100 {
+        pair.drive();
+        answered += answer_all(&mut pair);
+        if answered == 10 {
+            break;
+        }
+    }
+    assert_eq!(answered, 10);
+}
+
+/// A zero window is a configuration error, named.
+#[test]
+fn a_zero_read_window_is_refused() {
+    let mut c = rpcrdma_engine::EngineConfig::server();
+    c.read_window = 0;
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.contains("read_window"), "{e}");
 }

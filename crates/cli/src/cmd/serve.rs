@@ -66,6 +66,16 @@ pub(crate) struct MemoryOpts {
     /// from `rpcrdma call`).
     #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
     pub(crate) max_connection_memory: u64,
+    /// How far one connection reads ahead (same syntax): the Read chunk
+    /// data of calls being pulled and not yet handed to the program stays
+    /// within this window; a further call with Read chunks waits until
+    /// earlier calls' data is in. A connection pulling nothing takes its
+    /// oldest call whatever its size. Data pulled far ahead of the work
+    /// that uses it leaves the CPU's caches first; the next call's data
+    /// is still pulled while the calls before it are processed. See
+    /// docs/engine.md.
+    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = parse_size)]
+    pub(crate) read_window: u64,
     /// Most RPC-over-RDMA connections open at once; further connection
     /// requests are rejected with a warning naming --max-connections.
     /// Each also needs its fixed cost to fit --max-memory.
@@ -124,6 +134,8 @@ impl MemoryOpts {
     ) -> anyhow::Result<ListenConfig<O>> {
         let mut engine = rdma.server();
         set_memory_limits(&mut engine, self.max_memory, self.max_connection_memory)?;
+        // (The parser refuses 0.)
+        engine.read_window = self.read_window;
         Ok(ListenConfig {
             engine,
             options,

@@ -150,6 +150,9 @@ pub struct Engine<P: ProtectionDomain> {
     pub(crate) waiting: VecDeque<u64>,
     pub(crate) reads: VecDeque<SendWr>,
     pub(crate) reads_busy: u32,
+    /// Read chunk data of admitted calls not yet handed up (pulling, or
+    /// waiting for their Reads): what the read window bounds.
+    pub(crate) reads_ahead: u64,
     pub(crate) grant: u32,
     pub(crate) resp_enabled: bool,
 
@@ -257,6 +260,7 @@ impl<P: ProtectionDomain> Engine<P> {
             spare: VecDeque::new(),
             budget,
             mem_used: 0,
+            reads_ahead: 0,
             mem_blocked: None,
             fixed: None,
             replying: IdMap::default(),
@@ -723,6 +727,7 @@ impl<P: ProtectionDomain> Engine<P> {
         // fixed cost too.
         self.replying.clear();
         self.budget.release(std::mem::take(&mut self.mem_used));
+        self.reads_ahead = 0;
         self.fixed = None;
         self.mem_blocked = None;
         self.waiting.clear();

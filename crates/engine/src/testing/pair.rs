@@ -120,6 +120,15 @@ impl PairOptions {
         self.server.max_memory = bytes;
         self
     }
+
+    /// Sets both ends' read window (`EngineConfig::read_window`;
+    /// `u64::MAX` turns it off).
+    #[must_use]
+    pub fn read_window(mut self, bytes: u64) -> Self {
+        self.server.read_window = bytes;
+        self.client.read_window = bytes;
+        self
+    }
 }
 
 impl Pair {

@@ -70,8 +70,8 @@ pub struct Stats {
     /// Received calls that had to wait for memory before their Read
     /// chunks were pulled.
     pub calls_waited_for_memory: u64,
-    /// Received calls that waited because the connection's calls in
-    /// progress already filled its read window
+    /// Received calls that waited because the Read chunk data of earlier
+    /// calls, still being pulled, filled the read window
     /// ([`crate::EngineConfig::read_window`]), not for lack of memory.
     pub calls_waited_for_window: u64,
     /// Received calls refused because their Read chunks and largest

@@ -57,7 +57,7 @@
 //! calls the engine makes itself are memory registration and
 //! deregistration through the [`rpcrdma_verbs::ProtectionDomain`] it owns.
 //! The `testing` feature provides an in-memory fabric and a two-engine
-//! [`testing::Pair`] harness.
+//! `testing::Pair` harness.
 //!
 //! # Example
 //!

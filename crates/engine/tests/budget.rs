@@ -896,6 +896,20 @@ fn a_connections_fixed_cost_is_held_until_it_ends() {
 
 // ----- the read window (`EngineConfig::read_window`) -----------------------
 
+/// Takes the calls the server has handed up, unanswered; returns how
+/// many.
+fn take_calls(pair: &mut Pair) -> u64 {
+    let mut n = 0;
+    while pair
+        .server
+        .take_event(|e| matches!(e, Event::Call { .. }))
+        .is_some()
+    {
+        n += 1;
+    }
+    n
+}
+
 /// Version One with the default budget and a server read window of
 /// `bytes`.
 fn v1_window(bytes: u64) -> PairOptions {
@@ -927,13 +941,7 @@ fn reads_beyond_the_read_window_wait_for_earlier_pulls() {
     let mut delivered = 0;
     for _ in 0..100 {
         pair.step();
-        while pair
-            .server
-            .take_event(|e| matches!(e, Event::Call { .. }))
-            .is_some()
-        {
-            delivered += 1;
-        }
+        delivered += take_calls(&mut pair);
         let e = &pair.server.engine;
         let pulled = e.stats().sink_bytes_allocated + e.stats().sink_buffers_reused * MIB;
         assert!(
@@ -982,14 +990,7 @@ fn an_unanswered_call_does_not_hold_the_read_window() {
         inject_write(&mut pair, 350 + x, MIB as u32);
     }
     pair.drive();
-    let mut delivered = 0;
-    while pair
-        .server
-        .take_event(|e| matches!(e, Event::Call { .. }))
-        .is_some()
-    {
-        delivered += 1;
-    }
+    let delivered = take_calls(&mut pair);
     assert_eq!(delivered, 4);
     assert_eq!(pair.server.engine.calls_waiting(), 0);
 }

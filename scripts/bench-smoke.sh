@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The bench modes run end to end, briefly: `--sweep --plot`, `--clients`,
-# `--pin`, `bench verbs --pin` and scripts/bench-vs-tirpc.sh. Only the shape
-# of the output is checked (every series named, a wake-up state reported,
-# an SVG written); no figure is, since time on a shared machine is noise.
+# `--pin`, `--only read`, `bench verbs --pin` and scripts/bench-vs-tirpc.sh.
+# Only the shape of the output is checked (every series named, a wake-up
+# state reported, an SVG written); no figure is, since time on a shared
+# machine is noise.
 #
 # Usage: scripts/bench-smoke.sh
 # Environment: RPCRDMA (default target/release/rpcrdma, built first unless
@@ -44,6 +45,13 @@ grep -qE '"state":"(fast|slow|mixed)"' "$work/pin.json" || fail "bench --pin: no
 "$RPCRDMA" bench verbs --pin --only pingpong --rounds 1 --round-trips 200 --json \
     >"$work/verbs.json" 2>/dev/null
 grep -qE '"pinned_cpu":[0-9]+' "$work/verbs.json" || fail "bench verbs --pin: no pinned_cpu"
+
+echo "bench-smoke: --only read (both raw TCP streams)"
+"$RPCRDMA" bench --only read --rounds 1 --mib 4 --outstanding 2 --json \
+    >"$work/read.json" 2>/dev/null
+has "$work/read.json" '"raw_tcp_stream_into_outstanding_buffers_mib_per_s":'
+has "$work/read.json" '"read_1mib_vs_tcp_into_outstanding_buffers":'
+grep -qE '"read_1mib_vs_tcp":[0-9]' "$work/read.json" || fail "bench --only read: no READ ratio"
 
 echo "bench-smoke: scripts/bench-vs-tirpc.sh"
 ROUNDS=1 ROUND_TRIPS=200 MIB=4 NO_BUILD=1 RPCRDMA="$RPCRDMA" \

@@ -62,6 +62,10 @@ and ONC RPC/TCP alike: the WRITE server computes the crc32c of every 1 MiB it re
 blocking thread, off the connection's reader); READ's data and crc32c are generated once and \
 cached. The clients check lengths only. The raw TCP stream only moves bytes.";
 
+/// What the second raw TCP stream of the READ measure is for (said in
+/// every report).
+const READ_FOOTPRINT: &str = "The raw TCP stream the goals compare against reads every chunk into the start of one buffer. READ with --outstanding K calls of 1 MiB has K Write chunks of 1 MiB exposed at once, and the data lands in all of that memory; the second raw stream reads into K buffers of 1 MiB in turn, filling each, and the context ratio compares READ with it (no goal: it shows how much of the gap is where the data lands).";
+
 /// Arguments of the RPC-level `rpcrdma bench`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct RpcBenchArgs {
@@ -132,7 +136,7 @@ impl RpcBenchArgs {
         [
             (Measure::Null, 1),
             (Measure::Rate, 1),
-            (Measure::Read, 3),
+            (Measure::Read, 4),
             (Measure::Write, 3),
         ]
         .iter()
@@ -254,22 +258,62 @@ pub(crate) async fn server<D: Device + Clone>(
                 if s.read_exact(&mut len).await.is_err() {
                     return;
                 }
-                let total = u64::from_be_bytes(len) as usize;
-                let mut buf = vec![0u8; MIB];
-                let mut got = 0;
-                while got < total {
-                    match s.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => got += n,
-                    }
+                let (total, buffers) = sink_header(u64::from_be_bytes(len));
+                if sink_into(&mut s, total, buffers).await.is_ok() {
+                    let _ = s.write_all(&[1]).await;
                 }
-                let _ = s.write_all(&[1]).await;
             });
         }
     });
     let _ = stop.await;
     svc.stop().await;
     server.shutdown().await;
+    Ok(())
+}
+
+/// Most receive buffers a raw TCP stream may ask the sink to rotate
+/// through (the top 16 bits of its 8-octet header).
+const MAX_SINK_BUFFERS: usize = 256;
+
+/// The sink's header: the stream's length in the low 48 bits, and in the
+/// top 16 the number of 1 MiB buffers the sink fills in turn (0: one).
+fn sink_header(word: u64) -> (usize, usize) {
+    let total = (word & ((1 << 48) - 1)) as usize;
+    let buffers = ((word >> 48) as usize).clamp(1, MAX_SINK_BUFFERS);
+    (total, buffers)
+}
+
+/// The header of a raw TCP stream of `total` octets into `buffers`
+/// buffers ([`sink_header`]).
+fn sink_header_word(total: usize, buffers: usize) -> u64 {
+    ((buffers.clamp(1, MAX_SINK_BUFFERS) as u64) << 48) | (total as u64 & ((1 << 48) - 1))
+}
+
+/// Reads `total` octets from `s`.
+///
+/// With one buffer (the raw TCP stream the goals compare against), every
+/// read lands at the start of one 1 MiB buffer, so the data touches no
+/// more memory than one read returns. With more, each 1 MiB buffer is
+/// filled from start to end before the next, going round `buffers` of
+/// them: the data lands in as much memory as `buffers` outstanding 1 MiB
+/// READ replies need, as RDMA Writes into their Write chunks do.
+async fn sink_into(s: &mut TcpStream, total: usize, buffers: usize) -> std::io::Result<()> {
+    let mut bufs: Vec<Vec<u8>> = (0..buffers).map(|_| vec![0u8; MIB]).collect();
+    let (mut got, mut i, mut at) = (0, 0, 0);
+    while got < total {
+        let n = s.read(&mut bufs[i][at..]).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        got += n;
+        if buffers > 1 {
+            at += n;
+            if at == MIB {
+                at = 0;
+                i = (i + 1) % buffers;
+            }
+        }
+    }
     Ok(())
 }
 
@@ -296,13 +340,20 @@ async fn tcp_batch(s: &mut TcpStream, n: usize) -> anyhow::Result<f64> {
 }
 
 /// Bytes per second of a raw TCP stream of `mib` 1 MiB writes (until the
-/// receiver confirms it read everything).
-async fn tcp_stream(addr: SocketAddr, mib: usize, data: &Bytes) -> anyhow::Result<f64> {
+/// receiver confirms it read everything), which the receiver reads into
+/// `buffers` 1 MiB buffers in turn ([`sink_into`]).
+async fn tcp_stream(
+    addr: SocketAddr,
+    mib: usize,
+    data: &Bytes,
+    buffers: usize,
+) -> anyhow::Result<f64> {
     let mut s = TcpStream::connect(addr).await?;
     s.set_nodelay(true)?;
     let total = mib * MIB;
     let t = Instant::now();
-    s.write_all(&(total as u64).to_be_bytes()).await?;
+    s.write_all(&sink_header_word(total, buffers).to_be_bytes())
+        .await?;
     for _ in 0..mib {
         s.write_all(data).await?;
     }
@@ -446,6 +497,8 @@ impl Series {
 struct Results {
     tcp_rtt: Series,
     tcp_stream: Series,
+    /// The raw TCP stream read into `--outstanding` buffers in turn.
+    tcp_stream_k: Series,
     oncrpc_null_rtt: Series,
     oncrpc_read: Series,
     oncrpc_write: Series,
@@ -456,6 +509,7 @@ struct Results {
     null_rtt_vs_tcp: Series,
     null_rtt_vs_oncrpc: Series,
     read_vs_tcp: Series,
+    read_vs_tcp_k: Series,
     write_vs_tcp: Series,
     read_vs_oncrpc: Series,
     write_vs_oncrpc: Series,
@@ -575,8 +629,14 @@ async fn client<D: Device + Clone>(
             r.rdma_null_rate.0.push(rate);
         }
         if args.wants(Measure::Read) {
-            let (tcp_bw, rdma_read, oncrpc_read) = triplet!(
-                step!("raw TCP stream", tcp_stream(a.sink, mib, &data)),
+            let ((tcp_bw, tcp_k_bw), rdma_read, oncrpc_read) = triplet!(
+                (
+                    step!("raw TCP stream", tcp_stream(a.sink, mib, &data, 1)),
+                    step!(
+                        "raw TCP stream into as many buffers as READs outstanding",
+                        tcp_stream(a.sink, mib, &data, k)
+                    )
+                ),
                 step!(
                     "RPC-over-RDMA READ 1 MiB",
                     rpc_throughput(&rdma, mib, k, false, &data)
@@ -590,11 +650,13 @@ async fn client<D: Device + Clone>(
             r.oncrpc_read.0.push(oncrpc_read);
             r.rdma_read.0.push(rdma_read);
             r.read_vs_tcp.0.push(rdma_read / tcp_bw);
+            r.tcp_stream_k.0.push(tcp_k_bw);
+            r.read_vs_tcp_k.0.push(rdma_read / tcp_k_bw);
             r.read_vs_oncrpc.0.push(rdma_read / oncrpc_read);
         }
         if args.wants(Measure::Write) {
             let (tcp_bw, rdma_write, oncrpc_write) = triplet!(
-                step!("raw TCP stream", tcp_stream(a.sink, mib, &data)),
+                step!("raw TCP stream", tcp_stream(a.sink, mib, &data, 1)),
                 step!(
                     "RPC-over-RDMA WRITE 1 MiB",
                     rpc_throughput(&rdma, mib, k, true, &data)
@@ -692,6 +754,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             "outstanding": args.outstanding,
             "raw_tcp_pingpong_rtt_us": num(r.tcp_rtt.median() * 1e6),
             "raw_tcp_stream_mib_per_s": num(mibs(r.tcp_stream.median())),
+            "raw_tcp_stream_into_outstanding_buffers_mib_per_s": num(mibs(r.tcp_stream_k.median())),
             "oncrpc_tcp_null_rtt_us": num(r.oncrpc_null_rtt.median() * 1e6),
             "oncrpc_tcp_read_1mib_mib_per_s": num(mibs(r.oncrpc_read.median())),
             "oncrpc_tcp_write_1mib_mib_per_s": num(mibs(r.oncrpc_write.median())),
@@ -706,6 +769,10 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
                 "write_1mib_vs_tcp": num(write_vs_tcp),
                 "read_1mib_vs_oncrpc_tcp": num(read_vs_oncrpc),
                 "write_1mib_vs_oncrpc_tcp": num(write_vs_oncrpc),
+            },
+            "context_ratios": {
+                "read_1mib_vs_tcp_into_outstanding_buffers": num(r.read_vs_tcp_k.median()),
+                "note": READ_FOOTPRINT,
             },
             "goals": {
                 "null_rtt_vs_tcp": null_goal,
@@ -722,6 +789,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
                 "null_rtt_vs_tcp": per_round(&r.null_rtt_vs_tcp, 1.0),
                 "null_rtt_vs_oncrpc_tcp": per_round(&r.null_rtt_vs_oncrpc, 1.0),
                 "read_1mib_vs_tcp": per_round(&r.read_vs_tcp, 1.0),
+                "read_1mib_vs_tcp_into_outstanding_buffers": per_round(&r.read_vs_tcp_k, 1.0),
                 "write_1mib_vs_tcp": per_round(&r.write_vs_tcp, 1.0),
                 "read_1mib_vs_oncrpc_tcp": per_round(&r.read_vs_oncrpc, 1.0),
                 "write_1mib_vs_oncrpc_tcp": per_round(&r.write_vs_oncrpc, 1.0),
@@ -742,6 +810,10 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
         for (name, v) in [
             ("raw TCP 64 B ping-pong RTT", us(r.tcp_rtt.median())),
             ("raw TCP stream", bw(r.tcp_stream.median())),
+            (
+                "raw TCP stream, --outstanding bufs",
+                bw(r.tcp_stream_k.median()),
+            ),
             ("ONC RPC/TCP NULL RTT", us(r.oncrpc_null_rtt.median())),
             ("ONC RPC/TCP READ 1 MiB", bw(r.oncrpc_read.median())),
             ("ONC RPC/TCP WRITE 1 MiB", bw(r.oncrpc_write.median())),
@@ -770,8 +842,54 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
         ] {
             println!("{name:<34} {v:>8.3} {goal:>8}");
         }
+        println!(
+            "{:<34} {:>8.3} {:>8}",
+            "READ vs raw TCP, --outstanding bufs",
+            r.read_vs_tcp_k.median(),
+            "context"
+        );
         println!("{}", seen.line());
         println!("{PROCEDURE_WORK}");
+        println!("{READ_FOOTPRINT}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sink_header_carries_length_and_buffers() {
+        assert_eq!(sink_header(sink_header_word(96 * MIB, 8)), (96 * MIB, 8));
+        // What the single-buffer streams (this bench's reference, `bench
+        // loop`) send: the bare length, read into one buffer.
+        assert_eq!(sink_header((5 * MIB) as u64), (5 * MIB, 1));
+        assert_eq!(sink_header_word(MIB, 0), sink_header_word(MIB, 1));
+        assert_eq!(
+            sink_header(sink_header_word(MIB, 100_000)),
+            (MIB, MAX_SINK_BUFFERS)
+        );
+    }
+
+    #[tokio::test]
+    async fn the_sink_reads_every_octet_into_rotating_buffers() {
+        for buffers in [1, 3] {
+            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = l.local_addr().unwrap();
+            let total = 2 * MIB + 12345;
+            let writer = tokio::spawn(async move {
+                let mut s = TcpStream::connect(addr).await.unwrap();
+                s.write_all(&vec![9u8; total]).await.unwrap();
+            });
+            let (mut s, _) = l.accept().await.unwrap();
+            sink_into(&mut s, total, buffers).await.unwrap();
+            writer.await.unwrap();
+            // Nothing is left over, and a short stream is an error.
+            let mut rest = Vec::new();
+            assert_eq!(s.read_to_end(&mut rest).await.unwrap(), 0);
+            let err = sink_into(&mut s, 1, buffers).await.unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);
+        }
+    }
 }

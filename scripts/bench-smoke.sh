@@ -52,6 +52,9 @@ echo "bench-smoke: --only read (both raw TCP streams)"
 has "$work/read.json" '"raw_tcp_stream_into_outstanding_buffers_mib_per_s":'
 has "$work/read.json" '"read_1mib_vs_tcp_into_outstanding_buffers":'
 grep -qE '"read_1mib_vs_tcp":[0-9]' "$work/read.json" || fail "bench --only read: no READ ratio"
+pgo=$(grep -oE '"pgo_build":(true|false)' "$work/read.json") ||
+    fail "bench: does not say whether the build has the PGO profile"
+echo "bench-smoke: $pgo (scripts/rustc-pgo)"
 
 echo "bench-smoke: scripts/bench-vs-tirpc.sh"
 ROUNDS=1 ROUND_TRIPS=200 MIB=4 NO_BUILD=1 RPCRDMA="$RPCRDMA" \

@@ -13,7 +13,10 @@
 # Environment:
 #   RPCRDMA      the binary (default: target/release/rpcrdma, built first
 #                with `cargo build --release -p rpcrdma-cli` unless
-#                NO_BUILD=1)
+#                NO_BUILD=1; that build uses the PGO profile where the
+#                toolchain can, scripts/rustc-pgo: build one with
+#                RPCRDMA_PGO=off and a CARGO_TARGET_DIR of its own, and
+#                pass it here, to count without)
 #   LOW, HIGH    round-trip counts (default 1000 and 3000)
 #   KEEP=DIR     keep the callgrind output files in DIR (for
 #                callgrind_annotate; the HIGH run minus the LOW run is the

@@ -66,6 +66,20 @@ cached. The clients check lengths only. The raw TCP stream only moves bytes.";
 /// every report).
 const READ_FOOTPRINT: &str = "The raw TCP stream the goals compare against reads every chunk into the start of one buffer. READ with --outstanding K calls of 1 MiB has K Write chunks of 1 MiB exposed at once, and the data lands in all of that memory; the second raw stream reads into K buffers of 1 MiB in turn, filling each, and the context ratio compares READ with it (no goal: it shows how much of the gap is where the data lands).";
 
+/// Whether this binary was built with the profile-guided optimization
+/// profile (`scripts/rustc-pgo` sets `--cfg rpcrdma_pgo` when it applies
+/// it; docs/performance.md, "Profile-guided optimization").
+pub(crate) const PGO_BUILD: bool = cfg!(rpcrdma_pgo);
+
+/// The report's line on how the binary was built.
+pub(crate) fn pgo_line() -> &'static str {
+    if PGO_BUILD {
+        "build: optimized with the PGO profile (pgo/; RPCRDMA_PGO=off builds without it)"
+    } else {
+        "build: without the PGO profile (a debug build, RPCRDMA_PGO=off, or a toolchain whose LLVM cannot read pgo/)"
+    }
+}
+
 /// Arguments of the RPC-level `rpcrdma bench`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct RpcBenchArgs {
@@ -797,6 +811,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             "wake_state": seen.json(),
             "one_cpu": one_cpu,
             "procedure_work": PROCEDURE_WORK,
+            "pgo_build": PGO_BUILD,
         });
         println!("{v}");
     } else {
@@ -849,6 +864,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             "context"
         );
         println!("{}", seen.line());
+        println!("{}", pgo_line());
         println!("{PROCEDURE_WORK}");
         println!("{READ_FOOTPRINT}");
     }

@@ -15,7 +15,10 @@
 #
 # Run it after changing code on the measured paths; a stale profile only
 # loses its effect on the functions that changed (see docs/performance.md,
-# "Profile-guided optimization"). Takes about 6 minutes.
+# "Profile-guided optimization"). Takes about 6 minutes. Cargo does not
+# track the profile file (the wrapper adds it), so the script removes the
+# optimized builds at the end; after a `git pull` that brings a new
+# profile, run `cargo clean --release` too.
 #
 # Needs llvm-profdata of rustc's LLVM major version (Debian:
 # apt-get install llvm-NN, NN as `rustc -vV` says).
@@ -73,4 +76,8 @@ wait "$server" || true
 
 "$profdata" merge --sparse -o pgo/x86_64-unknown-linux-gnu.profdata "$raw"/*.profraw
 echo "$major" >pgo/llvm-major
-echo "pgo-profile: wrote pgo/x86_64-unknown-linux-gnu.profdata ($(wc -c <pgo/x86_64-unknown-linux-gnu.profdata) octets, LLVM $major); rebuild with cargo build --release" >&2
+# Cargo does not see the flag the wrapper adds, so it would not rebuild
+# what the old profile optimized: remove the optimized builds.
+cargo clean -q --release
+cargo clean -q --profile cg 2>/dev/null || true
+echo "pgo-profile: wrote pgo/x86_64-unknown-linux-gnu.profdata ($(wc -c <pgo/x86_64-unknown-linux-gnu.profdata) octets, LLVM $major) and removed target/release; rebuild with cargo build --release" >&2

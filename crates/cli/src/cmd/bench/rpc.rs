@@ -31,6 +31,7 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::mpsc as std_mpsc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
@@ -265,15 +266,23 @@ pub(crate) async fn server<D: Device + Clone>(
             });
         }
     });
+    // The sink's buffers outlive a stream: the next one reads into memory
+    // already mapped, as the RPC paths reuse their pooled sinks, rather
+    // than faulting fresh pages in while it is timed.
+    let kept: Arc<std::sync::Mutex<Vec<Vec<u8>>>> = Arc::default();
     tokio::spawn(async move {
         while let Ok((mut s, _)) = sink.accept().await {
+            let kept = kept.clone();
             tokio::spawn(async move {
                 let mut len = [0u8; 8];
                 if s.read_exact(&mut len).await.is_err() {
                     return;
                 }
                 let (total, buffers) = sink_header(u64::from_be_bytes(len));
-                if sink_into(&mut s, total, buffers).await.is_ok() {
+                let mut bufs = std::mem::take(&mut *kept.lock().unwrap_or_else(|e| e.into_inner()));
+                let ok = sink_into(&mut s, total, buffers, &mut bufs).await.is_ok();
+                *kept.lock().unwrap_or_else(|e| e.into_inner()) = bufs;
+                if ok {
                     let _ = s.write_all(&[1]).await;
                 }
             });
@@ -311,8 +320,18 @@ fn sink_header_word(total: usize, buffers: usize) -> u64 {
 /// filled from start to end before the next, going round `buffers` of
 /// them: the data lands in as much memory as `buffers` outstanding 1 MiB
 /// READ replies need, as RDMA Writes into their Write chunks do.
-async fn sink_into(s: &mut TcpStream, total: usize, buffers: usize) -> std::io::Result<()> {
-    let mut bufs: Vec<Vec<u8>> = (0..buffers).map(|_| vec![0u8; MIB]).collect();
+///
+/// The buffers are `bufs`, made up to `buffers` of them first; they are
+/// left there for the next stream.
+async fn sink_into(
+    s: &mut TcpStream,
+    total: usize,
+    buffers: usize,
+    bufs: &mut Vec<Vec<u8>>,
+) -> std::io::Result<()> {
+    while bufs.len() < buffers {
+        bufs.push(vec![0u8; MIB]);
+    }
     let (mut got, mut i, mut at) = (0, 0, 0);
     while got < total {
         let n = s.read(&mut bufs[i][at..]).await?;
@@ -899,12 +918,15 @@ mod tests {
                 s.write_all(&vec![9u8; total]).await.unwrap();
             });
             let (mut s, _) = l.accept().await.unwrap();
-            sink_into(&mut s, total, buffers).await.unwrap();
+            let mut bufs = Vec::new();
+            sink_into(&mut s, total, buffers, &mut bufs).await.unwrap();
             writer.await.unwrap();
+            // The buffers are kept for the next stream.
+            assert_eq!(bufs.len(), buffers);
             // Nothing is left over, and a short stream is an error.
             let mut rest = Vec::new();
             assert_eq!(s.read_to_end(&mut rest).await.unwrap(), 0);
-            let err = sink_into(&mut s, 1, buffers).await.unwrap_err();
+            let err = sink_into(&mut s, 1, buffers, &mut bufs).await.unwrap_err();
             assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);
         }
     }

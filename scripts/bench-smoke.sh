@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The bench modes run end to end, briefly: `--sweep --plot`, `--clients`,
-# `--pin`, `--only read`, `bench verbs --pin` and scripts/bench-vs-tirpc.sh.
+# `--pin`, `--only read`, `--only write`, `bench verbs --pin` and
+# scripts/bench-vs-tirpc.sh.
 # Only the shape of the output is checked (every series named, a wake-up
 # state reported, an SVG written); no figure is, since time on a shared
 # machine is noise.
@@ -52,6 +53,13 @@ echo "bench-smoke: --only read (both raw TCP streams)"
 has "$work/read.json" '"raw_tcp_stream_into_outstanding_buffers_mib_per_s":'
 has "$work/read.json" '"read_1mib_vs_tcp_into_outstanding_buffers":'
 grep -qE '"read_1mib_vs_tcp":[0-9]' "$work/read.json" || fail "bench --only read: no READ ratio"
+echo "bench-smoke: --only write (with and without the demo's checksum)"
+"$RPCRDMA" bench --only write --rounds 1 --mib 4 --outstanding 2 --json \
+    >"$work/write.json" 2>/dev/null
+for key in write_1mib_vs_tcp write_1mib_no_checksum_vs_tcp write_1mib_no_checksum_vs_oncrpc_tcp \
+    rpcrdma_write_1mib_no_checksum_mib_per_s oncrpc_tcp_write_1mib_no_checksum_mib_per_s; do
+    grep -qE "\"$key\":[0-9]" "$work/write.json" || fail "bench --only write: no $key figure"
+done
 pgo=$(grep -oE '"pgo_build":(true|false)' "$work/read.json") ||
     fail "bench: does not say whether the build has the PGO profile"
 echo "bench-smoke: $pgo (scripts/rustc-pgo)"

@@ -61,7 +61,30 @@ const MIB: usize = 1 << 20;
 const PROCEDURE_WORK: &str = "READ/WRITE include the demo procedures' own work, for RPC-over-RDMA \
 and ONC RPC/TCP alike: the WRITE server computes the crc32c of every 1 MiB it receives (on a \
 blocking thread, off the connection's reader); READ's data and crc32c are generated once and \
-cached. The clients check lengths only. The raw TCP stream only moves bytes.";
+cached. The clients check lengths only. The raw TCP stream only moves bytes. The WRITE measures \
+are repeated with a bench-only procedure that takes the same arguments and computes no checksum \
+(write_1mib_no_checksum_*, context, no goal): the transports' own cost.";
+
+/// The bench server's own program (a number from ONC RPC's transient
+/// range, RFC 5531 section 8.3): its procedure [`BARE_WRITE`] takes the
+/// demo WRITE's arguments (the data as a Read chunk over RPC-over-RDMA)
+/// and answers the demo WRITE's results without the checksum (`crc32c`
+/// 0), so the WRITE measures can be repeated without the demo procedure's
+/// own work.
+const BARE_PROG: u32 = 0x4052_4257;
+/// [`BARE_PROG`]'s WRITE without a checksum.
+const BARE_WRITE: u32 = 1;
+
+/// What a throughput measure repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    /// The demo READ.
+    Read,
+    /// The demo WRITE (the server checksums the data).
+    Write,
+    /// [`BARE_WRITE`]: the same call, no checksum.
+    BareWrite,
+}
 
 /// What the second raw TCP stream of the READ measure is for (said in
 /// every report).
@@ -123,7 +146,8 @@ pub(crate) enum Measure {
     Rate,
     /// 1 MiB READ (raw TCP stream, RPC-over-RDMA, ONC RPC/TCP).
     Read,
-    /// 1 MiB WRITE (raw TCP stream, RPC-over-RDMA, ONC RPC/TCP).
+    /// 1 MiB WRITE (raw TCP stream, RPC-over-RDMA, ONC RPC/TCP), each
+    /// RPC path also without the demo procedure's checksum.
     Write,
 }
 
@@ -152,7 +176,7 @@ impl RpcBenchArgs {
             (Measure::Null, 1),
             (Measure::Rate, 1),
             (Measure::Read, 4),
-            (Measure::Write, 3),
+            (Measure::Write, 5),
         ]
         .iter()
         .filter(|(m, _)| self.wants(*m))
@@ -236,6 +260,15 @@ pub(crate) async fn server<D: Device + Clone>(
 ) -> anyhow::Result<()> {
     let mut services = Services::new();
     serve_demo(&mut services);
+    services
+        .program(BARE_PROG, 1)
+        .null()
+        .proc(BARE_WRITE, |_, a: WriteArgs| async move {
+            Ok(WriteRes {
+                count: u32::try_from(a.data.len()).unwrap_or(u32::MAX),
+                crc32c: 0,
+            })
+        });
     let server = Server::new(services, ServerConfig::default());
     let listen = ListenConfig {
         engine: args.rdma.server(),
@@ -456,13 +489,13 @@ async fn null_rate(c: &Client, n: usize, k: usize) -> anyhow::Result<f64> {
     Ok((per * k) as f64 / t.elapsed().as_secs_f64())
 }
 
-/// READ (`write == false`) or WRITE throughput of `mib` 1 MiB calls with
-/// `k` outstanding, in bytes per second.
+/// READ, WRITE or bare WRITE throughput of `mib` 1 MiB calls with `k`
+/// outstanding, in bytes per second.
 async fn rpc_throughput(
     c: &Client,
     mib: usize,
     k: usize,
-    write: bool,
+    op: Op,
     data: &Bytes,
 ) -> anyhow::Result<f64> {
     let per = mib.div_ceil(k);
@@ -473,12 +506,17 @@ async fn rpc_throughput(
         let data = data.clone();
         tasks.push(tokio::spawn(async move {
             for _ in 0..per {
-                if write {
+                if op != Op::Read {
+                    let (prog, vers, proc_) = if op == Op::Write {
+                        (PROGRAM, VERSION, procs::WRITE)
+                    } else {
+                        (BARE_PROG, 1, BARE_WRITE)
+                    };
                     let r: WriteRes = c
                         .call(
-                            PROGRAM,
-                            VERSION,
-                            procs::WRITE,
+                            prog,
+                            vers,
+                            proc_,
                             &WriteArgs { data: data.clone() },
                             &ulb::write(),
                         )
@@ -546,6 +584,11 @@ struct Results {
     write_vs_tcp: Series,
     read_vs_oncrpc: Series,
     write_vs_oncrpc: Series,
+    /// The WRITE measures repeated without the checksum ([`BARE_WRITE`]).
+    oncrpc_bare_write: Series,
+    rdma_bare_write: Series,
+    bare_write_vs_tcp: Series,
+    bare_write_vs_oncrpc: Series,
     version: u32,
 }
 
@@ -672,11 +715,11 @@ async fn client<D: Device + Clone>(
                 ),
                 step!(
                     "RPC-over-RDMA READ 1 MiB",
-                    rpc_throughput(&rdma, mib, k, false, &data)
+                    rpc_throughput(&rdma, mib, k, Op::Read, &data)
                 ),
                 step!(
                     "ONC RPC/TCP READ 1 MiB",
-                    rpc_throughput(&tcp, mib, k, false, &data)
+                    rpc_throughput(&tcp, mib, k, Op::Read, &data)
                 )
             );
             r.tcp_stream.0.push(tcp_bw);
@@ -688,15 +731,27 @@ async fn client<D: Device + Clone>(
             r.read_vs_oncrpc.0.push(rdma_read / oncrpc_read);
         }
         if args.wants(Measure::Write) {
-            let (tcp_bw, rdma_write, oncrpc_write) = triplet!(
+            let (tcp_bw, (rdma_write, rdma_bare), (oncrpc_write, oncrpc_bare)) = triplet!(
                 step!("raw TCP stream", tcp_stream(a.sink, mib, &data, 1)),
-                step!(
-                    "RPC-over-RDMA WRITE 1 MiB",
-                    rpc_throughput(&rdma, mib, k, true, &data)
+                (
+                    step!(
+                        "RPC-over-RDMA WRITE 1 MiB",
+                        rpc_throughput(&rdma, mib, k, Op::Write, &data)
+                    ),
+                    step!(
+                        "RPC-over-RDMA WRITE 1 MiB, no checksum",
+                        rpc_throughput(&rdma, mib, k, Op::BareWrite, &data)
+                    )
                 ),
-                step!(
-                    "ONC RPC/TCP WRITE 1 MiB",
-                    rpc_throughput(&tcp, mib, k, true, &data)
+                (
+                    step!(
+                        "ONC RPC/TCP WRITE 1 MiB",
+                        rpc_throughput(&tcp, mib, k, Op::Write, &data)
+                    ),
+                    step!(
+                        "ONC RPC/TCP WRITE 1 MiB, no checksum",
+                        rpc_throughput(&tcp, mib, k, Op::BareWrite, &data)
+                    )
                 )
             );
             r.tcp_stream.0.push(tcp_bw);
@@ -704,6 +759,10 @@ async fn client<D: Device + Clone>(
             r.rdma_write.0.push(rdma_write);
             r.write_vs_tcp.0.push(rdma_write / tcp_bw);
             r.write_vs_oncrpc.0.push(rdma_write / oncrpc_write);
+            r.oncrpc_bare_write.0.push(oncrpc_bare);
+            r.rdma_bare_write.0.push(rdma_bare);
+            r.bare_write_vs_tcp.0.push(rdma_bare / tcp_bw);
+            r.bare_write_vs_oncrpc.0.push(rdma_bare / oncrpc_bare);
         }
     }
     r.version = negotiated_version(&handle);
@@ -795,6 +854,8 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             "rpcrdma_null_rate_per_s": num(r.rdma_null_rate.median()),
             "rpcrdma_read_1mib_mib_per_s": num(mibs(r.rdma_read.median())),
             "rpcrdma_write_1mib_mib_per_s": num(mibs(r.rdma_write.median())),
+            "oncrpc_tcp_write_1mib_no_checksum_mib_per_s": num(mibs(r.oncrpc_bare_write.median())),
+            "rpcrdma_write_1mib_no_checksum_mib_per_s": num(mibs(r.rdma_bare_write.median())),
             "ratios": {
                 "null_rtt_vs_tcp": num(null_rtt_vs_tcp),
                 "null_rtt_vs_oncrpc_tcp": num(null_rtt_vs_oncrpc),
@@ -805,6 +866,8 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             },
             "context_ratios": {
                 "read_1mib_vs_tcp_into_outstanding_buffers": num(r.read_vs_tcp_k.median()),
+                "write_1mib_no_checksum_vs_tcp": num(r.bare_write_vs_tcp.median()),
+                "write_1mib_no_checksum_vs_oncrpc_tcp": num(r.bare_write_vs_oncrpc.median()),
                 "note": READ_FOOTPRINT,
             },
             "goals": {
@@ -826,6 +889,8 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
                 "write_1mib_vs_tcp": per_round(&r.write_vs_tcp, 1.0),
                 "read_1mib_vs_oncrpc_tcp": per_round(&r.read_vs_oncrpc, 1.0),
                 "write_1mib_vs_oncrpc_tcp": per_round(&r.write_vs_oncrpc, 1.0),
+                "write_1mib_no_checksum_vs_tcp": per_round(&r.bare_write_vs_tcp, 1.0),
+                "write_1mib_no_checksum_vs_oncrpc_tcp": per_round(&r.bare_write_vs_oncrpc, 1.0),
             },
             "wake_state": seen.json(),
             "one_cpu": one_cpu,
@@ -851,6 +916,10 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             ("ONC RPC/TCP NULL RTT", us(r.oncrpc_null_rtt.median())),
             ("ONC RPC/TCP READ 1 MiB", bw(r.oncrpc_read.median())),
             ("ONC RPC/TCP WRITE 1 MiB", bw(r.oncrpc_write.median())),
+            (
+                "ONC RPC/TCP WRITE, no checksum",
+                bw(r.oncrpc_bare_write.median()),
+            ),
             ("RPC-over-RDMA NULL RTT", us(r.rdma_null_rtt.median())),
             (
                 "RPC-over-RDMA NULL rate (32 out)",
@@ -858,6 +927,10 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             ),
             ("RPC-over-RDMA READ 1 MiB", bw(r.rdma_read.median())),
             ("RPC-over-RDMA WRITE 1 MiB", bw(r.rdma_write.median())),
+            (
+                "RPC-over-RDMA WRITE, no checksum",
+                bw(r.rdma_bare_write.median()),
+            ),
         ] {
             println!("{name:<34} {v:>16}");
         }
@@ -876,12 +949,19 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
         ] {
             println!("{name:<34} {v:>8.3} {goal:>8}");
         }
-        println!(
-            "{:<34} {:>8.3} {:>8}",
-            "READ vs raw TCP, --outstanding bufs",
-            r.read_vs_tcp_k.median(),
-            "context"
-        );
+        for (name, v) in [
+            (
+                "READ vs raw TCP, --outstanding bufs",
+                r.read_vs_tcp_k.median(),
+            ),
+            ("WRITE no checksum vs raw TCP", r.bare_write_vs_tcp.median()),
+            (
+                "WRITE no checksum vs ONC RPC/TCP",
+                r.bare_write_vs_oncrpc.median(),
+            ),
+        ] {
+            println!("{name:<34} {v:>8.3} {:>8}", "context");
+        }
         println!("{}", seen.line());
         println!("{}", pgo_line());
         println!("{PROCEDURE_WORK}");

@@ -180,6 +180,26 @@ iop_prepare_guest() {
     GUEST_CACHE=$ov
 }
 
+# iop_socat_shim: $IOP_WORK/socat-shim/socat, which run-guest.sh's guestfwd
+# finds first on PATH. QEMU runs `socat - TCP:127.0.0.1:N` for each guest
+# connection with the connection as its stdin, stdout *and stderr*, so
+# socat's own messages would reach the guest as bytes of the stream: "E
+# connect(...): Connection refused" while our server is down, "Broken pipe"
+# when it goes. The guest's siw takes the first for an MPA Reply, and the
+# 6.1 kernel's siw then oopses (siw_cm_upcall hands iw_cm the private data
+# of a Reply header it rejected, pd_len over 512, from a NULL buffer) and
+# the guest's RDMA stack is gone. The shim runs the real socat with its
+# messages in $IOP_WORK/socat.log instead: a refused connection then reaches
+# the guest as a plain close.
+iop_socat_shim() {
+    local dir=$IOP_WORK/socat-shim real
+    [ -x "$dir/socat" ] && return 0
+    real=$(command -v socat) || { iop_log "socat not installed (build-guest.sh installs it)"; return 1; }
+    mkdir -p "$dir"
+    printf '#!/bin/sh\nexec "%s" -lf "%s" "$@"\n' "$real" "$IOP_WORK/socat.log" >"$dir/socat"
+    chmod +x "$dir/socat"
+}
+
 # iop_guest_start NAME MODE [run-guest.sh options]: boots the guest in the
 # background; console log $IOP_WORK/NAME.log, capture $IOP_WORK/NAME.pcap.
 # Sets GUEST_PID (the run-guest.sh wrapper).
@@ -187,7 +207,8 @@ iop_guest_start() {
     local name=$1 mode=$2
     shift 2
     rm -f "$IOP_WORK/$name.log" "$IOP_WORK/$name.qemu.pid"
-    INTEROP_CACHE=$GUEST_CACHE "$IOP_GUEST_DIR/run-guest.sh" "$mode" \
+    iop_socat_shim
+    PATH=$IOP_WORK/socat-shim:$PATH INTEROP_CACHE=$GUEST_CACHE "$IOP_GUEST_DIR/run-guest.sh" "$mode" \
         --log "$IOP_WORK/$name.log" --pcap "$IOP_WORK/$name.pcap" \
         --pidfile "$IOP_WORK/$name.qemu.pid" "$@" >"$IOP_WORK/$name.run-guest.out" 2>&1 &
     GUEST_PID=$!

@@ -51,6 +51,9 @@
 #   IOP_NFS_FSX_RESTART_AT  restart the server after this many operations
 #                       of each fsx worker, its files open (default 150;
 #                       empty: no restart)
+#   IOP_NFS_RESTART_GAP  seconds the server stays down at that restart
+#                       (default 3): the kernel client's reconnects in
+#                       between are refused
 #   IOP_NFS_ROOT_SQUASH=1  serve every run with root squashed (the default of
 #                       rpcrdma nfs serve) instead of --no-root-squash; the
 #                       fsx runs then keep the owner's rw bits (--owner-rw)
@@ -59,8 +62,9 @@
 #                       server restarted for it, and checks that the guest
 #                       root's files belong to uid 65534 on the host)
 #   IOP_NFS_FSX_WIRE_CHECK=1  tshark (wire-check.sh) on fsx-rdma's capture
-#                       too (about 3 minutes for the default run's 40 MB;
-#                       fsx-rdma then runs without the restart)
+#                       too (about 3 minutes for the default run's 40 MB),
+#                       every connection of it: before the restart, the
+#                       refused ones, after it
 #   IOP_NFS_SERVE_ARGS  more options for rpcrdma nfs serve (default --mulpdu 1448)
 #   plus those of common.sh (RPCRDMA_BIN, IOP_WORK, INTEROP_CACHE ...)
 #
@@ -75,6 +79,7 @@ RP=${IOP_NFS_RDMA_PORT:-20049}
 MP=${IOP_NFS_MOUNT_PORT:-20048}
 TP=${IOP_NFS_TCP_PORT:-2049}
 BIG=${IOP_NFS_BIG_MIB:-64}
+GAP=${IOP_NFS_RESTART_GAP:-3}
 PROTOS=${IOP_NFS_PROTOS:-rdma tcp rdma-short fsx-rdma fsx-tcp}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -192,12 +197,15 @@ restart_when_paused() {
         fi
         n=$(find "$dir" -maxdepth 1 -name 'pause-p*' 2>/dev/null | wc -l)
         if [ "$n" -ge "$procs" ]; then
-            iop_log "every nfs-fsx worker paused: restarting the server under the mount"
+            iop_log "every nfs-fsx worker paused: restarting the server under the mount (down for ${GAP} s)"
             kill -TERM "$SERVER_PID" 2>/dev/null
             iop_wait_pid "$SERVER_PID" 30
             rc=$?
             [ "$rc" = 0 ]
             iop_result "server stopped with the mount in use (SIGTERM)" $? "exit $rc"
+            # The server stays down a while: the client's reconnects are
+            # refused meanwhile, as when a real server reboots.
+            sleep "$GAP"
             start_server
             iop_result "server restarted (same state directory)" $? "pid $SERVER_PID"
             touch "$dir/resume"
@@ -215,12 +223,6 @@ fsx_run() {
     local run=$1 proto=$2 port=$3 script log rc secs t fails oks
     local seed=${IOP_NFS_FSX_SEED:-1} ops=${IOP_NFS_FSX_OPS:-300} procs=${IOP_NFS_FSX_PROCS:-2}
     local restart=${IOP_NFS_FSX_RESTART_AT-150}
-    if [ "$proto" = rdma ] && [ "${IOP_NFS_FSX_WIRE_CHECK:-0}" = 1 ]; then
-        # No restart in a capture for tshark: the guest's socat (run-guest.sh's
-        # guestfwd) writes its "Broken pipe" message into the old connection
-        # when the server goes, and the guest's siw rightly terminates it.
-        restart=
-    fi
     script=$IOP_WORK/$run.sh
     {
         echo "SERVER=10.0.2.100 NFS_PORT=$port MNT_PORT=$MP PROTO=$proto RUN=$run"

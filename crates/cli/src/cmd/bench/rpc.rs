@@ -506,42 +506,40 @@ async fn rpc_throughput(
         let data = data.clone();
         tasks.push(tokio::spawn(async move {
             for _ in 0..per {
-                if op != Op::Read {
-                    let (prog, vers, proc_) = if op == Op::Write {
-                        (PROGRAM, VERSION, procs::WRITE)
-                    } else {
-                        (BARE_PROG, 1, BARE_WRITE)
-                    };
-                    let r: WriteRes = c
-                        .call(
-                            prog,
-                            vers,
-                            proc_,
-                            &WriteArgs { data: data.clone() },
-                            &ulb::write(),
-                        )
-                        .await?;
-                    if r.count as usize != MIB {
-                        bail!("WRITE: server saw {} bytes", r.count);
+                let (prog, vers, proc_) = match op {
+                    Op::Read => {
+                        let r: ReadRes = c
+                            .call(
+                                PROGRAM,
+                                VERSION,
+                                procs::READ,
+                                &ReadArgs {
+                                    seed: 1,
+                                    count: MIB as u32,
+                                },
+                                &ulb::read(MIB as u32),
+                            )
+                            .await?;
+                        match r {
+                            ReadRes::DemoOk(ReadResok { data, .. }) if data.len() == MIB => {}
+                            _ => bail!("READ returned the wrong amount of data"),
+                        }
+                        continue;
                     }
-                } else {
-                    let hints = ulb::read(MIB as u32);
-                    let r: ReadRes = c
-                        .call(
-                            PROGRAM,
-                            VERSION,
-                            procs::READ,
-                            &ReadArgs {
-                                seed: 1,
-                                count: MIB as u32,
-                            },
-                            &hints,
-                        )
-                        .await?;
-                    match r {
-                        ReadRes::DemoOk(ReadResok { data, .. }) if data.len() == MIB => {}
-                        _ => bail!("READ returned the wrong amount of data"),
-                    }
+                    Op::Write => (PROGRAM, VERSION, procs::WRITE),
+                    Op::BareWrite => (BARE_PROG, 1, BARE_WRITE),
+                };
+                let r: WriteRes = c
+                    .call(
+                        prog,
+                        vers,
+                        proc_,
+                        &WriteArgs { data: data.clone() },
+                        &ulb::write(),
+                    )
+                    .await?;
+                if r.count as usize != MIB {
+                    bail!("WRITE: server saw {} bytes", r.count);
                 }
             }
             Ok(())

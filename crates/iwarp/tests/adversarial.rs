@@ -840,6 +840,43 @@ fn bad_replies() {
     assert!(matches!(error(&v), ProtocolError::MpaUnexpectedKey { .. }));
 }
 
+/// Text where the MPA Reply belongs: what the kernel's siw received in CI
+/// when QEMU's guestfwd gave socat's stderr to the connection while our
+/// server was down (docs/nfs.md). The 6.1 kernel's siw rejects that header
+/// and then oopses handing its private data up. Ours refuses it at the key,
+/// whatever part of it has come, answers nothing and reports no
+/// connection; the close that follows changes nothing.
+#[test]
+fn text_where_the_reply_belongs() {
+    let text: &[u8] = b"2026/11/28 08:01:22 socat[9796] E connect(5, AF=2 127.0.0.1:20049, 16): Connection refused\n";
+    for cut in [1, 16, 20, text.len()] {
+        let conn = Connection::initiator(Config::default(), Bytes::new(), Instant::now()).unwrap();
+        let mut v = Victim {
+            side: Side::new(conn, 4),
+            crc: false,
+            fpdu_start: 0,
+        };
+        v.flush_out();
+        let sent = v.side.sent.len();
+        assert!(sent > 0, "the initiator sends its MPA Request first");
+        v.feed(&text[..cut]);
+        assert_eq!(v.side.sent.len(), sent, "nothing answered (cut {cut})");
+        assert!(
+            matches!(error(&v), ProtocolError::MpaFrame(_)),
+            "cut {cut}: {:?}",
+            v.side.closed_error()
+        );
+        assert!(!v
+            .side
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Established(_))));
+        v.side.conn.handle_eof();
+        v.collect();
+        assert!(matches!(error(&v), ProtocolError::MpaFrame(_)));
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 

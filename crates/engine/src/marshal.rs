@@ -211,9 +211,15 @@ impl<P: ProtectionDomain> Regs<'_, P> {
                 BytesMut::zeroed(len as usize)
             }
         };
+        // SCRATCH: only the prefix the reply says was written is read
+        // (`requester.rs`, `take_prefix`), so software iWARP may place the
+        // responder's Writes several FPDUs per socket read.
         let mr = self
             .pd
-            .register_mut(buf, Access::LOCAL_WRITE | Access::REMOTE_WRITE)
+            .register_mut(
+                buf,
+                Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::SCRATCH,
+            )
             .map_err(CallError::Register)?;
         let segment = Segment {
             handle: mr.rkey(),

@@ -24,6 +24,17 @@ impl Access {
     pub const REMOTE_WRITE: Access = Access(2);
     /// The peer may RDMA Read from the region.
     pub const REMOTE_READ: Access = Access(4);
+    /// Not a right but the owner's promise about a region the peer may
+    /// RDMA Write ([`Access::REMOTE_WRITE`]): the owner reads only the
+    /// octets the peer's Writes target, so the provider may change other
+    /// octets of the region while the peer writes. Software iWARP then
+    /// places the FPDUs of an RDMA Write that follow the current one on a
+    /// guess, several per socket read, and a wrong guess may leave octets
+    /// past the end of that Write changed (never outside the region, and
+    /// never in another region). RPC-over-RDMA's Write and Reply chunk
+    /// sinks are such regions: only what the responder wrote is read.
+    /// Providers that place by hardware (rdma-core) ignore it.
+    pub const SCRATCH: Access = Access(1 << 31);
 
     /// The raw bits.
     pub const fn bits(self) -> u32 {
@@ -33,6 +44,20 @@ impl Access {
     /// Whether every right in `other` is in `self`.
     pub const fn contains(self, other: Access) -> bool {
         self.0 & other.0 == other.0
+    }
+
+    /// The rights alone, without [`Access::SCRATCH`]: in the bit layout
+    /// of rdma-core's `ibv_access_flags` (1 local write, 2 remote write,
+    /// 4 remote read).
+    ///
+    /// ```
+    /// use rpcrdma_verbs::Access;
+    /// let a = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::SCRATCH;
+    /// assert_eq!(a.rights(), Access::LOCAL_WRITE | Access::REMOTE_WRITE);
+    /// assert_eq!(a.rights().bits(), 3);
+    /// ```
+    pub const fn rights(self) -> Access {
+        Access(self.0 & (Self::LOCAL_WRITE.0 | Self::REMOTE_WRITE.0 | Self::REMOTE_READ.0))
     }
 
     /// Whether the region may be written at all (locally or remotely).
@@ -61,6 +86,7 @@ impl core::fmt::Debug for Access {
             (Self::LOCAL_WRITE, "LOCAL_WRITE"),
             (Self::REMOTE_WRITE, "REMOTE_WRITE"),
             (Self::REMOTE_READ, "REMOTE_READ"),
+            (Self::SCRATCH, "SCRATCH"),
         ] {
             if self.contains(bit) {
                 parts.push(name);

@@ -25,6 +25,18 @@
 //! guessed, the octets read into the sink from there on are copied out and
 //! processed like any other input (so the outcome is exactly that of
 //! reading the stream FPDU by FPDU).
+//!
+//! # ... and of an RDMA Write into a scratch region
+//!
+//! The FPDUs of an RDMA Write follow each other too, but the receiver does
+//! not know where the Write ends, and verbs promises that octets a Write
+//! does not target stay as they were. So the guess is made for a Write
+//! only into a region its owner registered with [`Access::SCRATCH`]
+//! (promising to read only what the peer wrote: RPC-over-RDMA's Write and
+//! Reply chunk sinks), only behind an FPDU that is not the Write's last,
+//! and never past the region's end (the FPDU reaching it guessed as the
+//! last). A wrong guess is handled as for a Read Response; the octets it
+//! put past the Write's end stay there, inside the region.
 
 use super::place::{place, Target};
 use super::{ConnError, Connection, Phase, ProtocolError};
@@ -34,6 +46,7 @@ use crate::ddp::{DdpHeader, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
 use crate::fpdu::{crc_from_wire, pad_len, MPA_CRC_LEN, MPA_LEN_FIELD};
 use crate::mr::MrTable;
 use crate::rdmap::{Opcode, ReadRequest, Terminate, READ_REQUEST_LEN};
+use rpcrdma_verbs::Access;
 
 /// Staging buffer size.
 const STAGE_CAP: usize = 16 * 1024;
@@ -44,7 +57,7 @@ const STAGE_READ: usize = 4096;
 const SPILL_WITH_DIRECT: usize = 512;
 /// Payload remainders at least this long are read in place.
 const DIRECT_MIN: usize = 1024;
-/// Most further FPDUs of a Read Response offered in one read.
+/// Most further FPDUs of a Read Response or Write offered in one read.
 const MAX_SPEC: usize = 16;
 /// Octets between two payloads of a Read Response: pad, CRC, the next
 /// FPDU's length field and tagged header.
@@ -61,8 +74,12 @@ pub(super) struct Spec {
     /// Octets of each gap (before payload `k`) and each payload.
     gaps: [usize; MAX_SPEC],
     pays: [usize; MAX_SPEC],
-    /// Whether payload `k` would end the Read.
+    /// Whether payload `k` would end the message.
     lasts: [bool; MAX_SPEC],
+    /// The message's opcode (Read Response or RDMA Write) and the right
+    /// its placement needs.
+    opcode: Opcode,
+    needed: Access,
 }
 
 impl Spec {
@@ -73,6 +90,8 @@ impl Spec {
         gaps: [0; MAX_SPEC],
         pays: [0; MAX_SPEC],
         lasts: [false; MAX_SPEC],
+        opcode: Opcode::READ_RESPONSE,
+        needed: Access::LOCAL_WRITE,
     };
 
     fn payload_len(&self) -> usize {
@@ -243,33 +262,55 @@ impl Connection {
         }
     }
 
-    /// The further FPDUs of the Read Response being placed, as guessed
-    /// from the current one: same payload size, consecutive offsets, never
-    /// past the end of the Read. Planned into `rx.spec` (`count` 0: no
-    /// guess); only `count` is reset, so that a message without a guess
-    /// (every small one) does not clear the whole plan.
-    fn plan_speculation(&mut self) {
+    /// The further FPDUs of the Read Response (or RDMA Write) being
+    /// placed, as guessed from the current one: same payload size,
+    /// consecutive offsets, never past the end of the Read. Planned into
+    /// `rx.spec` (`count` 0: no guess); only `count` is reset, so that a
+    /// message without a guess (every small one) does not clear the whole
+    /// plan.
+    ///
+    /// An RDMA Write is guessed only into a region its owner registered
+    /// with [`Access::SCRATCH`], and only while the current FPDU is not
+    /// the Write's last: the guess runs to the region's end at most (its
+    /// last FPDU guessed as the one reaching it), and the octets of a
+    /// wrong guess stay where they landed, inside that region.
+    fn plan_speculation(&mut self, mrs: &MrTable) {
         self.rx.spec.count = 0;
         let rx = &mut self.rx;
         let Target::Mr {
             stag,
             addr,
-            read_response: true,
-            ..
+            read_response,
+            needed,
         } = rx.target
         else {
-            return;
-        };
-        let Some(e) = self.orq.front() else {
             return;
         };
         let Some(size) = rx.ulpdu_len.checked_sub(TAGGED_HEADER_LEN) else {
             return;
         };
-        let mut rest = e
-            .len
-            .saturating_sub(e.received)
-            .saturating_sub(rx.remaining as u64);
+        let mut rest = if read_response {
+            let Some(e) = self.orq.front() else {
+                return;
+            };
+            rx.spec.opcode = Opcode::READ_RESPONSE;
+            e.len
+                .saturating_sub(e.received)
+                .saturating_sub(rx.remaining as u64)
+        } else {
+            if rx.hdr.is_none_or(|h| h.control.last) {
+                return;
+            }
+            let Some(info) = mrs.info(stag) else {
+                return;
+            };
+            if !info.access.contains(Access::SCRATCH) {
+                return;
+            }
+            rx.spec.opcode = Opcode::WRITE;
+            (info.addr + info.len as u64).saturating_sub(addr + rx.remaining as u64)
+        };
+        rx.spec.needed = needed;
         let spec = &mut rx.spec;
         spec.stag = stag;
         spec.addr = addr + rx.remaining as u64;
@@ -310,7 +351,7 @@ impl Connection {
         }
         let direct_len = self.direct_len();
         if speculate && direct_len > 0 {
-            self.plan_speculation();
+            self.plan_speculation(mrs);
         }
         self.rx.compact();
         let Connection { rx, recv_cur, .. } = self;
@@ -404,7 +445,7 @@ impl Connection {
     }
 
     /// Processes what a read put into the guessed FPDUs of a Read Response
-    /// (`left` octets after the direct buffer), in stream order.
+    /// or Write (`left` octets after the direct buffer), in stream order.
     ///
     /// Each gap is taken only if the payload before it ended where guessed
     /// and the header in it is the guessed one; from the first gap where
@@ -443,7 +484,7 @@ impl Connection {
                 self.placed_direct(p, mrs);
             } else {
                 let v = other.get_or_insert_with(Vec::new);
-                match mrs.slice_mut(spec.stag, addr, p, rpcrdma_verbs::Access::LOCAL_WRITE) {
+                match mrs.slice_mut(spec.stag, addr, p, spec.needed) {
                     Ok(s) => v.extend_from_slice(s),
                     // Offered under the same lock, so it is there; a sink
                     // that is not is a local protection error.
@@ -503,20 +544,20 @@ impl Connection {
             return false;
         };
         let ulpdu = (spec.pays[k] + TAGGED_HEADER_LEN) as u16;
-        let header = DdpHeader::tagged(spec.lasts[k], Opcode::READ_RESPONSE, spec.stag, addr);
+        let header = DdpHeader::tagged(spec.lasts[k], spec.opcode, spec.stag, addr);
         let (bytes, n) = header.to_array();
         gap[h..h + MPA_LEN_FIELD] == ulpdu.to_be_bytes() && gap[h + MPA_LEN_FIELD..] == bytes[..n]
     }
 
     /// Whether the parser now expects `p` payload octets of the Read
-    /// Response at `addr` of the sink `stag` (the guess held).
+    /// Response or Write at `addr` of the region `stag` (the guess held).
     fn continues_read(&self, stag: u32, addr: u64, p: usize) -> bool {
         let rx = &self.rx;
         !rx.dead
             && rx.st == St::Payload
             && rx.start == rx.end
             && rx.remaining >= p
-            && matches!(rx.target, Target::Mr { stag: s, addr: a, read_response: true, .. } if s == stag && a == addr)
+            && matches!(rx.target, Target::Mr { stag: s, addr: a, .. } if s == stag && a == addr)
     }
 
     /// Feeds received octets by copying them (for tests, tools and

@@ -277,7 +277,8 @@ impl PdInner {
                 self.pd,
                 addr.cast(),
                 len,
-                access.bits(),
+                // The rights only: SCRATCH is for software placement.
+                access.rights().bits(),
                 &mut lkey,
                 &mut rkey,
             )

@@ -388,8 +388,8 @@ fn read_response_without_a_request() {
     assert!(v.side.contents(mr.key).iter().all(|&b| b == 0));
 }
 
-/// An initiator fed by a raw responder.
-fn victim_initiator(reply: MpaFrame) -> Victim {
+/// An initiator that has sent its MPA Request to a raw responder.
+fn fresh_initiator() -> Victim {
     let conn = Connection::initiator(Config::default(), Bytes::new(), Instant::now()).unwrap();
     let mut v = Victim {
         side: Side::new(conn, 4),
@@ -398,6 +398,12 @@ fn victim_initiator(reply: MpaFrame) -> Victim {
     };
     v.flush_out();
     v.fpdu_start = v.side.sent.len();
+    v
+}
+
+/// An initiator fed `reply` by a raw responder.
+fn victim_initiator(reply: MpaFrame) -> Victim {
+    let mut v = fresh_initiator();
     v.feed(&mpa_bytes(&reply));
     v
 }
@@ -850,13 +856,7 @@ fn bad_replies() {
 fn text_where_the_reply_belongs() {
     let text: &[u8] = b"2026/11/28 08:01:22 socat[9796] E connect(5, AF=2 127.0.0.1:20049, 16): Connection refused\n";
     for cut in [1, 16, 20, text.len()] {
-        let conn = Connection::initiator(Config::default(), Bytes::new(), Instant::now()).unwrap();
-        let mut v = Victim {
-            side: Side::new(conn, 4),
-            crc: false,
-            fpdu_start: 0,
-        };
-        v.flush_out();
+        let mut v = fresh_initiator();
         let sent = v.side.sent.len();
         assert!(sent > 0, "the initiator sends its MPA Request first");
         v.feed(&text[..cut]);

@@ -104,9 +104,11 @@ fn read_answered_by_hand(p: &mut Pair, len: usize, src: (u32, u64)) -> (u32, u64
     (sink.key, sink.addr)
 }
 
-/// The Read Response for `payload` at `(stag, to)` cut into FPDUs of the
-/// given payload sizes (cycled), then a Send of `tail`.
-fn response(
+/// The FPDUs of a tagged message (`opcode`: Read Response or RDMA Write)
+/// of `payload` at `(stag, to)` cut into the given payload sizes (cycled),
+/// then a Send of `tail`.
+fn tagged_stream(
+    opcode: Opcode,
     stag: u32,
     to: u64,
     payload: &[u8],
@@ -121,7 +123,7 @@ fn response(
         let n = sizes[i % sizes.len()].max(1).min(payload.len() - off);
         i += 1;
         let last = off + n == payload.len();
-        let h = DdpHeader::tagged(last, Opcode::READ_RESPONSE, stag, to + off as u64);
+        let h = DdpHeader::tagged(last, opcode, stag, to + off as u64);
         out.extend(fpdu(h, &payload[off..off + n], crc));
         off += n;
     }
@@ -158,7 +160,15 @@ fn check_outcome(crc: bool, len: usize, sizes: &[usize], splits: &[usize]) {
             buf: bytes::BytesMut::zeroed(64),
         })
         .unwrap();
-    let stream = response(stag, to, &payload, sizes, b"after the read", crc);
+    let stream = tagged_stream(
+        Opcode::READ_RESPONSE,
+        stag,
+        to,
+        &payload,
+        sizes,
+        b"after the read",
+        crc,
+    );
     deliver(&mut p, &stream, splits);
     while let Some(w) = p.a.conn.poll_completion() {
         p.a.wcs.push(w);
@@ -287,32 +297,6 @@ fn an_rdma_write_into_a_scratch_region_arrives_in_few_reads() {
 const MARGIN: usize = 3000;
 const SENTINEL: u8 = 0xA5;
 
-/// The FPDUs of an RDMA Write of `payload` at `(stag, to)` cut into the
-/// given payload sizes (cycled), then a Send of `tail`.
-fn write_stream(
-    stag: u32,
-    to: u64,
-    payload: &[u8],
-    sizes: &[usize],
-    tail: &[u8],
-    crc: bool,
-) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut off = 0;
-    let mut i = 0;
-    while off < payload.len() {
-        let n = sizes[i % sizes.len()].max(1).min(payload.len() - off);
-        i += 1;
-        let last = off + n == payload.len();
-        let h = DdpHeader::tagged(last, Opcode::WRITE, stag, to + off as u64);
-        out.extend(fpdu(h, &payload[off..off + n], crc));
-        off += n;
-    }
-    let h = DdpHeader::untagged(true, Opcode::SEND, 0, 0, 1, 0);
-    out.extend(fpdu(h, tail, crc));
-    out
-}
-
 /// An RDMA Write of `len` octets MARGIN into a region of `len + 2 *
 /// MARGIN` (or of `len + MARGIN`, the Write reaching its end, with
 /// `to_end`) filled with SENTINEL, then a Send: the Write's octets and the
@@ -348,7 +332,15 @@ fn check_write_outcome(
         })
         .unwrap();
     let to = sink.addr + MARGIN as u64;
-    let stream = write_stream(sink.key, to, &payload, sizes, b"after the write", crc);
+    let stream = tagged_stream(
+        Opcode::WRITE,
+        sink.key,
+        to,
+        &payload,
+        sizes,
+        b"after the write",
+        crc,
+    );
     deliver(&mut p, &stream, splits);
     while let Some(w) = p.a.conn.poll_completion() {
         p.a.wcs.push(w);

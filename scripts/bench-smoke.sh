@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The bench modes run end to end, briefly: `--sweep --plot`, `--clients`,
-# `--pin`, `--only read`, `--only write`, `bench verbs --pin` and
-# scripts/bench-vs-tirpc.sh.
+# `--pin`, `--only read`, `--only write` (with the CPU cost per MiB),
+# `bench verbs --pin` and scripts/bench-vs-tirpc.sh.
 # Only the shape of the output is checked (every series named, a wake-up
 # state reported, an SVG written); no figure is, since time on a shared
 # machine is noise.
@@ -60,6 +60,13 @@ for key in write_1mib_vs_tcp write_1mib_no_checksum_vs_tcp write_1mib_no_checksu
     rpcrdma_write_1mib_no_checksum_mib_per_s oncrpc_tcp_write_1mib_no_checksum_mib_per_s; do
     grep -qE "\"$key\":[0-9]" "$work/write.json" || fail "bench --only write: no $key figure"
 done
+echo "bench-smoke: CPU per MiB and CPUs busy of every WRITE measure"
+for key in raw_tcp_stream rpcrdma_write_1mib rpcrdma_write_1mib_no_checksum \
+    oncrpc_tcp_write_1mib oncrpc_tcp_write_1mib_no_checksum write_1mib_cpu_per_mib_vs_tcp; do
+    grep -qE "\"$key\":[0-9]" "$work/write.json" || fail "bench --only write: no CPU figure $key"
+done
+has "$work/write.json" '"cpus_busy":{"'
+has "$work/write.json" '"cpu_note":'
 pgo=$(grep -oE '"pgo_build":(true|false)' "$work/read.json") ||
     fail "bench: does not say whether the build has the PGO profile"
 echo "bench-smoke: $pgo (scripts/rustc-pgo)"

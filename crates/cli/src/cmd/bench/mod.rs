@@ -7,6 +7,7 @@
 //! trips saw, and `--pin` runs it on one CPU (`wake.rs`).
 
 pub(crate) mod call_loop;
+pub(crate) mod cpu;
 pub(crate) mod plot;
 pub(crate) mod rpc;
 pub(crate) mod scale;

@@ -50,6 +50,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
+use super::cpu::{Moved, Stopwatch};
 use super::{median, num, on_thread};
 use crate::cmd::provider::{Setup, WithDevice};
 use crate::cmd::rdma_opts::RdmaOpts;
@@ -89,6 +90,13 @@ enum Op {
 /// What the second raw TCP stream of the READ measure is for (said in
 /// every report).
 const READ_FOOTPRINT: &str = "The raw TCP stream the goals compare against reads every chunk into the start of one buffer. READ with --outstanding K calls of 1 MiB has K Write chunks of 1 MiB exposed at once, and the data lands in all of that memory; the second raw stream reads into K buffers of 1 MiB in turn, filling each, and the context ratio compares READ with it (no goal: it shows how much of the gap is where the data lands).";
+
+/// How to read the CPU figures (said in every report).
+const CPU_COST: &str = "CPU per MiB: the CPU time of every thread of this process (both ends, the \
+kernel's work in their system calls included) over the data moved; CPUs busy: that CPU time over \
+the wall-clock time. Throughput is CPUs busy over CPU per MiB, so a path costing N times the raw \
+TCP stream's CPU per MiB reaches at most 1/N of its throughput unless it keeps more CPUs busy \
+(docs/performance.md, \"WRITE's CPU budget\").";
 
 /// Whether this binary was built with the profile-guided optimization
 /// profile (`scripts/rustc-pgo` sets `--cfg rpcrdma_pgo` when it applies
@@ -405,19 +413,19 @@ async fn tcp_batch(s: &mut TcpStream, n: usize) -> anyhow::Result<f64> {
     Ok(t.elapsed().as_secs_f64())
 }
 
-/// Bytes per second of a raw TCP stream of `mib` 1 MiB writes (until the
-/// receiver confirms it read everything), which the receiver reads into
-/// `buffers` 1 MiB buffers in turn ([`sink_into`]).
+/// A raw TCP stream of `mib` 1 MiB writes (until the receiver confirms it
+/// read everything), which the receiver reads into `buffers` 1 MiB
+/// buffers in turn ([`sink_into`]).
 async fn tcp_stream(
     addr: SocketAddr,
     mib: usize,
     data: &Bytes,
     buffers: usize,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<Moved> {
     let mut s = TcpStream::connect(addr).await?;
     s.set_nodelay(true)?;
     let total = mib * MIB;
-    let t = Instant::now();
+    let t = Stopwatch::start();
     s.write_all(&sink_header_word(total, buffers).to_be_bytes())
         .await?;
     for _ in 0..mib {
@@ -425,7 +433,7 @@ async fn tcp_stream(
     }
     let mut ack = [0u8; 1];
     s.read_exact(&mut ack).await?;
-    Ok(total as f64 / t.elapsed().as_secs_f64())
+    Ok(t.stop(total))
 }
 
 /// Seconds taken by `n` sequential NULL calls.
@@ -497,9 +505,9 @@ async fn rpc_throughput(
     k: usize,
     op: Op,
     data: &Bytes,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<Moved> {
     let per = mib.div_ceil(k);
-    let t = Instant::now();
+    let t = Stopwatch::start();
     let mut tasks = Vec::new();
     for _ in 0..k {
         let c = c.clone();
@@ -548,7 +556,7 @@ async fn rpc_throughput(
     for t in tasks {
         t.await??;
     }
-    Ok((per * k * MIB) as f64 / t.elapsed().as_secs_f64())
+    Ok(t.stop(per * k * MIB))
 }
 
 /// One figure per round.
@@ -561,20 +569,39 @@ impl Series {
     }
 }
 
+/// A throughput measure's figures, one per round ([`Moved`]).
+#[derive(Default)]
+struct Flow {
+    /// Octets per second.
+    bw: Series,
+    /// CPU milliseconds (all threads) per MiB.
+    cpu: Series,
+    /// CPUs kept busy.
+    busy: Series,
+}
+
+impl Flow {
+    fn push(&mut self, m: Moved) {
+        self.bw.0.push(m.bytes_per_s);
+        self.cpu.0.push(m.cpu_ms_per_mib);
+        self.busy.0.push(m.cpus_busy);
+    }
+}
+
 /// Every figure of every round, and the per-round ratios.
 #[derive(Default)]
 struct Results {
     tcp_rtt: Series,
-    tcp_stream: Series,
+    tcp_stream: Flow,
     /// The raw TCP stream read into `--outstanding` buffers in turn.
-    tcp_stream_k: Series,
+    tcp_stream_k: Flow,
     oncrpc_null_rtt: Series,
-    oncrpc_read: Series,
-    oncrpc_write: Series,
+    oncrpc_read: Flow,
+    oncrpc_write: Flow,
     rdma_null_rtt: Series,
     rdma_null_rate: Series,
-    rdma_read: Series,
-    rdma_write: Series,
+    rdma_read: Flow,
+    rdma_write: Flow,
     null_rtt_vs_tcp: Series,
     null_rtt_vs_oncrpc: Series,
     read_vs_tcp: Series,
@@ -583,10 +610,14 @@ struct Results {
     read_vs_oncrpc: Series,
     write_vs_oncrpc: Series,
     /// The WRITE measures repeated without the checksum ([`BARE_WRITE`]).
-    oncrpc_bare_write: Series,
-    rdma_bare_write: Series,
+    oncrpc_bare_write: Flow,
+    rdma_bare_write: Flow,
     bare_write_vs_tcp: Series,
     bare_write_vs_oncrpc: Series,
+    /// Ours' CPU per MiB over the raw TCP stream's of the same round.
+    read_cpu_vs_tcp: Series,
+    write_cpu_vs_tcp: Series,
+    bare_write_cpu_vs_tcp: Series,
     version: u32,
 }
 
@@ -720,13 +751,22 @@ async fn client<D: Device + Clone>(
                     rpc_throughput(&tcp, mib, k, Op::Read, &data)
                 )
             );
-            r.tcp_stream.0.push(tcp_bw);
-            r.oncrpc_read.0.push(oncrpc_read);
-            r.rdma_read.0.push(rdma_read);
-            r.read_vs_tcp.0.push(rdma_read / tcp_bw);
-            r.tcp_stream_k.0.push(tcp_k_bw);
-            r.read_vs_tcp_k.0.push(rdma_read / tcp_k_bw);
-            r.read_vs_oncrpc.0.push(rdma_read / oncrpc_read);
+            r.read_vs_tcp
+                .0
+                .push(rdma_read.bytes_per_s / tcp_bw.bytes_per_s);
+            r.read_vs_tcp_k
+                .0
+                .push(rdma_read.bytes_per_s / tcp_k_bw.bytes_per_s);
+            r.read_vs_oncrpc
+                .0
+                .push(rdma_read.bytes_per_s / oncrpc_read.bytes_per_s);
+            r.read_cpu_vs_tcp
+                .0
+                .push(rdma_read.cpu_ms_per_mib / tcp_bw.cpu_ms_per_mib);
+            r.tcp_stream.push(tcp_bw);
+            r.oncrpc_read.push(oncrpc_read);
+            r.rdma_read.push(rdma_read);
+            r.tcp_stream_k.push(tcp_k_bw);
         }
         if args.wants(Measure::Write) {
             let (tcp_bw, (rdma_write, rdma_bare), (oncrpc_write, oncrpc_bare)) = triplet!(
@@ -752,15 +792,21 @@ async fn client<D: Device + Clone>(
                     )
                 )
             );
-            r.tcp_stream.0.push(tcp_bw);
-            r.oncrpc_write.0.push(oncrpc_write);
-            r.rdma_write.0.push(rdma_write);
-            r.write_vs_tcp.0.push(rdma_write / tcp_bw);
-            r.write_vs_oncrpc.0.push(rdma_write / oncrpc_write);
-            r.oncrpc_bare_write.0.push(oncrpc_bare);
-            r.rdma_bare_write.0.push(rdma_bare);
-            r.bare_write_vs_tcp.0.push(rdma_bare / tcp_bw);
-            r.bare_write_vs_oncrpc.0.push(rdma_bare / oncrpc_bare);
+            let bw = |m: Moved| m.bytes_per_s;
+            let cpu = |m: Moved| m.cpu_ms_per_mib;
+            r.write_vs_tcp.0.push(bw(rdma_write) / bw(tcp_bw));
+            r.write_vs_oncrpc.0.push(bw(rdma_write) / bw(oncrpc_write));
+            r.bare_write_vs_tcp.0.push(bw(rdma_bare) / bw(tcp_bw));
+            r.bare_write_vs_oncrpc
+                .0
+                .push(bw(rdma_bare) / bw(oncrpc_bare));
+            r.write_cpu_vs_tcp.0.push(cpu(rdma_write) / cpu(tcp_bw));
+            r.bare_write_cpu_vs_tcp.0.push(cpu(rdma_bare) / cpu(tcp_bw));
+            r.tcp_stream.push(tcp_bw);
+            r.oncrpc_write.push(oncrpc_write);
+            r.rdma_write.push(rdma_write);
+            r.oncrpc_bare_write.push(oncrpc_bare);
+            r.rdma_bare_write.push(rdma_bare);
         }
     }
     r.version = negotiated_version(&handle);
@@ -831,7 +877,37 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
     let per_round = |s: &Series, scale: f64| -> Vec<serde_json::Value> {
         s.0.iter().map(|x| num(x * scale)).collect()
     };
+    // One figure of each throughput measure, under the JSON's names.
+    let flows = |f: &dyn Fn(&Flow) -> serde_json::Value| {
+        serde_json::json!({
+            "raw_tcp_stream": f(&r.tcp_stream),
+            "raw_tcp_stream_into_outstanding_buffers": f(&r.tcp_stream_k),
+            "rpcrdma_read_1mib": f(&r.rdma_read),
+            "oncrpc_tcp_read_1mib": f(&r.oncrpc_read),
+            "rpcrdma_write_1mib": f(&r.rdma_write),
+            "rpcrdma_write_1mib_no_checksum": f(&r.rdma_bare_write),
+            "oncrpc_tcp_write_1mib": f(&r.oncrpc_write),
+            "oncrpc_tcp_write_1mib_no_checksum": f(&r.oncrpc_bare_write),
+        })
+    };
     if args.json {
+        let per_round_v = serde_json::json!({
+            "raw_tcp_pingpong_rtt_us": per_round(&r.tcp_rtt, 1e6),
+            "rpcrdma_null_rtt_us": per_round(&r.rdma_null_rtt, 1e6),
+            "oncrpc_tcp_null_rtt_us": per_round(&r.oncrpc_null_rtt, 1e6),
+            "null_rtt_vs_tcp": per_round(&r.null_rtt_vs_tcp, 1.0),
+            "null_rtt_vs_oncrpc_tcp": per_round(&r.null_rtt_vs_oncrpc, 1.0),
+            "read_1mib_vs_tcp": per_round(&r.read_vs_tcp, 1.0),
+            "read_1mib_vs_tcp_into_outstanding_buffers": per_round(&r.read_vs_tcp_k, 1.0),
+            "write_1mib_vs_tcp": per_round(&r.write_vs_tcp, 1.0),
+            "read_1mib_vs_oncrpc_tcp": per_round(&r.read_vs_oncrpc, 1.0),
+            "write_1mib_vs_oncrpc_tcp": per_round(&r.write_vs_oncrpc, 1.0),
+            "write_1mib_no_checksum_vs_tcp": per_round(&r.bare_write_vs_tcp, 1.0),
+            "write_1mib_no_checksum_vs_oncrpc_tcp": per_round(&r.bare_write_vs_oncrpc, 1.0),
+            "read_1mib_cpu_per_mib_vs_tcp": per_round(&r.read_cpu_vs_tcp, 1.0),
+            "write_1mib_cpu_per_mib_vs_tcp": per_round(&r.write_cpu_vs_tcp, 1.0),
+            "write_1mib_no_checksum_cpu_per_mib_vs_tcp": per_round(&r.bare_write_cpu_vs_tcp, 1.0),
+        });
         let v = serde_json::json!({
             "bench": "rpc",
             "provider": label,
@@ -843,17 +919,17 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             "mib_per_measure": args.mib,
             "outstanding": args.outstanding,
             "raw_tcp_pingpong_rtt_us": num(r.tcp_rtt.median() * 1e6),
-            "raw_tcp_stream_mib_per_s": num(mibs(r.tcp_stream.median())),
-            "raw_tcp_stream_into_outstanding_buffers_mib_per_s": num(mibs(r.tcp_stream_k.median())),
+            "raw_tcp_stream_mib_per_s": num(mibs(r.tcp_stream.bw.median())),
+            "raw_tcp_stream_into_outstanding_buffers_mib_per_s": num(mibs(r.tcp_stream_k.bw.median())),
             "oncrpc_tcp_null_rtt_us": num(r.oncrpc_null_rtt.median() * 1e6),
-            "oncrpc_tcp_read_1mib_mib_per_s": num(mibs(r.oncrpc_read.median())),
-            "oncrpc_tcp_write_1mib_mib_per_s": num(mibs(r.oncrpc_write.median())),
+            "oncrpc_tcp_read_1mib_mib_per_s": num(mibs(r.oncrpc_read.bw.median())),
+            "oncrpc_tcp_write_1mib_mib_per_s": num(mibs(r.oncrpc_write.bw.median())),
             "rpcrdma_null_rtt_us": num(r.rdma_null_rtt.median() * 1e6),
             "rpcrdma_null_rate_per_s": num(r.rdma_null_rate.median()),
-            "rpcrdma_read_1mib_mib_per_s": num(mibs(r.rdma_read.median())),
-            "rpcrdma_write_1mib_mib_per_s": num(mibs(r.rdma_write.median())),
-            "oncrpc_tcp_write_1mib_no_checksum_mib_per_s": num(mibs(r.oncrpc_bare_write.median())),
-            "rpcrdma_write_1mib_no_checksum_mib_per_s": num(mibs(r.rdma_bare_write.median())),
+            "rpcrdma_read_1mib_mib_per_s": num(mibs(r.rdma_read.bw.median())),
+            "rpcrdma_write_1mib_mib_per_s": num(mibs(r.rdma_write.bw.median())),
+            "oncrpc_tcp_write_1mib_no_checksum_mib_per_s": num(mibs(r.oncrpc_bare_write.bw.median())),
+            "rpcrdma_write_1mib_no_checksum_mib_per_s": num(mibs(r.rdma_bare_write.bw.median())),
             "ratios": {
                 "null_rtt_vs_tcp": num(null_rtt_vs_tcp),
                 "null_rtt_vs_oncrpc_tcp": num(null_rtt_vs_oncrpc),
@@ -866,8 +942,14 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
                 "read_1mib_vs_tcp_into_outstanding_buffers": num(r.read_vs_tcp_k.median()),
                 "write_1mib_no_checksum_vs_tcp": num(r.bare_write_vs_tcp.median()),
                 "write_1mib_no_checksum_vs_oncrpc_tcp": num(r.bare_write_vs_oncrpc.median()),
+                "read_1mib_cpu_per_mib_vs_tcp": num(r.read_cpu_vs_tcp.median()),
+                "write_1mib_cpu_per_mib_vs_tcp": num(r.write_cpu_vs_tcp.median()),
+                "write_1mib_no_checksum_cpu_per_mib_vs_tcp": num(r.bare_write_cpu_vs_tcp.median()),
                 "note": READ_FOOTPRINT,
             },
+            "cpu_ms_per_mib": flows(&|f: &Flow| num(f.cpu.median())),
+            "cpus_busy": flows(&|f: &Flow| num(f.busy.median())),
+            "cpu_note": CPU_COST,
             "goals": {
                 "null_rtt_vs_tcp": null_goal,
                 "null_rtt_vs_oncrpc_tcp": "< 1.0",
@@ -876,20 +958,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
                 "read_1mib_vs_oncrpc_tcp": ">= 1.0",
                 "write_1mib_vs_oncrpc_tcp": ">= 1.0",
             },
-            "per_round": {
-                "raw_tcp_pingpong_rtt_us": per_round(&r.tcp_rtt, 1e6),
-                "rpcrdma_null_rtt_us": per_round(&r.rdma_null_rtt, 1e6),
-                "oncrpc_tcp_null_rtt_us": per_round(&r.oncrpc_null_rtt, 1e6),
-                "null_rtt_vs_tcp": per_round(&r.null_rtt_vs_tcp, 1.0),
-                "null_rtt_vs_oncrpc_tcp": per_round(&r.null_rtt_vs_oncrpc, 1.0),
-                "read_1mib_vs_tcp": per_round(&r.read_vs_tcp, 1.0),
-                "read_1mib_vs_tcp_into_outstanding_buffers": per_round(&r.read_vs_tcp_k, 1.0),
-                "write_1mib_vs_tcp": per_round(&r.write_vs_tcp, 1.0),
-                "read_1mib_vs_oncrpc_tcp": per_round(&r.read_vs_oncrpc, 1.0),
-                "write_1mib_vs_oncrpc_tcp": per_round(&r.write_vs_oncrpc, 1.0),
-                "write_1mib_no_checksum_vs_tcp": per_round(&r.bare_write_vs_tcp, 1.0),
-                "write_1mib_no_checksum_vs_oncrpc_tcp": per_round(&r.bare_write_vs_oncrpc, 1.0),
-            },
+            "per_round": per_round_v,
             "wake_state": seen.json(),
             "one_cpu": one_cpu,
             "procedure_work": PROCEDURE_WORK,
@@ -906,31 +975,55 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
         let bw = |x: f64| format!("{:.0} MiB/s", mibs(x));
         for (name, v) in [
             ("raw TCP 64 B ping-pong RTT", us(r.tcp_rtt.median())),
-            ("raw TCP stream", bw(r.tcp_stream.median())),
+            ("raw TCP stream", bw(r.tcp_stream.bw.median())),
             (
                 "raw TCP stream, --outstanding bufs",
-                bw(r.tcp_stream_k.median()),
+                bw(r.tcp_stream_k.bw.median()),
             ),
             ("ONC RPC/TCP NULL RTT", us(r.oncrpc_null_rtt.median())),
-            ("ONC RPC/TCP READ 1 MiB", bw(r.oncrpc_read.median())),
-            ("ONC RPC/TCP WRITE 1 MiB", bw(r.oncrpc_write.median())),
+            ("ONC RPC/TCP READ 1 MiB", bw(r.oncrpc_read.bw.median())),
+            ("ONC RPC/TCP WRITE 1 MiB", bw(r.oncrpc_write.bw.median())),
             (
                 "ONC RPC/TCP WRITE, no checksum",
-                bw(r.oncrpc_bare_write.median()),
+                bw(r.oncrpc_bare_write.bw.median()),
             ),
             ("RPC-over-RDMA NULL RTT", us(r.rdma_null_rtt.median())),
             (
                 "RPC-over-RDMA NULL rate (32 out)",
                 format!("{:.0} /s", r.rdma_null_rate.median()),
             ),
-            ("RPC-over-RDMA READ 1 MiB", bw(r.rdma_read.median())),
-            ("RPC-over-RDMA WRITE 1 MiB", bw(r.rdma_write.median())),
+            ("RPC-over-RDMA READ 1 MiB", bw(r.rdma_read.bw.median())),
+            ("RPC-over-RDMA WRITE 1 MiB", bw(r.rdma_write.bw.median())),
             (
                 "RPC-over-RDMA WRITE, no checksum",
-                bw(r.rdma_bare_write.median()),
+                bw(r.rdma_bare_write.bw.median()),
             ),
         ] {
             println!("{name:<34} {v:>16}");
+        }
+        println!();
+        println!(
+            "{:<34} {:>16} {:>10}",
+            "CPU cost (median)", "CPU per MiB", "CPUs busy"
+        );
+        for (name, f) in [
+            ("raw TCP stream", &r.tcp_stream),
+            ("raw TCP stream, --outstanding bufs", &r.tcp_stream_k),
+            ("ONC RPC/TCP READ 1 MiB", &r.oncrpc_read),
+            ("ONC RPC/TCP WRITE 1 MiB", &r.oncrpc_write),
+            ("ONC RPC/TCP WRITE, no checksum", &r.oncrpc_bare_write),
+            ("RPC-over-RDMA READ 1 MiB", &r.rdma_read),
+            ("RPC-over-RDMA WRITE 1 MiB", &r.rdma_write),
+            ("RPC-over-RDMA WRITE, no checksum", &r.rdma_bare_write),
+        ] {
+            if f.cpu.0.is_empty() {
+                continue;
+            }
+            println!(
+                "{name:<34} {:>13.3} ms {:>10.2}",
+                f.cpu.median(),
+                f.busy.median()
+            );
         }
         println!();
         println!(
@@ -957,6 +1050,12 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
                 "WRITE no checksum vs ONC RPC/TCP",
                 r.bare_write_vs_oncrpc.median(),
             ),
+            ("READ CPU per MiB vs raw TCP", r.read_cpu_vs_tcp.median()),
+            ("WRITE CPU per MiB vs raw TCP", r.write_cpu_vs_tcp.median()),
+            (
+                "WRITE no checksum CPU/MiB vs TCP",
+                r.bare_write_cpu_vs_tcp.median(),
+            ),
         ] {
             println!("{name:<34} {v:>8.3} {:>8}", "context");
         }
@@ -964,6 +1063,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
         println!("{}", pgo_line());
         println!("{PROCEDURE_WORK}");
         println!("{READ_FOOTPRINT}");
+        println!("{CPU_COST}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -16,8 +16,9 @@
 //!
 //! RPC-over-RDMA and ONC RPC/TCP run back to back per measure (the order
 //! flips from measure to measure). The CPU time the whole process used
-//! during each measure (getrusage) is reported beside it: the aggregate
-//! grows with N until that reaches the number of CPUs.
+//! during each measure (`CLOCK_PROCESS_CPUTIME_ID`, `cpu.rs`) is reported
+//! beside it: the aggregate grows with N until that reaches the number of
+//! CPUs.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -33,9 +34,10 @@ use rpcrdma_verbs::Device;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::cpu::cpu_seconds;
 use super::rpc::{BenchClients, BenchServer, RpcBenchArgs};
 use super::sweep::one_call;
-use super::wake::{cpu_seconds, Seen};
+use super::wake::Seen;
 use super::{num, on_thread};
 use crate::cmd::provider::{Setup, WithDevice};
 

@@ -143,13 +143,6 @@ pub(crate) fn pin_to_one_cpu() -> anyhow::Result<usize> {
     Ok(cpu)
 }
 
-/// CPU seconds (user and system) this process used so far, all threads
-/// together (`CLOCK_PROCESS_CPUTIME_ID`).
-pub(crate) fn cpu_seconds() -> f64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,17 +159,6 @@ mod tests {
         // The thresholds themselves are in between.
         assert_eq!(WakeState::of(FAST_BELOW_US), WakeState::Mixed);
         assert_eq!(WakeState::of(SLOW_ABOVE_US), WakeState::Mixed);
-    }
-
-    #[test]
-    fn cpu_seconds_grow_with_work() {
-        let before = cpu_seconds();
-        let t = std::time::Instant::now();
-        let mut x = 0u64;
-        while t.elapsed() < std::time::Duration::from_millis(30) {
-            x = std::hint::black_box(x.wrapping_add(1));
-        }
-        assert!(cpu_seconds() >= before, "CPU time went backwards");
     }
 
     #[test]

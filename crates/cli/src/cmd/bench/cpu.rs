@@ -1,0 +1,142 @@
+//! CPU cost per MiB of a throughput measure: the CPU time every thread of
+//! the process spent (client and server ends, their helpers and the
+//! kernel's work on their behalf) divided by the data moved, what netperf
+//! calls service demand.
+//!
+//! On a machine whose CPUs are the limit, throughput is the CPUs kept busy
+//! divided by the CPU cost per MiB, so a path's ratio to the raw TCP
+//! stream splits into two factors the bench reports beside it: how much
+//! more CPU it costs per MiB, and how many CPUs it keeps busy. A path that
+//! costs 1.25 times the raw stream's CPU per MiB reaches at most 0.8 of
+//! its throughput unless it keeps more CPUs busy than the raw stream does.
+//!
+//! The clock is `CLOCK_PROCESS_CPUTIME_ID`: every thread of the process,
+//! nanosecond resolution. The bench runs both ends in one process, and on
+//! loopback the kernel's receive path mostly runs in the sender's system
+//! call, so it is counted too; what runs in other contexts (`ksoftirqd`,
+//! under heavy load) is not.
+
+use std::time::{Duration, Instant};
+
+use rustix::time::{clock_gettime, ClockId};
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// CPU time used so far by every thread of this process (user and
+/// system).
+pub(crate) fn process_cpu() -> Duration {
+    let t = clock_gettime(ClockId::ProcessCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// [`process_cpu`] in seconds (`--clients` reports the CPUs busy of each
+/// measure with it).
+pub(crate) fn cpu_seconds() -> f64 {
+    process_cpu().as_secs_f64()
+}
+
+/// Wall-clock and CPU time from the start of a measure.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stopwatch {
+    wall: Instant,
+    cpu: Duration,
+}
+
+impl Stopwatch {
+    pub(crate) fn start() -> Self {
+        Self {
+            wall: Instant::now(),
+            cpu: process_cpu(),
+        }
+    }
+
+    /// The measure's figures, `bytes` having been moved since
+    /// [`Stopwatch::start`].
+    pub(crate) fn stop(self, bytes: usize) -> Moved {
+        let wall = self.wall.elapsed();
+        let cpu = process_cpu().saturating_sub(self.cpu);
+        Moved::new(bytes, wall, cpu)
+    }
+}
+
+/// What one throughput measure moved, in how long, at what CPU cost.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Moved {
+    /// Octets per second of wall-clock time.
+    pub(crate) bytes_per_s: f64,
+    /// Milliseconds of CPU time (all threads) per MiB moved.
+    pub(crate) cpu_ms_per_mib: f64,
+    /// CPUs kept busy on average: CPU time over wall-clock time.
+    pub(crate) cpus_busy: f64,
+}
+
+impl Moved {
+    pub(crate) fn new(bytes: usize, wall: Duration, cpu: Duration) -> Self {
+        // A measure shorter than the clocks' resolution cannot happen for
+        // a MiB or more; the floor keeps the figures finite regardless.
+        let wall = wall.as_secs_f64().max(1e-9);
+        let mib = (bytes as f64 / MIB).max(1e-9);
+        let cpu = cpu.as_secs_f64();
+        Self {
+            bytes_per_s: bytes as f64 / wall,
+            cpu_ms_per_mib: cpu * 1e3 / mib,
+            cpus_busy: cpu / wall,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_follow_from_bytes_wall_and_cpu() {
+        let m = Moved::new(
+            96 << 20,
+            Duration::from_millis(30),
+            Duration::from_millis(48),
+        );
+        assert!((m.bytes_per_s / MIB - 3200.0).abs() < 1e-6);
+        assert!((m.cpu_ms_per_mib - 0.5).abs() < 1e-9);
+        assert!((m.cpus_busy - 1.6).abs() < 1e-9);
+        // Throughput is CPUs busy over CPU cost, whatever the units.
+        let derived = m.cpus_busy / (m.cpu_ms_per_mib / 1e3);
+        assert!((derived - m.bytes_per_s / MIB).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_process_clock_counts_work_done() {
+        let start = process_cpu();
+        // Work until the clock moves; a clock that never does (a broken
+        // clock id) fails here after ten seconds of wall-clock time.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut x = 0u64;
+        while process_cpu() == start && Instant::now() < deadline {
+            for i in 0..10_000u64 {
+                x = x.wrapping_mul(31).wrapping_add(std::hint::black_box(i));
+            }
+        }
+        std::hint::black_box(x);
+        assert!(
+            process_cpu() > start,
+            "CLOCK_PROCESS_CPUTIME_ID did not advance"
+        );
+    }
+
+    #[test]
+    fn a_stopwatch_reports_the_cpu_of_other_threads_too() {
+        let w = Stopwatch::start();
+        let spun = std::thread::spawn(|| {
+            let s = process_cpu();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while process_cpu() < s + Duration::from_millis(5) && Instant::now() < deadline {}
+        });
+        spun.join().unwrap();
+        let m = w.stop(1 << 20);
+        // At least the 5 ms the other thread spun, per the one MiB.
+        assert!(m.cpu_ms_per_mib >= 5.0, "{m:?}");
+    }
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The bench modes run end to end, briefly: `--sweep --plot`, `--clients`,
 # `--pin`, `--only read`, `--only write` (with the CPU cost per MiB),
-# `bench verbs --pin` and scripts/bench-vs-tirpc.sh.
+# `bench verbs --pin`, `bench loop` (every op and path) and
+# scripts/bench-vs-tirpc.sh.
 # Only the shape of the output is checked (every series named, a wake-up
 # state reported, an SVG written); no figure is, since time on a shared
 # machine is noise.
@@ -67,6 +68,15 @@ for key in raw_tcp_stream rpcrdma_write_1mib rpcrdma_write_1mib_no_checksum \
 done
 has "$work/write.json" '"cpus_busy":{"'
 has "$work/write.json" '"cpu_note":'
+echo "bench-smoke: bench loop, every op on every path, with its CPU time"
+for path in rdma oncrpc-tcp raw-tcp; do
+    for op in null read write bare-write; do
+        "$RPCRDMA" bench loop --path "$path" --op "$op" --round-trips 20 --warm-up 5 \
+            >"$work/loop.txt" 2>/dev/null || fail "bench loop --path $path --op $op failed"
+        grep -qE "(us of CPU each|ms of CPU per MiB), [0-9.]+ CPUs busy" "$work/loop.txt" ||
+            fail "bench loop --path $path --op $op: no CPU figures"
+    done
+done
 pgo=$(grep -oE '"pgo_build":(true|false)' "$work/read.json") ||
     fail "bench: does not say whether the build has the PGO profile"
 echo "bench-smoke: $pgo (scripts/rustc-pgo)"

@@ -8,10 +8,14 @@
 //! the same whatever the count, so the difference between two runs with
 //! different counts, divided by the difference of the counts, is the cost
 //! of one round trip, both ends together.
+//!
+//! It prints the wall-clock time per round trip (or the throughput) and
+//! the CPU time of every thread of the process per round trip (or per
+//! MiB) over the counted part, with the CPUs it kept busy (`cpu.rs`).
 
 use std::process::ExitCode;
 use std::sync::mpsc as std_mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use clap::{Args, ValueEnum};
@@ -23,8 +27,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
+use super::cpu::{Elapsed, Stopwatch};
 use super::on_thread;
-use super::rpc::{server, Addrs, RpcBenchArgs};
+use super::rpc::{server, Addrs, RpcBenchArgs, BARE_PROG, BARE_WRITE};
 use crate::cmd::provider::{Setup, WithDevice};
 use crate::cmd::rdma_opts::RdmaOpts;
 
@@ -35,7 +40,8 @@ pub(crate) struct LoopArgs {
     #[arg(long, value_enum, default_value = "rdma")]
     pub(crate) path: LoopPath,
     /// What to repeat: NULL round trips, or READ or WRITE calls of
-    /// `--size` octets (raw TCP: a stream of writes of that size).
+    /// `--size` octets, or WRITE calls without the demo's checksum (raw
+    /// TCP: a stream of writes of that size).
     #[arg(long, value_enum, default_value = "null")]
     pub(crate) op: LoopOp,
     /// Octets per READ or WRITE.
@@ -73,6 +79,10 @@ pub(crate) enum LoopOp {
     Read,
     /// WRITE calls (raw TCP: the stream).
     Write,
+    /// WRITE calls to the bench-only procedure that computes no checksum
+    /// (`rpcrdma bench`'s "WRITE, no checksum"): the transport's own
+    /// cost (raw TCP: the stream).
+    BareWrite,
 }
 
 /// The paths `rpcrdma bench` compares.
@@ -91,13 +101,13 @@ struct LoopJob {
 }
 
 impl WithDevice for LoopJob {
-    type Output = Duration;
+    type Output = Elapsed;
 
     async fn run<D: Device + Clone + std::fmt::Debug>(
         self,
         dev: D,
         setup: Setup<D>,
-    ) -> anyhow::Result<Duration> {
+    ) -> anyhow::Result<Elapsed> {
         let args = self.args;
         let bench = RpcBenchArgs::for_loop(args.rdma.clone());
         let (atx, arx) = std_mpsc::channel();
@@ -133,25 +143,23 @@ async fn client<D: Device + Clone>(
     dev: D,
     options: D::Options,
     a: Addrs,
-) -> anyhow::Result<Duration> {
+) -> anyhow::Result<Elapsed> {
     let (n, warm) = (args.round_trips, args.warm_up);
     if args.path == LoopPath::RawTcp {
         if args.op != LoopOp::Null {
             let data = rpcrdma_demoprog::pattern(3, args.size);
-            let mut bytes = 0usize;
             tcp_stream(a.sink, args.size, warm, &data).await?;
-            let t = Instant::now();
-            bytes += tcp_stream(a.sink, args.size, n, &data).await?;
-            let _ = bytes;
+            let t = Stopwatch::start();
+            tcp_stream(a.sink, args.size, n, &data).await?;
             return Ok(t.elapsed());
         }
         let mut s = TcpStream::connect(a.echo).await?;
         s.set_nodelay(true)?;
         let mut b = [7u8; 64];
-        let mut t = Instant::now();
+        let mut t = Stopwatch::start();
         for i in 0..warm + n {
             if i == warm {
-                t = Instant::now();
+                t = Stopwatch::start();
             }
             s.write_all(&b).await?;
             s.read_exact(&mut b).await?;
@@ -171,17 +179,16 @@ async fn client<D: Device + Clone>(
             .context("ONC RPC/TCP connect")?
     };
     if args.op != LoopOp::Null {
-        let write = args.op == LoopOp::Write;
         let data = rpcrdma_demoprog::pattern(3, args.size);
-        rpc_calls(&c, warm, args.outstanding, write, &data).await?;
-        let t = Instant::now();
-        rpc_calls(&c, n, args.outstanding, write, &data).await?;
+        rpc_calls(&c, warm, args.outstanding, args.op, &data).await?;
+        let t = Stopwatch::start();
+        rpc_calls(&c, n, args.outstanding, args.op, &data).await?;
         return Ok(t.elapsed());
     }
-    let mut t = Instant::now();
+    let mut t = Stopwatch::start();
     for i in 0..warm + n {
         if i == warm {
-            t = Instant::now();
+            t = Stopwatch::start();
         }
         c.null(rpcrdma_demoprog::PROGRAM, rpcrdma_demoprog::VERSION)
             .await?;
@@ -208,12 +215,13 @@ async fn tcp_stream(
     Ok(total)
 }
 
-/// `n` READ or WRITE calls of `data.len()` octets, `k` outstanding.
+/// `n` READ or WRITE calls (`op`) of `data.len()` octets, `k`
+/// outstanding.
 async fn rpc_calls(
     c: &Client,
     n: usize,
     k: usize,
-    write: bool,
+    op: LoopOp,
     data: &bytes::Bytes,
 ) -> anyhow::Result<()> {
     let k = k.max(1);
@@ -222,16 +230,26 @@ async fn rpc_calls(
         let (c, data) = (c.clone(), data.clone());
         let count = n / k + usize::from(w < n % k);
         tasks.push(tokio::spawn(async move {
-            let d = rpcrdma_demoprog::DemoClient::new(c);
+            let d = rpcrdma_demoprog::DemoClient::new(c.clone());
             for _ in 0..count {
-                if write {
-                    let r = d.write(data.clone()).await?;
-                    anyhow::ensure!(r.count as usize == data.len(), "WRITE: short count");
-                } else {
-                    match d.read(1, data.len() as u32).await? {
+                match op {
+                    LoopOp::Write | LoopOp::BareWrite => {
+                        let r = if op == LoopOp::Write {
+                            d.write(data.clone()).await?
+                        } else {
+                            let args = rpcrdma_demoprog::WriteArgs { data: data.clone() };
+                            let ulb = rpcrdma_demoprog::ulb::write();
+                            c.call::<_, rpcrdma_demoprog::WriteRes>(
+                                BARE_PROG, 1, BARE_WRITE, &args, &ulb,
+                            )
+                            .await?
+                        };
+                        anyhow::ensure!(r.count as usize == data.len(), "WRITE: short count");
+                    }
+                    LoopOp::Read | LoopOp::Null => match d.read(1, data.len() as u32).await? {
                         rpcrdma_demoprog::ReadRes::DemoOk(r) if r.data.len() == data.len() => {}
                         _ => anyhow::bail!("READ: wrong amount of data"),
-                    }
+                    },
                 }
             }
             Ok::<_, anyhow::Error>(())
@@ -259,20 +277,26 @@ pub(crate) fn run(args: LoopArgs) -> anyhow::Result<ExitCode> {
     let path = path
         .to_possible_value()
         .map_or_else(|| "?".to_string(), |v| v.get_name().to_string());
+    let (wall, cpu) = (took.wall.as_secs_f64(), took.cpu.as_secs_f64());
     if op == LoopOp::Null {
         println!(
-            "{n} round trips ({path}): {:.2} us each",
-            took.as_secs_f64() * 1e6 / n as f64
+            "{n} round trips ({path}): {:.2} us each, {:.2} us of CPU each, {:.2} CPUs busy",
+            wall * 1e6 / n as f64,
+            cpu * 1e6 / n as f64,
+            took.cpus_busy()
         );
     } else {
+        let mib = (n * size) as f64 / (1 << 20) as f64;
+        let (what, how) = match op {
+            LoopOp::Write => ("WRITEs", ""),
+            LoopOp::BareWrite => ("WRITEs", " without the checksum"),
+            _ => ("READs", ""),
+        };
         println!(
-            "{n} {} of {size} octets ({path}): {:.0} MiB/s",
-            if op == LoopOp::Write {
-                "WRITEs"
-            } else {
-                "READs"
-            },
-            (n * size) as f64 / took.as_secs_f64() / (1 << 20) as f64
+            "{n} {what} of {size} octets{how} ({path}): {:.0} MiB/s, {:.3} ms of CPU per MiB, {:.2} CPUs busy",
+            mib / wall,
+            cpu * 1e3 / mib,
+            took.cpus_busy()
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -53,12 +53,33 @@ impl Stopwatch {
         }
     }
 
+    /// Wall-clock and CPU time since [`Stopwatch::start`].
+    pub(crate) fn elapsed(&self) -> Elapsed {
+        Elapsed {
+            wall: self.wall.elapsed(),
+            cpu: process_cpu().saturating_sub(self.cpu),
+        }
+    }
+
     /// The measure's figures, `bytes` having been moved since
     /// [`Stopwatch::start`].
     pub(crate) fn stop(self, bytes: usize) -> Moved {
-        let wall = self.wall.elapsed();
-        let cpu = process_cpu().saturating_sub(self.cpu);
+        let Elapsed { wall, cpu } = self.elapsed();
         Moved::new(bytes, wall, cpu)
+    }
+}
+
+/// Wall-clock and CPU time (all threads) of a measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Elapsed {
+    pub(crate) wall: Duration,
+    pub(crate) cpu: Duration,
+}
+
+impl Elapsed {
+    /// CPUs kept busy on average.
+    pub(crate) fn cpus_busy(&self) -> f64 {
+        self.cpu.as_secs_f64() / self.wall.as_secs_f64().max(1e-9)
     }
 }
 

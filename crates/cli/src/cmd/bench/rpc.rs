@@ -72,9 +72,9 @@ are repeated with a bench-only procedure that takes the same arguments and compu
 /// and answers the demo WRITE's results without the checksum (`crc32c`
 /// 0), so the WRITE measures can be repeated without the demo procedure's
 /// own work.
-const BARE_PROG: u32 = 0x4052_4257;
+pub(crate) const BARE_PROG: u32 = 0x4052_4257;
 /// [`BARE_PROG`]'s WRITE without a checksum.
-const BARE_WRITE: u32 = 1;
+pub(crate) const BARE_WRITE: u32 = 1;
 
 /// What a throughput measure repeats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

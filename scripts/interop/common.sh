@@ -7,8 +7,10 @@
 #   RPCRDMA_SHARED   the shared directory (default: ../shared beside the repo)
 #   RPCRDMA_BIN      use this rpcrdma binary instead of building one
 #   INTEROP_CACHE    guest cache (default ~/.cache/rpcrdma-interop)
-#   IOP_WORK         where logs and captures go (default: a new mktemp dir)
-#   IOP_KEEP=1       keep IOP_WORK even when everything passed
+#   IOP_WORK         where logs and captures go (default: a new mktemp dir,
+#                    removed at exit when every check passed: a run's
+#                    captures take up to a GB; a failed run keeps them)
+#   IOP_KEEP=1       keep that directory even when everything passed
 #
 # Everything started here is stopped by its pid on exit; nothing else is
 # touched.
@@ -25,6 +27,7 @@ IOP_FAILED=()
 IOP_PIDS=()
 IOP_QEMU_PIDFILES=()
 IOP_T0=$SECONDS
+IOP_WORK_MADE=0
 
 iop_log() { printf '[%s %3ds] %s\n' "$IOP_NAME" "$((SECONDS - IOP_T0))" "$*" >&2; }
 
@@ -45,7 +48,11 @@ iop_result() {
 # (and there was at least one).
 iop_summary() {
     echo
-    echo "== $IOP_NAME: $IOP_PASS passed, $IOP_FAIL failed in $((SECONDS - IOP_T0)) s; logs and captures in $IOP_WORK"
+    local where="logs and captures in $IOP_WORK"
+    if iop_work_removable; then
+        where="$where (removed at exit: every check passed; IOP_KEEP=1 keeps it)"
+    fi
+    echo "== $IOP_NAME: $IOP_PASS passed, $IOP_FAIL failed in $((SECONDS - IOP_T0)) s; $where"
     if [ "$IOP_FAIL" -gt 0 ] || [ "$IOP_PASS" = 0 ]; then
         for f in "${IOP_FAILED[@]}"; do echo "   failed: $f"; done
         echo "== $IOP_NAME: FAIL"
@@ -55,8 +62,18 @@ iop_summary() {
     return 0
 }
 
+# iop_work_removable: true if IOP_WORK is a directory this script made
+# itself, every check passed and IOP_KEEP is not 1.
+iop_work_removable() {
+    [ "${IOP_WORK_MADE:-0}" = 1 ] && [ "${IOP_KEEP:-0}" != 1 ] &&
+        [ "$IOP_FAIL" = 0 ] && [ "$IOP_PASS" -gt 0 ]
+}
+
 iop_setup_work() {
-    IOP_WORK=${IOP_WORK:-$(mktemp -d "/tmp/rpcrdma-$IOP_NAME.XXXXXX")}
+    if [ -z "${IOP_WORK:-}" ]; then
+        IOP_WORK=$(mktemp -d "/tmp/rpcrdma-$IOP_NAME.XXXXXX") || exit 2
+        IOP_WORK_MADE=1
+    fi
     mkdir -p "$IOP_WORK"
     trap iop_cleanup EXIT
     trap 'exit 130' INT TERM
@@ -76,6 +93,9 @@ iop_cleanup() {
     for p in "${IOP_PIDS[@]}"; do
         case "$running" in *" $p "*) iop_wait_pid "$p" 10 >/dev/null 2>&1 || kill -9 "$p" 2>/dev/null ;; esac
     done
+    if iop_work_removable; then
+        rm -rf "$IOP_WORK"
+    fi
     return 0
 }
 
@@ -274,7 +294,28 @@ iop_wire_check() {
     local out=${pcap%.pcap}.wire-check.txt rc
     timeout "${IOP_WIRE_TIMEOUT:-120}" "$IOP_WIRE_CHECK" "$pcap" "$@" >"$out" 2>&1
     rc=$?
-    iop_result "$name" "$rc" "$(tail -1 "$out")"
+    iop_result "$name" "$rc" "$(iop_wire_verdict "$out" "$rc")"
+}
+
+# iop_wire_verdict OUT RC: the last line wire-check.sh wrote to OUT, or,
+# when it wrote nothing, its exit status and the free space where it and
+# tshark write (a full disk silences both: tshark's decode of an NFS
+# capture takes a few GB in TMPDIR).
+iop_wire_verdict() {
+    local out=$1 rc=$2 line
+    line=$(tail -1 "$out" 2>/dev/null)
+    if [ -n "$line" ]; then
+        printf '%s' "$line"
+    else
+        printf 'wire-check printed nothing (exit %s); free: %s in %s, %s in %s' "$rc" \
+            "$(iop_free_gb "$(dirname "$out")")" "$(dirname "$out")" \
+            "$(iop_free_gb "${TMPDIR:-/tmp}")" "${TMPDIR:-/tmp}"
+    fi
+}
+
+# iop_free_gb DIR: the space free in DIR's file system, e.g. "12.3 GB".
+iop_free_gb() {
+    df -Pk "$1" 2>/dev/null | awk 'NR == 2 { printf "%.1f GB", $4 / 1048576 }'
 }
 
 # iop_target_dir: cargo's target directory.

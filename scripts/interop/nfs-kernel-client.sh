@@ -148,7 +148,7 @@ iop_result "server started" 0 "$(grep -m1 '^serving' "$IOP_WORK/server.log")"
 # responder MUST NOT write XDR pad bytes for a Write chunk (docs/spec-notes.md
 # N11). Every other failure fails the check.
 wire_check_nfs() {
-    local name=$1 pcap=$2 aligned out rc bad known
+    local name=$1 pcap=$2 aligned out rc bad known ok
     aligned=${pcap%.pcap}.aligned.pcap
     out=${aligned%.pcap}.wire-check.txt
     if ! python3 "$HERE/fpdu-align.py" "$pcap" "$aligned" "$RP" from >"${aligned%.pcap}.txt" 2>&1; then
@@ -181,7 +181,8 @@ wire_check_nfs() {
         [ "$((known + bad))" = "$(wc -l <"$out.frames")" ] || bad=$((bad + 1))
     fi
     [ "$rc" -le 1 ] && [ "$bad" = 0 ] && grep -q '^wire-check: [1-9]' "$out"
-    iop_result "$name" $? "$(tail -1 "$out"); $known of them tshark's missing round-up of odd-length READ data (N11), $bad other"
+    ok=$?
+    iop_result "$name" "$ok" "$(iop_wire_verdict "$out" "$rc"); $known of them tshark's missing round-up of odd-length READ data (N11), $bad other"
 }
 
 # restart_when_paused DIR PROCS: once every nfs-fsx worker has paused

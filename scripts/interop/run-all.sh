@@ -26,13 +26,36 @@
 # PASS/FAIL lines, then a summary with the time used against the budget
 # (IOP_BUDGET seconds, default 4500). Exit status 0 only if every script
 # passed within the budget (IOP_SCRIPTS picks a subset); a script that overruns its share is stopped.
+#
+# Logs and captures go to IOP_WORK_ROOT (default: a new /tmp/rpcrdma-interop.*
+# directory). A run writes about 1 GB there and tshark's decode of the
+# largest capture about 2.6 GB more in TMPDIR, so the run refuses to start
+# with less than IOP_MIN_FREE_GB (default 4) free in either. When every
+# script passed, the default directory is removed (IOP_KEEP=1 keeps it);
+# after a failure it stays for the post-mortem.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")" || exit 2
 HERE=$(pwd)
 BUDGET=${IOP_BUDGET:-4500}
 T0=$SECONDS
-WORK=${IOP_WORK_ROOT:-$(mktemp -d /tmp/rpcrdma-interop.XXXXXX)}
+MIN_FREE_GB=${IOP_MIN_FREE_GB:-4}
+WORK_MADE=0
+if [ -z "${IOP_WORK_ROOT:-}" ]; then
+    WORK=$(mktemp -d /tmp/rpcrdma-interop.XXXXXX) || exit 2
+    WORK_MADE=1
+else
+    WORK=$IOP_WORK_ROOT
+fi
 mkdir -p "$WORK"
+for d in "$WORK" "${TMPDIR:-/tmp}"; do
+    free_kb=$(df -Pk "$d" | awk 'NR == 2 { print $4 }')
+    if [ "$free_kb" -lt $((MIN_FREE_GB * 1048576)) ]; then
+        echo "run-all: only $((free_kb / 1048576)) GB free in $d; the interop checks need ${MIN_FREE_GB} GB there (captures, and tshark's decode of them)."
+        echo "run-all: free some space (old /tmp/rpcrdma-interop.* directories of failed runs, cargo's target/debug/incremental), or point IOP_WORK_ROOT and TMPDIR elsewhere."
+        [ "$WORK_MADE" = 1 ] && rmdir "$WORK" 2>/dev/null
+        exit 1
+    fi
+done
 
 SCRIPTS=${IOP_SCRIPTS:-siw-rping nfsd-null rdmacore nfsd-client nfs-rxe nfs-kernel-client}
 export IOP_NAME=run-all
@@ -62,15 +85,23 @@ done
 
 total=$((SECONDS - T0))
 fail=0
-echo "== interop summary (logs and captures in $WORK)"
 for s in $SCRIPTS; do
-    if [ "${RC[$s]}" = 0 ]; then r=PASS; else r="FAIL (exit ${RC[$s]})"; fail=1; fi
+    [ "${RC[$s]}" = 0 ] || fail=1
+done
+[ "$total" -le "$BUDGET" ] || fail=1
+if [ "$WORK_MADE" = 1 ] && [ "${IOP_KEEP:-0}" != 1 ] && [ "$fail" = 0 ]; then
+    rm -rf "$WORK"
+    echo "== interop summary (every script passed: $WORK removed; IOP_KEEP=1 keeps the logs and captures)"
+else
+    echo "== interop summary (logs and captures in $WORK)"
+fi
+for s in $SCRIPTS; do
+    if [ "${RC[$s]}" = 0 ]; then r=PASS; else r="FAIL (exit ${RC[$s]})"; fi
     printf '   %-18s %-16s %4ss\n' "$s" "$r" "${SECS[$s]}"
 done
 printf '   total: %ss of a %ss budget\n' "$total" "$BUDGET"
 if [ "$total" -gt "$BUDGET" ]; then
     echo "   over budget"
-    fail=1
 fi
 if [ "$fail" = 0 ]; then
     echo "== interop: PASS"

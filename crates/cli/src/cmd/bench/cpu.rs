@@ -78,8 +78,7 @@ impl Stopwatch {
     /// The measure's figures, `bytes` having been moved since
     /// [`Stopwatch::start`].
     pub(crate) fn stop(self, bytes: usize) -> Moved {
-        let Elapsed { wall, cpu } = self.elapsed();
-        Moved::new(bytes, wall, cpu)
+        Moved::new(bytes, self.elapsed())
     }
 }
 
@@ -91,9 +90,16 @@ pub(crate) struct Elapsed {
 }
 
 impl Elapsed {
-    /// CPUs kept busy on average.
+    /// Wall-clock seconds, floored at a nanosecond: a measure shorter
+    /// than the clocks' resolution cannot happen for a MiB or a round
+    /// trip, and the floor keeps the figures finite regardless.
+    fn wall_secs(&self) -> f64 {
+        self.wall.as_secs_f64().max(1e-9)
+    }
+
+    /// CPUs kept busy on average: CPU time over wall-clock time.
     pub(crate) fn cpus_busy(&self) -> f64 {
-        self.cpu.as_secs_f64() / self.wall.as_secs_f64().max(1e-9)
+        self.cpu.as_secs_f64() / self.wall_secs()
     }
 }
 
@@ -109,16 +115,12 @@ pub(crate) struct Moved {
 }
 
 impl Moved {
-    pub(crate) fn new(bytes: usize, wall: Duration, cpu: Duration) -> Self {
-        // A measure shorter than the clocks' resolution cannot happen for
-        // a MiB or more; the floor keeps the figures finite regardless.
-        let wall = wall.as_secs_f64().max(1e-9);
+    pub(crate) fn new(bytes: usize, elapsed: Elapsed) -> Self {
         let mib = (bytes as f64 / MIB).max(1e-9);
-        let cpu = cpu.as_secs_f64();
         Self {
-            bytes_per_s: bytes as f64 / wall,
-            cpu_ms_per_mib: cpu * 1e3 / mib,
-            cpus_busy: cpu / wall,
+            bytes_per_s: bytes as f64 / elapsed.wall_secs(),
+            cpu_ms_per_mib: elapsed.cpu.as_secs_f64() * 1e3 / mib,
+            cpus_busy: elapsed.cpus_busy(),
         }
     }
 }
@@ -131,8 +133,10 @@ mod tests {
     fn figures_follow_from_bytes_wall_and_cpu() {
         let m = Moved::new(
             96 << 20,
-            Duration::from_millis(30),
-            Duration::from_millis(48),
+            Elapsed {
+                wall: Duration::from_millis(30),
+                cpu: Duration::from_millis(48),
+            },
         );
         assert!((m.bytes_per_s / MIB - 3200.0).abs() < 1e-6);
         assert!((m.cpu_ms_per_mib - 0.5).abs() < 1e-9);

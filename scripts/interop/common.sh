@@ -313,9 +313,14 @@ iop_wire_verdict() {
     fi
 }
 
-# iop_free_gb DIR: the space free in DIR's file system, e.g. "12.3 GB".
+# iop_free_kb DIR: the KiB free in DIR's file system (nothing if df fails).
+iop_free_kb() {
+    df -Pk "$1" 2>/dev/null | awk 'NR == 2 { print $4 }'
+}
+
+# iop_free_gb DIR: the same, e.g. "12.3 GB".
 iop_free_gb() {
-    df -Pk "$1" 2>/dev/null | awk 'NR == 2 { printf "%.1f GB", $4 / 1048576 }'
+    iop_free_kb "$1" | awk '{ printf "%.1f GB", $1 / 1048576 }'
 }
 
 # iop_target_dir: cargo's target directory.

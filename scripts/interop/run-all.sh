@@ -47,20 +47,19 @@ else
     WORK=$IOP_WORK_ROOT
 fi
 mkdir -p "$WORK"
+SCRIPTS=${IOP_SCRIPTS:-siw-rping nfsd-null rdmacore nfsd-client nfs-rxe nfs-kernel-client}
+export IOP_NAME=run-all
+# shellcheck source=common.sh
+. "$HERE/common.sh"
 for d in "$WORK" "${TMPDIR:-/tmp}"; do
-    free_kb=$(df -Pk "$d" | awk 'NR == 2 { print $4 }')
-    if [ "$free_kb" -lt $((MIN_FREE_GB * 1048576)) ]; then
-        echo "run-all: only $((free_kb / 1048576)) GB free in $d; the interop checks need ${MIN_FREE_GB} GB there (captures, and tshark's decode of them)."
+    free_kb=$(iop_free_kb "$d")
+    if [ "${free_kb:-0}" -lt $((MIN_FREE_GB * 1048576)) ]; then
+        echo "run-all: only $(iop_free_gb "$d") free in $d; the interop checks need ${MIN_FREE_GB} GB there (captures, and tshark's decode of them)."
         echo "run-all: free some space (old /tmp/rpcrdma-interop.* directories of failed runs, cargo's target/debug/incremental), or point IOP_WORK_ROOT and TMPDIR elsewhere."
         [ "$WORK_MADE" = 1 ] && rmdir "$WORK" 2>/dev/null
         exit 1
     fi
 done
-
-SCRIPTS=${IOP_SCRIPTS:-siw-rping nfsd-null rdmacore nfsd-client nfs-rxe nfs-kernel-client}
-export IOP_NAME=run-all
-# shellcheck source=common.sh
-. "$HERE/common.sh"
 if ! iop_build; then
     echo "run-all: building rpcrdma failed"
     exit 1

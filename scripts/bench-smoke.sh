@@ -44,6 +44,7 @@ echo "bench-smoke: --pin"
     >"$work/pin.json" 2>/dev/null
 grep -qE '"pinned_cpu":[0-9]+' "$work/pin.json" || fail "bench --pin: no pinned_cpu"
 grep -qE '"state":"(fast|slow|mixed)"' "$work/pin.json" || fail "bench --pin: no wake-up state"
+grep -q '"tcp_congestion_control":' "$work/pin.json" || fail "bench --pin: no tcp_congestion_control"
 "$RPCRDMA" bench verbs --pin --only pingpong --rounds 1 --round-trips 200 --json \
     >"$work/verbs.json" 2>/dev/null
 grep -qE '"pinned_cpu":[0-9]+' "$work/verbs.json" || fail "bench verbs --pin: no pinned_cpu"

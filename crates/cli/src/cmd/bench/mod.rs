@@ -35,7 +35,8 @@ epoll like the raw TCP baseline.
 
 Every bench reports the wake-up state it saw, from its raw TCP round trips: fast (< 15 us: \
 threads share a CPU or the machine is busy; CPU cost dominates), slow (> 40 us: an idle CPU \
-is woken per round trip) or mixed. --pin runs everything on one CPU (as taskset -c 0).
+is woken per round trip) or mixed, and the system's TCP congestion control (bbr paces bursts \
+even on loopback). --pin runs everything on one CPU (as taskset -c 0).
 
 --sweep measures READ/WRITE throughput from 1 KiB to 16 MiB and NULL round-trip percentiles \
 instead (--plot FILE.svg draws them); --clients 1,2,4 measures the aggregate of N connections \
@@ -112,11 +113,30 @@ pub(crate) fn num(x: f64) -> serde_json::Value {
     serde_json::Number::from_f64(x).map_or(serde_json::Value::Null, serde_json::Value::Number)
 }
 
-/// The median of `v`, or NaN (reported as null) when nothing was measured.
+/// The median of `v` (of an even count, the mean of the two middle
+/// values), or NaN (reported as null) when nothing was measured.
 pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
     v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
+    let mid = v.len() / 2;
+    if v.len() % 2 == 0 {
+        (v[mid - 1] + v[mid]) / 2.0
+    } else {
+        v[mid]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![0.46, 1.05]), 0.755);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(vec![]).is_nan());
+    }
 }

@@ -567,7 +567,23 @@ impl Series {
     fn median(&self) -> f64 {
         median(self.0.clone())
     }
+
+    /// The lowest and highest round, as "min-max" (empty: "-").
+    fn spread(&self) -> String {
+        let mut v = self.0.iter().copied().filter(|x| x.is_finite());
+        let Some(first) = v.next() else {
+            return "-".into();
+        };
+        let (lo, hi) = v.fold((first, first), |(lo, hi), x| (lo.min(x), hi.max(x)));
+        format!("{lo:.2}-{hi:.2}")
+    }
 }
+
+/// How to read the ratio table's "rounds" column (said in every text
+/// report).
+const SPREAD: &str = "rounds: the lowest and highest per-round ratio. A wide spread is the \
+machine, not the code: rerun, and compare medians of several runs (docs/performance.md, \
+\"Method\").";
 
 /// A throughput measure's figures, one per round ([`Moved`]).
 #[derive(Default)]
@@ -1027,38 +1043,65 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
         }
         println!();
         println!(
-            "{:<34} {:>8} {:>8}",
-            "ratio (ours / theirs)", "median", "goal"
+            "{:<34} {:>8} {:>13} {:>8}",
+            "ratio (ours / theirs)", "median", "rounds", "goal"
         );
-        for (name, v, goal) in [
-            ("NULL RTT vs raw TCP ping-pong", null_rtt_vs_tcp, null_goal),
-            ("NULL RTT vs ONC RPC/TCP", null_rtt_vs_oncrpc, "< 1.0"),
-            ("READ 1 MiB vs raw TCP stream", read_vs_tcp, ">= 0.85"),
-            ("WRITE 1 MiB vs raw TCP stream", write_vs_tcp, ">= 0.9"),
-            ("READ 1 MiB vs ONC RPC/TCP", read_vs_oncrpc, ">= 1.0"),
-            ("WRITE 1 MiB vs ONC RPC/TCP", write_vs_oncrpc, ">= 1.0"),
+        for (name, v, series, goal) in [
+            (
+                "NULL RTT vs raw TCP ping-pong",
+                null_rtt_vs_tcp,
+                &r.null_rtt_vs_tcp,
+                null_goal,
+            ),
+            (
+                "NULL RTT vs ONC RPC/TCP",
+                null_rtt_vs_oncrpc,
+                &r.null_rtt_vs_oncrpc,
+                "< 1.0",
+            ),
+            (
+                "READ 1 MiB vs raw TCP stream",
+                read_vs_tcp,
+                &r.read_vs_tcp,
+                ">= 0.85",
+            ),
+            (
+                "WRITE 1 MiB vs raw TCP stream",
+                write_vs_tcp,
+                &r.write_vs_tcp,
+                ">= 0.9",
+            ),
+            (
+                "READ 1 MiB vs ONC RPC/TCP",
+                read_vs_oncrpc,
+                &r.read_vs_oncrpc,
+                ">= 1.0",
+            ),
+            (
+                "WRITE 1 MiB vs ONC RPC/TCP",
+                write_vs_oncrpc,
+                &r.write_vs_oncrpc,
+                ">= 1.0",
+            ),
         ] {
-            println!("{name:<34} {v:>8.3} {goal:>8}");
+            println!("{name:<34} {v:>8.3} {:>13} {goal:>8}", series.spread());
         }
-        for (name, v) in [
-            (
-                "READ vs raw TCP, --outstanding bufs",
-                r.read_vs_tcp_k.median(),
-            ),
-            ("WRITE no checksum vs raw TCP", r.bare_write_vs_tcp.median()),
-            (
-                "WRITE no checksum vs ONC RPC/TCP",
-                r.bare_write_vs_oncrpc.median(),
-            ),
-            ("READ CPU per MiB vs raw TCP", r.read_cpu_vs_tcp.median()),
-            ("WRITE CPU per MiB vs raw TCP", r.write_cpu_vs_tcp.median()),
-            (
-                "WRITE no checksum CPU/MiB vs TCP",
-                r.bare_write_cpu_vs_tcp.median(),
-            ),
+        for (name, series) in [
+            ("READ vs raw TCP, --outstanding bufs", &r.read_vs_tcp_k),
+            ("WRITE no checksum vs raw TCP", &r.bare_write_vs_tcp),
+            ("WRITE no checksum vs ONC RPC/TCP", &r.bare_write_vs_oncrpc),
+            ("READ CPU per MiB vs raw TCP", &r.read_cpu_vs_tcp),
+            ("WRITE CPU per MiB vs raw TCP", &r.write_cpu_vs_tcp),
+            ("WRITE no checksum CPU/MiB vs TCP", &r.bare_write_cpu_vs_tcp),
         ] {
-            println!("{name:<34} {v:>8.3} {:>8}", "context");
+            println!(
+                "{name:<34} {:>8.3} {:>13} {:>8}",
+                series.median(),
+                series.spread(),
+                "context"
+            );
         }
+        println!("{SPREAD}");
         println!("{}", seen.line());
         println!("{}", pgo_line());
         println!("{PROCEDURE_WORK}");
@@ -1071,6 +1114,14 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_series_spread_is_its_lowest_and_highest_round() {
+        assert_eq!(Series(vec![1.1, 0.873, 1.25]).spread(), "0.87-1.25");
+        assert_eq!(Series(vec![0.9]).spread(), "0.90-0.90");
+        assert_eq!(Series(vec![f64::NAN, 1.0]).spread(), "1.00-1.00");
+        assert_eq!(Series(vec![]).spread(), "-");
+    }
 
     #[test]
     fn the_sink_header_carries_length_and_buffers() {

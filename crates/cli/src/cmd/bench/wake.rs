@@ -7,6 +7,12 @@
 //! an idle virtual CPU). Round-trip ratios differ a lot between the two
 //! states, so every bench reports which one the raw TCP round trips of
 //! each round saw.
+//!
+//! It also reports the system's TCP congestion control, which every socket
+//! of a bench uses (raw TCP, ONC RPC/TCP and software iWARP alike): with
+//! `bbr`, TCP paces bursts on loopback too, and on one CPU the paced
+//! transmissions run in `ksoftirqd` (`docs/performance.md`, "Congestion
+//! control on loopback").
 
 use std::fmt;
 use std::sync::OnceLock;
@@ -29,6 +35,22 @@ pub(crate) struct Seen {
     pub(crate) raw_tcp_rtt_us: f64,
     /// `--pin`'s CPU.
     pub(crate) pinned_cpu: Option<usize>,
+    /// The system's TCP congestion control (None: not known).
+    pub(crate) tcp_congestion_control: Option<String>,
+}
+
+/// Where Linux says which congestion control new TCP sockets get.
+const CONGESTION_CONTROL: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
+
+/// The congestion control named in [`CONGESTION_CONTROL`]'s `text`.
+fn congestion_control_in(text: &str) -> Option<String> {
+    let name = text.trim();
+    (!name.is_empty() && !name.contains(char::is_whitespace)).then(|| name.to_string())
+}
+
+/// The system's TCP congestion control, if it can be read.
+pub(crate) fn tcp_congestion_control() -> Option<String> {
+    congestion_control_in(&std::fs::read_to_string(CONGESTION_CONTROL).ok()?)
 }
 
 impl Seen {
@@ -38,6 +60,7 @@ impl Seen {
             state: WakeState::overall(rtts_us.iter().copied()),
             raw_tcp_rtt_us: super::median(rtts_us.to_vec()),
             pinned_cpu: pinned_cpu(),
+            tcp_congestion_control: tcp_congestion_control(),
         }
     }
 
@@ -49,6 +72,7 @@ impl Seen {
             "fast_below_us": FAST_BELOW_US,
             "slow_above_us": SLOW_ABOVE_US,
             "pinned_cpu": self.pinned_cpu,
+            "tcp_congestion_control": self.tcp_congestion_control,
         })
     }
 
@@ -62,7 +86,11 @@ impl Seen {
             Some(c) => format!("pinned to CPU {c} (--pin)"),
             None => "not pinned".into(),
         };
-        format!("wake-up state: {state}; {pin}")
+        let cc = match &self.tcp_congestion_control {
+            Some(cc) => format!("TCP congestion control {cc} (the system's, on every TCP socket)"),
+            None => "TCP congestion control unknown".into(),
+        };
+        format!("wake-up state: {state}; {pin}; {cc}")
     }
 }
 
@@ -175,5 +203,26 @@ mod tests {
         assert!(none.json()["state"].is_null());
         assert!(none.json()["raw_tcp_rtt_us"].is_null());
         assert!(none.line().contains("unknown"));
+    }
+
+    #[test]
+    fn congestion_control_is_reported() {
+        assert_eq!(congestion_control_in("bbr\n").as_deref(), Some("bbr"));
+        assert_eq!(congestion_control_in(" cubic "), Some("cubic".into()));
+        assert_eq!(congestion_control_in("\n"), None);
+        assert_eq!(congestion_control_in("reno cubic"), None);
+        let mut s = Seen::from_rtts(&[6.0]);
+        s.tcp_congestion_control = Some("bbr".into());
+        assert_eq!(s.json()["tcp_congestion_control"], "bbr");
+        assert!(s
+            .line()
+            .ends_with("; TCP congestion control bbr (the system's, on every TCP socket)"));
+        s.tcp_congestion_control = None;
+        assert!(s.json()["tcp_congestion_control"].is_null());
+        assert!(s.line().ends_with("; TCP congestion control unknown"));
+        // On Linux the system's own is read.
+        if std::path::Path::new(CONGESTION_CONTROL).exists() {
+            assert!(tcp_congestion_control().is_some());
+        }
     }
 }

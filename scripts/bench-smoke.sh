@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The bench modes run end to end, briefly: `--sweep --plot`, `--clients`,
-# `--pin`, `--only read`, `--only write` (with the CPU cost per MiB),
+# `--pin`, `--only read`, `--only write` (with the CPU cost per MiB and
+# `--read-window`),
 # `bench verbs --pin`, `bench loop` (every op and path) and
 # scripts/bench-vs-tirpc.sh.
 # Only the shape of the output is checked (every series named, a wake-up
@@ -55,9 +56,10 @@ echo "bench-smoke: --only read (both raw TCP streams)"
 has "$work/read.json" '"raw_tcp_stream_into_outstanding_buffers_mib_per_s":'
 has "$work/read.json" '"read_1mib_vs_tcp_into_outstanding_buffers":'
 grep -qE '"read_1mib_vs_tcp":[0-9]' "$work/read.json" || fail "bench --only read: no READ ratio"
-echo "bench-smoke: --only write (with and without the demo's checksum)"
-"$RPCRDMA" bench --only write --rounds 1 --mib 4 --outstanding 2 --json \
+echo "bench-smoke: --only write (with and without the demo's checksum; --read-window 2M)"
+"$RPCRDMA" bench --only write --rounds 1 --mib 4 --outstanding 2 --read-window 2M --json \
     >"$work/write.json" 2>/dev/null
+has "$work/write.json" '"read_window":2097152'
 for key in write_1mib_vs_tcp write_1mib_no_checksum_vs_tcp write_1mib_no_checksum_vs_oncrpc_tcp \
     rpcrdma_write_1mib_no_checksum_mib_per_s oncrpc_tcp_write_1mib_no_checksum_mib_per_s; do
     grep -qE "\"$key\":[0-9]" "$work/write.json" || fail "bench --only write: no $key figure"

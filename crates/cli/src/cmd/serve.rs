@@ -359,7 +359,7 @@ fn arg_size(v: u64) -> String {
 }
 
 /// A size for people: whole GiB, MiB or KiB when exact, else bytes.
-fn show_size(v: u64) -> String {
+pub(crate) fn show_size(v: u64) -> String {
     match v {
         v if v >= 1 << 30 && v % (1 << 30) == 0 => format!("{} GiB", v >> 30),
         v if v >= 1 << 20 && v % (1 << 20) == 0 => format!("{} MiB", v >> 20),

@@ -66,6 +66,9 @@ pub(crate) struct LoopArgs {
     /// runs its clients as `block_on` futures, as most programs do).
     #[arg(long)]
     pub(crate) client_task: bool,
+    /// How far the server reads ahead, as `rpcrdma bench --read-window`.
+    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = crate::cmd::serve::parse_size)]
+    pub(crate) read_window: u64,
     #[command(flatten)]
     pub(crate) rdma: RdmaOpts,
 }
@@ -109,7 +112,7 @@ impl WithDevice for LoopJob {
         setup: Setup<D>,
     ) -> anyhow::Result<Elapsed> {
         let args = self.args;
-        let bench = RpcBenchArgs::for_loop(args.rdma.clone());
+        let bench = RpcBenchArgs::for_loop(args.rdma.clone(), args.read_window);
         let (atx, arx) = std_mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel();
         let srv = on_thread(

@@ -54,6 +54,8 @@ use super::cpu::{Moved, Stopwatch};
 use super::{median, num, on_thread};
 use crate::cmd::provider::{Setup, WithDevice};
 use crate::cmd::rdma_opts::RdmaOpts;
+use crate::cmd::serve::parse_size;
+use rpcrdma_engine::EngineConfig;
 
 const MIB: usize = 1 << 20;
 
@@ -141,6 +143,13 @@ pub(crate) struct RpcBenchArgs {
     /// interface.
     #[arg(long, default_value = "127.0.0.1")]
     pub(crate) listen_ip: std::net::IpAddr,
+    /// How far the bench's RPC-over-RDMA server reads ahead, as `rpcrdma
+    /// serve --read-window` (bytes, or a number with K, M, G): 1M pulls one
+    /// 1 MiB WRITE's data at a time, 2M lets the next call's data follow
+    /// without waiting for its Read Request (docs/performance.md,
+    /// "Congestion control on loopback").
+    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = parse_size)]
+    pub(crate) read_window: u64,
     #[command(flatten)]
     pub(crate) rdma: RdmaOpts,
 }
@@ -161,7 +170,7 @@ pub(crate) enum Measure {
 
 impl RpcBenchArgs {
     /// The settings `bench loop` starts the same server with.
-    pub(crate) fn for_loop(rdma: RdmaOpts) -> Self {
+    pub(crate) fn for_loop(rdma: RdmaOpts, read_window: u64) -> Self {
         RpcBenchArgs {
             json: false,
             rounds: 1,
@@ -170,8 +179,17 @@ impl RpcBenchArgs {
             outstanding: 1,
             only: Vec::new(),
             listen_ip: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            read_window,
             rdma,
         }
+    }
+
+    /// The bench server's engine configuration.
+    pub(crate) fn server_engine(&self) -> EngineConfig {
+        let mut engine = self.rdma.server();
+        // (The parser refuses 0.)
+        engine.read_window = self.read_window;
+        engine
     }
 
     fn wants(&self, m: Measure) -> bool {
@@ -279,7 +297,7 @@ pub(crate) async fn server<D: Device + Clone>(
         });
     let server = Server::new(services, ServerConfig::default());
     let listen = ListenConfig {
-        engine: args.rdma.server(),
+        engine: args.server_engine(),
         options,
         caps: args.rdma.caps(),
         max_connections: rpcrdma_transport::DEFAULT_MAX_CONNECTIONS,
@@ -934,6 +952,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             "round_trips": args.round_trips,
             "mib_per_measure": args.mib,
             "outstanding": args.outstanding,
+            "read_window": args.read_window,
             "raw_tcp_pingpong_rtt_us": num(r.tcp_rtt.median() * 1e6),
             "raw_tcp_stream_mib_per_s": num(mibs(r.tcp_stream.bw.median())),
             "raw_tcp_stream_into_outstanding_buffers_mib_per_s": num(mibs(r.tcp_stream_k.bw.median())),
@@ -983,8 +1002,12 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
         println!("{v}");
     } else {
         println!(
-            "RPC-over-RDMA v{} ({label}) vs ONC RPC/TCP vs raw TCP, loopback, {} paired rounds",
-            r.version, args.rounds
+            "RPC-over-RDMA v{} ({label}) vs ONC RPC/TCP vs raw TCP, loopback, {} paired rounds, \
+             {} outstanding, server read window {}",
+            r.version,
+            args.rounds,
+            args.outstanding,
+            crate::cmd::serve::show_size(args.read_window)
         );
         println!("{:<34} {:>16}", "measure (median)", "result");
         let us = |x: f64| format!("{:.1} us", x * 1e6);

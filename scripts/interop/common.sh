@@ -150,6 +150,62 @@ iop_build() {
     [ -x "$BIN" ] || { iop_log "no rpcrdma binary at $BIN"; return 1; }
 }
 
+# iop_seed_kbuild: build-guest.sh builds siw.ko against the Debian kernel
+# it boots, fetching linux-kbuild-<major> at exactly the kernel image's
+# package version. The archive can move kbuild on without the image: in
+# November 2026 bookworm-security had the image and headers of 6.1.0-56 at
+# 6.1.192-2 and kbuild only at 6.1.192-3, and every guest build failed
+# with "Version '6.1.192-2' for 'linux-kbuild-6.1' was not found". When
+# that version is missing, this puts the archive's kbuild of the same
+# upstream version (the build tools of the same kernel) into the harness's
+# cache, where build-guest.sh takes any linux-kbuild-<major>_*.deb it
+# finds. It does nothing when the version exists, the deb is cached, or
+# siw.ko is built already; it fails only when no kbuild of that kernel
+# can be had.
+iop_seed_kbuild() {
+    local cache=$INTEROP_CACHE kver=${INTEROP_KERNEL_ABI:-} kmaj img img_ver want have v
+    if [ -z "$kver" ] && [ -f "$cache/guest/KERNEL_ABI" ]; then
+        kver=$(cat "$cache/guest/KERNEL_ABI")
+    fi
+    if [ -z "$(apt-cache madison linux-image-amd64 2>/dev/null)" ]; then
+        apt-get update -q >/dev/null 2>&1 || true
+    fi
+    if [ -z "$kver" ]; then
+        kver=$(apt-cache depends linux-image-amd64 2>/dev/null |
+            sed -n 's/.*Depends: linux-image-\(.*\)$/\1/p' | head -1)
+    fi
+    [ -n "$kver" ] || return 0 # build-guest.sh will say what is wrong
+    kmaj=$(echo "$kver" | cut -d. -f1-2)
+    [ -f "$cache/siw-$kver/siw.ko" ] && return 0
+    ls "$cache"/debs/linux-kbuild-"$kmaj"_*.deb >/dev/null 2>&1 && return 0
+    img=$(ls "$cache"/debs/linux-image-"$kver"_*.deb 2>/dev/null | head -1)
+    if [ -n "$img" ]; then
+        img_ver=$(dpkg-deb -f "$img" Version)
+    else
+        img_ver=$(apt-cache policy "linux-image-$kver" 2>/dev/null | sed -n 's/^ *Candidate: //p')
+    fi
+    [ -n "$img_ver" ] && [ "$img_ver" != "(none)" ] || return 0
+    have=$(apt-cache madison "linux-kbuild-$kmaj" 2>/dev/null | awk -F'|' '{ gsub(/ /, "", $2); print $2 }')
+    printf '%s\n' "$have" | grep -qxF -- "$img_ver" && return 0
+    want=
+    for v in $have; do
+        if [ "${v%-*}" = "${img_ver%-*}" ]; then
+            want=$v
+            break # madison lists the newest first
+        fi
+    done
+    if [ -z "$want" ]; then
+        iop_log "no linux-kbuild-$kmaj of kernel ${img_ver%-*} in the archive (have: $(echo $have)); build-guest.sh cannot build siw.ko"
+        return 1
+    fi
+    iop_log "linux-kbuild-$kmaj $img_ver is not in the archive: seeding the guest cache with $want (same kernel)"
+    mkdir -p "$cache/debs"
+    (cd "$cache/debs" && apt-get download -q "linux-kbuild-$kmaj=$want") >"$IOP_WORK/kbuild-seed.log" 2>&1 || {
+        iop_log "apt-get download linux-kbuild-$kmaj=$want failed; see $IOP_WORK/kbuild-seed.log"
+        return 1
+    }
+}
+
 # iop_prepare_guest: builds the guest (installs host packages with apt on
 # the first run) and sets GUEST_CACHE, the INTEROP_CACHE to boot from.
 #
@@ -162,6 +218,7 @@ iop_build() {
 # concatenated archives in order); everything else is a symlink into the
 # shared cache.
 iop_prepare_guest() {
+    iop_seed_kbuild || return 1
     iop_log "preparing the guest (build-guest.sh; cached after the first run)"
     "$IOP_GUEST_DIR/build-guest.sh" >"$IOP_WORK/build-guest.log" 2>&1 || {
         iop_log "build-guest.sh failed; see $IOP_WORK/build-guest.log"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The bench modes run end to end, briefly: `--sweep --plot`, `--clients`,
-# `--pin`, `--only read`, `--only write` (with the CPU cost per MiB and
-# `--read-window`),
+# `--pin` (and the read window `auto` picks there), `--only read`,
+# `--only write` (with the CPU cost per MiB and `--read-window`),
 # `bench verbs --pin`, `bench loop` (every op and path) and
 # scripts/bench-vs-tirpc.sh.
 # Only the shape of the output is checked (every series named, a wake-up
@@ -46,6 +46,9 @@ echo "bench-smoke: --pin"
 grep -qE '"pinned_cpu":[0-9]+' "$work/pin.json" || fail "bench --pin: no pinned_cpu"
 grep -qE '"state":"(fast|slow|mixed)"' "$work/pin.json" || fail "bench --pin: no wake-up state"
 grep -q '"tcp_congestion_control":' "$work/pin.json" || fail "bench --pin: no tcp_congestion_control"
+# --read-window auto: one call's worth (1 MiB) on one CPU.
+has "$work/pin.json" '"read_window":1048576'
+has "$work/pin.json" '"read_window_setting":"auto"'
 "$RPCRDMA" bench verbs --pin --only pingpong --rounds 1 --round-trips 200 --json \
     >"$work/verbs.json" 2>/dev/null
 grep -qE '"pinned_cpu":[0-9]+' "$work/verbs.json" || fail "bench verbs --pin: no pinned_cpu"
@@ -60,6 +63,7 @@ echo "bench-smoke: --only write (with and without the demo's checksum; --read-wi
 "$RPCRDMA" bench --only write --rounds 1 --mib 4 --outstanding 2 --read-window 2M --json \
     >"$work/write.json" 2>/dev/null
 has "$work/write.json" '"read_window":2097152'
+has "$work/write.json" '"read_window_setting":"2 MiB"'
 for key in write_1mib_vs_tcp write_1mib_no_checksum_vs_tcp write_1mib_no_checksum_vs_oncrpc_tcp \
     rpcrdma_write_1mib_no_checksum_mib_per_s oncrpc_tcp_write_1mib_no_checksum_mib_per_s; do
     grep -qE "\"$key\":[0-9]" "$work/write.json" || fail "bench --only write: no $key figure"

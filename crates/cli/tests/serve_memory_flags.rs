@@ -30,8 +30,8 @@ fn help_documents_both_limits_and_their_defaults() {
             "[default: 64M]",
             "--max-connections <N>",
             "[default: 1024]",
-            "--read-window <SIZE>",
-            "[default: 1M]",
+            "--read-window <auto|SIZE>",
+            "[default: auto]",
             "608 KiB with the defaults",
         ] {
             assert!(flat.contains(want), "{cmd:?}: no {want:?} in {out}");
@@ -80,6 +80,13 @@ fn a_sane_small_budget_starts_and_says_what_it_means() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(
         out.contains("memory for clients' calls: at most 8 MiB in all, 8 MiB per connection"),
+        "{out}"
+    );
+    // The read window `auto` chose, and why (1 MiB on one CPU, 2 MiB on
+    // several).
+    assert!(
+        out.contains(", read window 1 MiB (auto, 1 CPU)")
+            || out.contains(", read window 2 MiB (auto, "),
         "{out}"
     );
     // Larger calls are refused, and the operator is told.

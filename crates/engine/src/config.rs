@@ -121,7 +121,10 @@ pub struct EngineConfig {
     /// has left the CPU's caches when it is used; the next call's Reads
     /// still overlap the work on the calls handed up before it
     /// (`docs/engine.md`, `docs/performance.md`). `u64::MAX` turns it off.
-    /// Default [`DEFAULT_READ_WINDOW`] (1 MiB).
+    /// Default [`DEFAULT_READ_WINDOW`] (1 MiB); `rpcrdma serve
+    /// --read-window auto` gives 2 MiB to a process that may run on
+    /// several CPUs, where the next call's data can follow without
+    /// waiting for its Read Request.
     pub read_window: u64,
     /// Most memory all the connections sharing one budget hold together
     /// (a listener's connections; the idle sink buffers kept for reuse

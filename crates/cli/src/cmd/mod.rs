@@ -9,6 +9,7 @@ pub(crate) mod nfs;
 pub(crate) mod probe;
 pub(crate) mod provider;
 pub(crate) mod rdma_opts;
+pub(crate) mod read_window;
 pub(crate) mod rping;
 pub(crate) mod serve;
 pub(crate) mod xdrgen;

@@ -15,6 +15,7 @@ use rpcrdma_verbs::Device;
 use super::connect::resolve;
 use super::provider::{Setup, WithDevice};
 use super::rdma_opts::RdmaOpts;
+use crate::cmd::read_window::{describe, ReadWindow};
 use crate::cmd::{runtime, Scheduler};
 
 /// Arguments of `rpcrdma serve`.
@@ -72,10 +73,12 @@ pub(crate) struct MemoryOpts {
     /// earlier calls' data is in. A connection pulling nothing takes its
     /// oldest call whatever its size. Data pulled far ahead of the work
     /// that uses it leaves the CPU's caches first; the next call's data
-    /// is still pulled while the calls before it are processed. See
-    /// docs/engine.md.
-    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = parse_size)]
-    pub(crate) read_window: u64,
+    /// is still pulled while the calls before it are processed. `auto`:
+    /// 2M (the next call's data follows without waiting for its Read
+    /// Request) when this process may run on several CPUs, 1M when it is
+    /// confined to one. See docs/engine.md.
+    #[arg(long, value_name = "auto|SIZE", default_value = "auto", value_parser = ReadWindow::parse)]
+    pub(crate) read_window: ReadWindow,
     /// Most RPC-over-RDMA connections open at once; further connection
     /// requests are rejected with a warning naming --max-connections.
     /// Each also needs its fixed cost to fit --max-memory.
@@ -135,7 +138,7 @@ impl MemoryOpts {
         let mut engine = rdma.server();
         set_memory_limits(&mut engine, self.max_memory, self.max_connection_memory)?;
         // (The parser refuses 0.)
-        engine.read_window = self.read_window;
+        engine.read_window = self.read_window.resolve();
         Ok(ListenConfig {
             engine,
             options,
@@ -221,9 +224,10 @@ async fn serve<D: Device + Clone>(
     );
     let per_connection = a.memory.per_connection();
     println!(
-        "memory for clients' calls: at most {} in all, {} per connection",
+        "memory for clients' calls: at most {} in all, {} per connection, read window {}",
         show_size(a.memory.max_memory),
-        show_size(per_connection)
+        show_size(per_connection),
+        describe(a.memory.read_window)
     );
     println!("{}", a.memory.connections_line(&a.rdma));
     let tcp_addr = match tcp {

@@ -32,6 +32,7 @@ use super::on_thread;
 use super::rpc::{server, Addrs, RpcBenchArgs, BARE_PROG, BARE_WRITE};
 use crate::cmd::provider::{Setup, WithDevice};
 use crate::cmd::rdma_opts::RdmaOpts;
+use crate::cmd::read_window::ReadWindow;
 
 /// Arguments of `rpcrdma bench loop`.
 #[derive(Debug, Clone, Args)]
@@ -67,8 +68,8 @@ pub(crate) struct LoopArgs {
     #[arg(long)]
     pub(crate) client_task: bool,
     /// How far the server reads ahead, as `rpcrdma bench --read-window`.
-    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = crate::cmd::serve::parse_size)]
-    pub(crate) read_window: u64,
+    #[arg(long, value_name = "auto|SIZE", default_value = "auto", value_parser = ReadWindow::parse)]
+    pub(crate) read_window: ReadWindow,
     #[command(flatten)]
     pub(crate) rdma: RdmaOpts,
 }

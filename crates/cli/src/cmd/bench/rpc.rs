@@ -54,7 +54,7 @@ use super::cpu::{Moved, Stopwatch};
 use super::{median, num, on_thread};
 use crate::cmd::provider::{Setup, WithDevice};
 use crate::cmd::rdma_opts::RdmaOpts;
-use crate::cmd::serve::parse_size;
+use crate::cmd::read_window::ReadWindow;
 use rpcrdma_engine::EngineConfig;
 
 const MIB: usize = 1 << 20;
@@ -144,12 +144,13 @@ pub(crate) struct RpcBenchArgs {
     #[arg(long, default_value = "127.0.0.1")]
     pub(crate) listen_ip: std::net::IpAddr,
     /// How far the bench's RPC-over-RDMA server reads ahead, as `rpcrdma
-    /// serve --read-window` (bytes, or a number with K, M, G): 1M pulls one
-    /// 1 MiB WRITE's data at a time, 2M lets the next call's data follow
-    /// without waiting for its Read Request (docs/performance.md,
-    /// "Congestion control on loopback").
-    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = parse_size)]
-    pub(crate) read_window: u64,
+    /// serve --read-window` (`auto`, or bytes, or a number with K, M, G):
+    /// 1M pulls one 1 MiB WRITE's data at a time, 2M lets the next call's
+    /// data follow without waiting for its Read Request; `auto` is 2M on
+    /// several CPUs and 1M on one (`--pin`, `taskset -c 0`).
+    /// docs/performance.md, "The read window, chosen by CPUs".
+    #[arg(long, value_name = "auto|SIZE", default_value = "auto", value_parser = ReadWindow::parse)]
+    pub(crate) read_window: ReadWindow,
     #[command(flatten)]
     pub(crate) rdma: RdmaOpts,
 }
@@ -170,7 +171,7 @@ pub(crate) enum Measure {
 
 impl RpcBenchArgs {
     /// The settings `bench loop` starts the same server with.
-    pub(crate) fn for_loop(rdma: RdmaOpts, read_window: u64) -> Self {
+    pub(crate) fn for_loop(rdma: RdmaOpts, read_window: ReadWindow) -> Self {
         RpcBenchArgs {
             json: false,
             rounds: 1,
@@ -188,7 +189,7 @@ impl RpcBenchArgs {
     pub(crate) fn server_engine(&self) -> EngineConfig {
         let mut engine = self.rdma.server();
         // (The parser refuses 0.)
-        engine.read_window = self.read_window;
+        engine.read_window = self.read_window.resolve();
         engine
     }
 
@@ -952,7 +953,8 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             "round_trips": args.round_trips,
             "mib_per_measure": args.mib,
             "outstanding": args.outstanding,
-            "read_window": args.read_window,
+            "read_window": args.read_window.resolve(),
+            "read_window_setting": args.read_window.to_string(),
             "raw_tcp_pingpong_rtt_us": num(r.tcp_rtt.median() * 1e6),
             "raw_tcp_stream_mib_per_s": num(mibs(r.tcp_stream.bw.median())),
             "raw_tcp_stream_into_outstanding_buffers_mib_per_s": num(mibs(r.tcp_stream_k.bw.median())),
@@ -1007,7 +1009,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             r.version,
             args.rounds,
             args.outstanding,
-            crate::cmd::serve::show_size(args.read_window)
+            crate::cmd::read_window::describe(args.read_window)
         );
         println!("{:<34} {:>16}", "measure (median)", "result");
         let us = |x: f64| format!("{:.1} us", x * 1e6);

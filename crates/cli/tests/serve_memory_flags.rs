@@ -97,6 +97,37 @@ fn a_sane_small_budget_starts_and_says_what_it_means() {
     );
 }
 
+/// `nfs serve` says what its memory options came to as `serve` does, the
+/// read window included.
+#[test]
+fn nfs_serve_prints_its_memory_and_read_window() {
+    let dir = std::env::temp_dir().join(format!("rpcrdma-nfs-window-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("export")).unwrap();
+    let export = dir.join("export");
+    let state = dir.join("state");
+    let (code, out, err) = rpcrdma(&[
+        "nfs",
+        "serve",
+        export.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--mount-port",
+        "0",
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--duration",
+        "1",
+        "--read-window",
+        "3M",
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("memory for clients' calls: at most 512 MiB in all, 64 MiB per connection, read window 3 MiB\n"),
+        "{out}"
+    );
+}
+
 /// A budget that holds calls but not one connection's fixed cost (608 KiB
 /// with the defaults, and a sixteenth kept for calls) is refused at start,
 /// naming the flag and the least it takes.

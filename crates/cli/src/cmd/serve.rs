@@ -112,6 +112,17 @@ impl MemoryOpts {
         Ok(())
     }
 
+    /// One line for the operator: the memory clients' calls may make the
+    /// server hold, and the read window (with what `auto` chose).
+    pub(crate) fn memory_line(&self) -> String {
+        format!(
+            "memory for clients' calls: at most {} in all, {} per connection, read window {}",
+            show_size(self.max_memory),
+            show_size(self.per_connection()),
+            describe(self.read_window)
+        )
+    }
+
     /// One line for the operator: a connection's fixed cost and how many
     /// connections the budget and --max-connections allow at once.
     pub(crate) fn connections_line(&self, rdma: &RdmaOpts) -> String {
@@ -222,13 +233,7 @@ async fn serve<D: Device + Clone>(
         "serving the demo program {PROGRAM:#x} v{VERSION} over RPC-over-RDMA ({}) on {rdma_addr}",
         setup.label
     );
-    let per_connection = a.memory.per_connection();
-    println!(
-        "memory for clients' calls: at most {} in all, {} per connection, read window {}",
-        show_size(a.memory.max_memory),
-        show_size(per_connection),
-        describe(a.memory.read_window)
-    );
+    println!("{}", a.memory.memory_line());
     println!("{}", a.memory.connections_line(&a.rdma));
     let tcp_addr = match tcp {
         Some(t) => {

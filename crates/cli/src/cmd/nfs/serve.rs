@@ -170,6 +170,7 @@ async fn serve<D: Device + Clone>(
         rdma_addr.port(),
         mount_addr.port()
     );
+    println!("{}", a.memory.memory_line());
     println!("{}", a.memory.connections_line(&a.rdma));
 
     let nfs = [(nfs3::nfs_v3::PROGRAM, nfs3::nfs_v3::VERSION)];

@@ -8,6 +8,10 @@ use rpcrdma_wire::{Limits, PrivateData, VersionRange};
 pub const DEFAULT_MAX_MEMORY: u64 = 64 << 20;
 /// Default [`EngineConfig::max_shared_memory`]: 512 MiB for a server.
 pub const DEFAULT_MAX_SHARED_MEMORY: u64 = 512 << 20;
+/// Default [`EngineConfig::inline_send`] and [`EngineConfig::inline_recv`]:
+/// 4096 bytes, the inline size the Linux kernel's RPC-over-RDMA client and
+/// server advertise, and the Version Two default.
+pub const DEFAULT_INLINE: u32 = 4096;
 /// Default [`EngineConfig::read_window`]: 1 MiB per connection.
 pub const DEFAULT_READ_WINDOW: u64 = 1 << 20;
 /// What [`EngineConfig::connection_cost`] allows for a connection's queue
@@ -54,9 +58,12 @@ impl VersionPolicy {
 
 /// The configuration of one RPC-over-RDMA connection.
 ///
-/// Defaults follow the specifications and the Linux kernel: a client asks
-/// for 128 credits, a server grants 64, inline thresholds are 1024 bytes
-/// (RFC 8166 §3.3.3), remote invalidation is offered.
+/// Defaults follow the Linux kernel: a client asks for 128 credits, a
+/// server grants 64, each end advertises 4096-byte inline sizes in its
+/// RFC 8797 private data (as Linux's `xprtrdma` and `svcrdma` do, and the
+/// Version Two default, draft-cel-01 §2.3), and remote invalidation is
+/// offered. A peer that sends no private data gets the Version One
+/// default of 1024 bytes (RFC 8166 §3.3.3) whatever we advertise.
 ///
 /// ```
 /// use rpcrdma_engine::{EngineConfig, Role};
@@ -64,7 +71,7 @@ impl VersionPolicy {
 /// assert_eq!((c.role, c.credits_request), (Role::Client, 128));
 /// let s = EngineConfig::server();
 /// assert_eq!(s.credits_grant, 64);
-/// assert_eq!(s.private_data().recv_size.bytes(), 1024);
+/// assert_eq!(s.private_data().recv_size.bytes(), 4096);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineConfig {
@@ -165,8 +172,8 @@ impl EngineConfig {
             credits_request: 128,
             credits_grant: 64,
             backchannel_credits: 8,
-            inline_send: 1024,
-            inline_recv: 1024,
+            inline_send: DEFAULT_INLINE,
+            inline_recv: DEFAULT_INLINE,
             remote_invalidate: true,
             max_message: 16 * 1024 * 1024 + 64 * 1024,
             negotiation_timeout: Duration::from_secs(5),

@@ -104,7 +104,7 @@ pub mod testing;
 
 pub use budget::{Charge, MemoryBudget};
 pub use config::{
-    EngineConfig, Role, VersionPolicy, CONNECTION_OVERHEAD, DEFAULT_MAX_MEMORY,
+    EngineConfig, Role, VersionPolicy, CONNECTION_OVERHEAD, DEFAULT_INLINE, DEFAULT_MAX_MEMORY,
     DEFAULT_MAX_SHARED_MEMORY, DEFAULT_READ_WINDOW,
 };
 pub use conn::{ConnectionInfo, Engine};

@@ -255,7 +255,7 @@ fn item1_nomsg_reply_without_a_reply_chunk_at_the_requester() {
 /// Reply chunk as an `RDMA2_NOMSG` REPLY.
 #[test]
 fn item1_a_hand_built_long_call_in_version_two_is_served() {
-    let mut pair = Pair::new();
+    let mut pair = Pair::with(PairOptions::default().inline(1024));
     let body = call_header(0x77, 1);
     let (key, addr) = client_source(&pair, Bytes::from(words(&body)));
     let (rkey, raddr) = client_sink(&pair, 4096);

@@ -809,8 +809,12 @@ proptest! {
         ddp_result in proptest::option::of(0usize..20_000),
         reduce in any::<bool>(),
         v1 in any::<bool>(),
+        small_inline in any::<bool>(),
     ) {
-        let mut o = PairOptions::default();
+        // Both ends advertise the same size in their private data: the
+        // Version One default or ours (4096).
+        let t_c = if small_inline { 1024 } else { rpcrdma_engine::DEFAULT_INLINE as usize };
+        let mut o = PairOptions::default().inline(t_c as u32);
         if v1 { o.client.client_version = VersionPolicy::V1; }
         let mut pair = Pair::with(o);
         let max = (result + ddp_result.unwrap_or(0) + 200) as u32;
@@ -836,7 +840,6 @@ proptest! {
         }
         d.expect_end().unwrap();
         prop_assert_eq!(m.stream_len(), expect.stream_len());
-        let t_c = 1024; // both ends advertise 1024 in their private data
         prop_assert!(pair.client.sent.iter().all(|(b, _)| b.len() <= t_c));
         prop_assert!(pair.server.sent.iter().all(|(b, _)| b.len() <= t_c));
         pair.assert_no_leaks();
@@ -918,7 +921,7 @@ fn spec_e1_e2_reply_resources_follow_the_largest_reply() {
 /// Write chunk.
 #[test]
 fn spec_n13_reduced_maximum_needs_no_reply_chunk() {
-    let mut pair = Pair::new();
+    let mut pair = Pair::with(PairOptions::default().inline(1024));
     let mut hints = ReplyHints::with_ddp(&[1 << 20], (1 << 20) + 128);
     hints.max_reply_reduced = Some(128);
     pair.send_call(1, call(1, 2, &[], None), hints);
@@ -973,7 +976,7 @@ fn spec_e6_rdma_error_credit_value_is_ignored() {
 /// data, Version Two raises both thresholds to 4096.
 #[test]
 fn spec_e9_thresholds_by_private_data_and_version() {
-    let mut pair = Pair::new();
+    let mut pair = Pair::with(PairOptions::default().inline(1024));
     pair.send_call(1, call(1, 0, &[], None), ReplyHints::default());
     echo_server(&mut pair);
     take_reply(&mut pair, 1);
@@ -1012,6 +1015,43 @@ fn spec_e9_thresholds_by_private_data_and_version() {
     o.private_data = false;
     let pair = Pair::with(o);
     assert_eq!(pair.client.engine.thresholds().send, 1024);
+}
+
+/// E9: by default both ends advertise 4096 in their private data (as the
+/// Linux client and server do), so a 1 KiB READ-like call offers no Write
+/// chunk and its reply comes back inline; a Version One peer that sends no
+/// private data still gets 1024.
+#[test]
+fn spec_e9_default_inline_sizes_are_linux_s_4096() {
+    let mut pair = Pair::new();
+    let pd = EngineConfig::client().private_data();
+    assert_eq!((pd.send_size.bytes(), pd.recv_size.bytes()), (4096, 4096));
+    // The Version Two probe itself stays within 1024 (E9).
+    pair.send_call(1, call(1, 0, &[], None), ReplyHints::default());
+    echo_server(&mut pair);
+    take_reply(&mut pair, 1);
+    let t = pair.client.engine.thresholds();
+    assert_eq!((t.send, t.recv), (4096, 4096));
+    let hints = ReplyHints::with_ddp(&[1024], 1024 + 64);
+    pair.send_call(2, call(2, 2, &[], None), hints);
+    pair.drive();
+    assert!(
+        call_header(&pair, 1).chunks().unwrap().is_empty(),
+        "no chunks"
+    );
+    pair.serve(|xid, _| reply(xid, &[], Some(pattern(1024, 1))));
+    let (m, cf, rf) = take_reply(&mut pair, 2);
+    assert_eq!((cf, rf), (MessageForm::Short, MessageForm::Short));
+    let mut d = Decoder::with_ddp(&m);
+    d.skip(24).unwrap();
+    assert_eq!(d.get_opaque_ddp(4096).unwrap(), pattern(1024, 1));
+    pair.assert_no_leaks();
+    // A Version One client without private data: 1024, whatever we have.
+    let mut o = PairOptions::v1();
+    o.private_data = false;
+    let pair = Pair::with(o);
+    let t = pair.client.engine.thresholds();
+    assert_eq!((t.send, t.recv), (1024, 1024));
 }
 
 /// E11: abandoned calls keep their credits; when they hold them all and a

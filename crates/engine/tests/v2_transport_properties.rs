@@ -436,7 +436,7 @@ fn good_props() -> TransportProperties {
 
 #[test]
 fn x4_malformed_offers_are_answered_with_bad_header_and_change_nothing() {
-    let mut pair = Pair::new();
+    let mut pair = Pair::with(PairOptions::default().inline(1024));
     let tp = TRANSPORT_PROPERTIES.0;
     let good = good_props().to_optinfo();
     let short = &good[..20];
@@ -545,7 +545,7 @@ fn pair_with_intercepted_offer(o: PairOptions) -> (Pair, u32) {
 
 #[test]
 fn x4_malformed_answers_drop_the_feature_without_touching_calls() {
-    let (mut pair, xid) = pair_with_intercepted_offer(PairOptions::default());
+    let (mut pair, xid) = pair_with_intercepted_offer(PairOptions::default().inline(1024));
     let tp = TRANSPORT_PROPERTIES.0;
     // A REPLY for an XID we never offered: dropped, counted.
     pair.inject(
@@ -703,7 +703,7 @@ fn x5_with_a_grant_of_two_the_offer_leaves_room_for_one_call() {
 
 #[test]
 fn x8_an_unanswered_offer_is_dropped_and_keeps_its_credit() {
-    let o = PairOptions::default().grant(2);
+    let o = PairOptions::default().grant(2).inline(1024);
     let (mut pair, xid) = pair_with_intercepted_offer(o);
     // pair_with_intercepted_offer's injected reply granted 8; the server
     // itself grants 2 from its next reply on.
@@ -786,7 +786,7 @@ fn x6_a_call_reusing_an_offers_xid_waits_for_its_answer() {
 
 #[test]
 fn x7_calls_respect_the_peers_chunk_limits() {
-    let mut o = PairOptions::default();
+    let mut o = PairOptions::default().inline(1024);
     o.server.limits = Limits {
         max_read_segments: 2,
         max_write_chunks: 1,

@@ -30,8 +30,9 @@ pub(crate) struct RdmaOpts {
     #[arg(long = "rdma-version", value_enum, default_value = "negotiate")]
     pub(crate) version: VersionArg,
     /// Inline threshold this end advertises (RFC 8797 send and receive
-    /// size), 1024..=262144.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1024..=262_144))]
+    /// size), 1024..=262144; 4096 is what Linux advertises. A peer that
+    /// sends no private data gets the Version One default of 1024.
+    #[arg(long, default_value_t = rpcrdma_engine::DEFAULT_INLINE, value_parser = clap::value_parser!(u32).range(1024..=262_144))]
     pub(crate) inline: u32,
     /// Credits: what a client asks for / what a server grants.
     #[arg(long)]

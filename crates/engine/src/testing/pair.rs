@@ -121,6 +121,25 @@ impl PairOptions {
         self
     }
 
+    /// Both ends advertise `bytes` as their inline send and receive sizes
+    /// (`EngineConfig::inline_send`, `inline_recv`; the default is
+    /// [`crate::DEFAULT_INLINE`]). Tests of chunk forms use the Version One
+    /// default, 1024, so that small messages already need chunks.
+    ///
+    /// ```
+    /// use rpcrdma_engine::testing::{Pair, PairOptions};
+    /// let pair = Pair::with(PairOptions::default().inline(1024));
+    /// assert_eq!(pair.client.engine.thresholds().send, 1024);
+    /// ```
+    #[must_use]
+    pub fn inline(mut self, bytes: u32) -> Self {
+        for c in [&mut self.client, &mut self.server] {
+            c.inline_send = bytes;
+            c.inline_recv = bytes;
+        }
+        self
+    }
+
     /// Sets both ends' read window (`EngineConfig::read_window`;
     /// `u64::MAX` turns it off).
     #[must_use]

@@ -20,7 +20,8 @@ use parking_lot::{Mutex, MutexGuard};
 use rpcrdma_iwarp::conn::{ConnError, Connection, Event, TransportError, MAX_RECV_SLICES};
 use rpcrdma_sync::Signal;
 use rpcrdma_verbs::{
-    DisconnectReason, PostError, QpCaps, QueuePair, RecvWr, SendWr, WcOpcode, WorkCompletion,
+    DisconnectReason, PostError, QpCaps, QueuePair, RecvWr, SendOp, SendWr, Sge, WcOpcode,
+    WorkCompletion,
 };
 use std::task::{Context, Poll, Waker};
 use tokio::net::TcpStream;
@@ -648,12 +649,33 @@ impl Qp {
     }
 }
 
-impl QueuePair for Qp {
-    fn post_send(&self, wr: SendWr) -> Result<(), PostError> {
+/// The most octets a chain of work requests ([`QueuePair::post_send_chain`])
+/// holds encoded before writing them: a reply's small RDMA Writes and its
+/// Send go to the socket in one system call (one TCP segment on loopback).
+/// A request that takes the chain past it is written as soon as it is
+/// posted, as [`QueuePair::post_send`] does: one `sendmsg` for a 1 MiB
+/// reply's Writes and its Send measured slower than writing the Writes
+/// first (docs/performance.md, "The read window, chosen by CPUs").
+const CHAIN_BYTES: usize = 64 * 1024;
+
+/// The payload octets a work request puts on the wire (its headers aside;
+/// an RDMA Read Request carries none).
+fn wire_len(wr: &SendWr) -> usize {
+    match &wr.op {
+        SendOp::Send { sges, .. } | SendOp::Write { sges, .. } => sges.iter().map(Sge::len).sum(),
+        // Read Requests, local invalidations and whatever comes later:
+        // headers only.
+        _ => 0,
+    }
+}
+
+impl Qp {
+    /// Posts `wr` under the lock already held: a small Send with nothing
+    /// queued before it is encoded and written in one go (no send-queue
+    /// entry when the socket takes it whole); anything else is encoded and
+    /// left for [`QpInner::after`] to write.
+    fn post_send_locked(&self, st: &mut QpState, wr: SendWr) -> Result<(), PostError> {
         let inner = &*self.inner;
-        let mut st = inner.lock();
-        // A small Send with nothing queued before it is encoded and written
-        // in one go (no send-queue entry when the socket takes it whole).
         let mut failed = None;
         let r = st.conn.post_send_now(wr, &mut inner.pd.table(), |b| {
             match sock_write(&inner.stream, &[IoSlice::new(b)]) {
@@ -678,6 +700,55 @@ impl QueuePair for Qp {
         });
         if let Some(e) = failed {
             st.conn.handle_transport_failure(e);
+        }
+        r
+    }
+}
+
+impl QueuePair for Qp {
+    fn post_send(&self, wr: SendWr) -> Result<(), PostError> {
+        let inner = &*self.inner;
+        let mut st = inner.lock();
+        let r = self.post_send_locked(&mut st, wr);
+        inner.after(st, None);
+        inner.start_io();
+        r
+    }
+
+    /// Encodes the chain's requests under one lock and writes them
+    /// together, within [`CHAIN_BYTES`]: a reply of small RDMA Writes and
+    /// its Send costs one system call rather than one per request.
+    fn post_send_chain<I>(&self, wrs: I) -> Result<(), PostError>
+    where
+        I: IntoIterator<Item = SendWr>,
+    {
+        let inner = &*self.inner;
+        let mut wrs = wrs.into_iter().peekable();
+        let mut st = inner.lock();
+        // Octets encoded by this chain and not yet handed to the socket.
+        let mut held = 0usize;
+        let mut r = Ok(());
+        while let Some(wr) = wrs.next() {
+            let len = wire_len(&wr);
+            if held > 0 && held + len > CHAIN_BYTES {
+                inner.flush(&mut st);
+                held = 0;
+            }
+            r = if held == 0 && wrs.peek().is_none() {
+                // Alone on the wire: as post_send (a small Send goes out
+                // at once, without a send-queue entry).
+                self.post_send_locked(&mut st, wr)
+            } else {
+                st.conn.post_send(wr, &mut inner.pd.table())
+            };
+            if r.is_err() {
+                break;
+            }
+            held += len;
+            if held > CHAIN_BYTES {
+                inner.flush(&mut st);
+                held = 0;
+            }
         }
         inner.after(st, None);
         inner.start_io();

@@ -7,8 +7,8 @@ use bytes::{Bytes, BytesMut};
 use rpcrdma_softiwarp::{Cq, Options, P2pMode, Pd, Qp, SoftIwarp};
 use rpcrdma_verbs::{
     Access, CompletionQueue, ConnectError, ConnectRequest, Device, DisconnectReason, Listener,
-    MemoryRegion, ProtectionDomain, QpParams, QueuePair, RecvWr, SendOp, SendWr, Sge, WcOpcode,
-    WcStatus, WorkCompletion,
+    MemoryRegion, PostError, ProtectionDomain, QpParams, QueuePair, RecvWr, SendOp, SendWr, Sge,
+    WcOpcode, WcStatus, WorkCompletion,
 };
 
 struct End {
@@ -210,6 +210,82 @@ async fn every_operation_in_every_mpa_mode() {
             }
         }
     }
+}
+
+/// `post_send_chain`: a chain's requests arrive in order and complete in
+/// order, whether they are written together (small ones) or cross the
+/// provider's chain limit (a 100 KiB Write); a request refused at posting
+/// ends the chain with its error, and the requests after it are not
+/// posted, while the connection carries on.
+#[tokio::test(flavor = "current_thread")]
+async fn a_chain_goes_out_in_order_and_stops_at_a_refused_request() {
+    let (c, s) = pair(Options::default(), Options::default()).await;
+    let data = |n: usize, seed: u8| -> Bytes {
+        (0..n)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect::<Vec<u8>>()
+            .into()
+    };
+    let (a, b, d) = (data(4096, 1), data(100 << 10, 2), data(8192, 3));
+    let sink = |n| {
+        s.pd.register_mut(BytesMut::zeroed(n), Access::REMOTE_WRITE)
+            .unwrap()
+    };
+    let (sa, sb, sd) = (sink(a.len()), sink(b.len()), sink(d.len()));
+    for id in 1..=4 {
+        s.qp.post_recv(RecvWr {
+            wr_id: id,
+            buf: BytesMut::zeroed(16),
+        })
+        .unwrap();
+    }
+    let send =
+        |id, text: &'static [u8]| SendWr::send(id, vec![Sge::Bytes(Bytes::from_static(text))]);
+    c.qp.post_send_chain([
+        SendWr::write(10, vec![Sge::Bytes(a.clone())], sa.remote(0)),
+        SendWr::write(11, vec![Sge::Bytes(b.clone())], sb.remote(0)),
+        send(12, b"one"),
+        SendWr::write(13, vec![Sge::Bytes(d.clone())], sd.remote(0)),
+        send(14, b"two"),
+    ])
+    .unwrap();
+    let got = wait_n(&s.cq, 2).await;
+    assert_eq!(got[0].data().unwrap(), b"one");
+    assert_eq!(got[1].data().unwrap(), b"two");
+    for (mr, want) in [(sa, &a), (sb, &b), (sd, &d)] {
+        assert!(mr.deregister().unwrap().into_owned().unwrap()[..] == want[..]);
+    }
+    let done = wait_n(&c.cq, 5).await;
+    assert_eq!(
+        done.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+        (10..=14)
+            .map(|id| (id, WcStatus::Success))
+            .collect::<Vec<_>>()
+    );
+
+    // A gather element whose region is gone: refused at posting.
+    let gone =
+        c.pd.register_bytes(Bytes::from_static(b"stale"), Access::LOCAL_READ)
+            .unwrap();
+    let stale = gone.sge(0, 5);
+    drop(gone.deregister().unwrap());
+    let e =
+        c.qp.post_send_chain([
+            send(20, b"three"),
+            SendWr::send(21, vec![Sge::Region(stale)]),
+            send(22, b"never"),
+        ])
+        .unwrap_err();
+    assert!(matches!(e, PostError::LocalProtection { .. }), "{e:?}");
+    c.qp.post_send(send(23, b"four")).unwrap();
+    let got = wait_n(&s.cq, 2).await;
+    assert_eq!(got[0].data().unwrap(), b"three");
+    assert_eq!(got[1].data().unwrap(), b"four");
+    let done = wait_n(&c.cq, 2).await;
+    assert_eq!(
+        done.iter().map(|w| w.wr_id).collect::<Vec<_>>(),
+        vec![20, 23]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -188,11 +188,24 @@ impl<D: Device> RdmaTransport<D> {
                 return;
             }
         }
-        while let Some(wr) = s.engine.poll_send() {
-            if let Err(e) = self.inner.qp.post_send(wr) {
-                s.engine.close(EngineError::Post(e));
-                return;
-            }
+        let Some(first) = s.engine.poll_send() else {
+            return;
+        };
+        let qp = &self.inner.qp;
+        let r = match s.engine.poll_send() {
+            // One request (a NULL's call or reply): as it is.
+            None => qp.post_send(first),
+            // Several, as one chain: a reply's RDMA Writes and its Send may
+            // go to the wire together (software iWARP writes a small chain
+            // with one system call).
+            Some(second) => qp.post_send_chain(
+                [first, second]
+                    .into_iter()
+                    .chain(std::iter::from_fn(|| s.engine.poll_send())),
+            ),
+        };
+        if let Err(e) = r {
+            s.engine.close(EngineError::Post(e));
         }
     }
 

@@ -155,6 +155,23 @@ pub trait QueuePair: Send + Sync + 'static {
     /// Posts a send-queue work request.
     fn post_send(&self, wr: SendWr) -> Result<(), PostError>;
 
+    /// Posts several send-queue work requests in order, as one chain (the
+    /// verbs interface's linked list of work requests): a provider may put
+    /// them on the wire together, e.g. a reply's RDMA Writes and the Send
+    /// behind them in one system call. The same as posting each in turn
+    /// with [`QueuePair::post_send`] (the default does just that): the
+    /// first that fails ends the chain with its error, the ones after it
+    /// are not posted.
+    fn post_send_chain<I>(&self, wrs: I) -> Result<(), PostError>
+    where
+        I: IntoIterator<Item = SendWr>,
+    {
+        for wr in wrs {
+            self.post_send(wr)?;
+        }
+        Ok(())
+    }
+
     /// Posts a receive.
     fn post_recv(&self, wr: RecvWr) -> Result<(), PostError>;
 

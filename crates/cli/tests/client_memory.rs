@@ -240,7 +240,10 @@ async fn serve_one(s: TcpStream, attack: Attack) -> std::io::Result<Saw> {
             c.send(&m).await?;
         }
         Attack::ClaimReply => {
-            let (h, _, to) = o.reply.expect("the client offered a Reply chunk");
+            // The demo READ's reduced reply fits inline, so the client
+            // offers no Reply chunk: claim one anyway, over its Write
+            // chunk's handle (a Reply chunk offered is claimed the same way).
+            let (h, _, to) = o.reply.unwrap_or(o.write);
             let mut m = words(&[o.xid, 1, 8, 1, 0, 0, 1, 1, h, ATTACK]);
             m.extend_from_slice(&to.to_be_bytes());
             c.send(&m).await?;
@@ -417,10 +420,21 @@ fn a_hostile_server_cannot_make_the_client_allocate_beyond_its_chunks() {
             out.lines().next().unwrap_or("")
         );
         match attack {
-            Attack::ClaimWrite | Attack::ClaimReply => {
+            Attack::ClaimWrite => {
                 assert_eq!(code, 1, "{attack:?}: {out}");
                 assert!(
                     out.contains("failed") && out.contains("claims more bytes than were provided"),
+                    "{attack:?}: {out}"
+                );
+            }
+            // The call offered no Reply chunk (its reduced reply fits
+            // inline): a reply through one is refused as such. (A returned
+            // Reply chunk longer than offered goes through the same check
+            // as ClaimWrite's Write chunk, `written_len`.)
+            Attack::ClaimReply => {
+                assert_eq!(code, 1, "{attack:?}: {out}");
+                assert!(
+                    out.contains("failed") && out.contains("the call provided no Reply chunk"),
                     "{attack:?}: {out}"
                 );
             }

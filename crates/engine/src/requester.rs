@@ -410,7 +410,12 @@ impl<P: ProtectionDomain> Engine<P> {
             data.push(take_prefix(buf, len)?);
         }
         let inline = if nomsg {
-            let (Some((seg, buf)), Some(returned)) = (reply, chunks.reply.as_ref()) else {
+            let Some((seg, buf)) = reply else {
+                return Err(CallError::BadReply(
+                    "RDMA_NOMSG reply, but the call provided no Reply chunk",
+                ));
+            };
+            let Some(returned) = chunks.reply.as_ref() else {
                 return Err(CallError::BadReply(
                     "RDMA_NOMSG reply without the Reply chunk the call provided",
                 ));

@@ -118,7 +118,10 @@ async fn generated_client_and_server_over_the_rdma_like_transport() {
         data: Bytes::from(vec![1; 50_000]),
         path: "/p".into(),
     };
-    assert_eq!(all_v1::hints_bulk(&b).ddp_results(), &[100_000, 1024]);
+    let h = all_v1::hints_bulk(&b);
+    assert_eq!(h.ddp_results(), &[100_000, 1024]);
+    // Reduced, the results are `len` and the two items' length words.
+    assert_eq!(reduced(&h), Some(12));
     let r = v1.bulk(b).await.unwrap();
     assert_eq!(r.data.len(), 100_000);
     // Unimplemented: PROC_UNAVAIL.
@@ -252,6 +255,9 @@ async fn nfs_read_write_and_readlink_use_the_rfc8267_binding() {
     let h = nfs_v3::hints_read(&args);
     assert_eq!(h.ddp_results(), &[65_536]);
     assert_eq!(h.results_limit(), Some(4 + 88 + 4 + 4 + 4 + 65_536));
+    // With the data in its Write chunk: what the Linux client assumes
+    // (spec note N13), so no Reply chunk is needed.
+    assert_eq!(reduced(&h), Some(4 + 88 + 4 + 4 + 4));
     match nfs.read(args).await.unwrap() {
         nfs3::Read3res::Nfs3Ok(ok) => assert_eq!(ok.data.len(), 65_536),
         other => panic!("{other:?}"),
@@ -324,4 +330,11 @@ async fn a_wrong_binding_fails_like_rdma_would() {
     assert!(r.is_err(), "{r:?}");
     let _ = ByEnum::Red;
     server.shutdown().await;
+}
+
+/// The reduced results a binding states (`CallHints::reduced_results`),
+/// from the reply sizes it gives.
+fn reduced(h: &CallHints) -> Option<u32> {
+    let header = h.max_reply_size()? - h.results_limit()?;
+    Some(h.max_reduced_reply_size()? - header)
 }

@@ -179,6 +179,10 @@ pub(crate) struct ProcIr {
     pub(crate) ddp_results: Vec<Sz>,
     /// Maximum size of the results, if known.
     pub(crate) max_results: Option<Sz>,
+    /// Maximum size of the results with every DDP-eligible item in its
+    /// Write chunk (only its length word inline), over every branch; known
+    /// when every such item gets a Write chunk.
+    pub(crate) reduced_results: Option<Sz>,
     pub(crate) doc: Vec<String>,
 }
 

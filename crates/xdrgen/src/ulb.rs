@@ -65,6 +65,10 @@ struct Ctx<'m, 'r, 'a> {
     args: &'m [Ty],
     rep: &'r mut Reporter<'a>,
     proc_name: &'m str,
+    /// [`Ctx::max_size`] counts a DDP-eligible opaque or string as its
+    /// length word alone: the reduced results (every such item in a Write
+    /// chunk).
+    reduced: bool,
 }
 
 impl Ctx<'_, '_, '_> {
@@ -188,6 +192,9 @@ impl Ctx<'_, '_, '_> {
             Ty::I32 | Ty::U32 | Ty::F32 | Ty::Bool => Sz::C(4),
             Ty::I64 | Ty::U64 | Ty::F64 => Sz::C(8),
             Ty::OpaqueFixed(n) => Sz::C(roundup(u64::from(*n))),
+            // Reduced, a DDP-eligible item leaves its length word inline
+            // and its data and padding in its Write chunk.
+            Ty::OpaqueVar(_) | Ty::Str(_) if self.reduced && ddp.is_some() => Sz::C(4),
             Ty::OpaqueVar(m) | Ty::Str(m) => {
                 let data = match ddp {
                     Some(b @ (DdpBound::Num(_) | DdpBound::Arg(..))) => self.ddp_size(*m, b)?,
@@ -447,6 +454,7 @@ pub(crate) fn proc_hints(
         args: &args,
         rep,
         proc_name: &pr.xdr,
+        reduced: false,
     };
     let mut explicit: Option<Option<Sz>> = None;
     for p in pragmas {
@@ -466,14 +474,27 @@ pub(crate) fn proc_hints(
         }
     }
     let mut ddp = Vec::new();
+    let mut reduced = None;
     let computed = match &pr.result {
         None => Some(Sz::C(0)),
         Some(ty) => {
-            ddp = cx.ddp_items(ty, None, &mut Vec::new()).finish();
-            cx.max_size(ty, None, &mut Vec::new())
+            let chunks = cx.ddp_items(ty, None, &mut Vec::new());
+            // Every DDP-eligible item gets a Write chunk (none is unbounded
+            // or inside a variable-length array, where the chunks stop):
+            // then each travels reduced, and the reduced results are the
+            // type's size with each such item counted as its length word.
+            let all_chunked = !chunks.stop;
+            ddp = chunks.finish();
+            let full = cx.max_size(ty, None, &mut Vec::new());
+            if all_chunked && !ddp.is_empty() && full.is_some() {
+                cx.reduced = true;
+                reduced = cx.max_size(ty, None, &mut Vec::new());
+            }
+            full
         }
     };
     pr.ddp_results = ddp;
+    pr.reduced_results = reduced;
     pr.max_results = match explicit {
         Some(s) => s,
         None => computed,

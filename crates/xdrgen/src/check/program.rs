@@ -71,6 +71,7 @@ impl Checker<'_, '_> {
                         .collect(),
                     ddp_results: Vec::new(),
                     max_results: None,
+                    reduced_results: None,
                     doc: pr.doc.clone(),
                 });
             }

@@ -16,6 +16,7 @@ impl Gen<'_> {
                 .ddp_results
                 .iter()
                 .chain(pr.max_results.iter())
+                .chain(pr.reduced_results.iter())
                 .any(|s| matches!(s, Sz::E(_)));
             let a = self.arg_shape(pr, uses);
             self.w.line(&format!(
@@ -40,7 +41,13 @@ impl Gen<'_> {
                 .map_or("unknown maximum result size".to_string(), |s| {
                     format!("results of at most `{}` bytes", sz_doc(s))
                 });
-            self.w.line(&format!("/// {ddp}; {mx}."));
+            let red = pr.reduced_results.as_ref().map_or(String::new(), |s| {
+                format!(
+                    "; at most `{}` bytes with the DDP-eligible items in their Write chunks",
+                    sz_doc(s)
+                )
+            });
+            self.w.line(&format!("/// {ddp}; {mx}{red}."));
             self.w.open(&format!(
                 "pub fn hints_{}({}) -> {M}::CallHints {{",
                 bare(&pr.method),
@@ -52,6 +59,9 @@ impl Gen<'_> {
             }
             if let Some(s) = &pr.max_results {
                 e.push_str(&format!(".max_results({})", as_u32(s)));
+            }
+            if let Some(s) = &pr.reduced_results {
+                e.push_str(&format!(".reduced_results({})", as_u32(s)));
             }
             self.w.line(&e);
             self.w.close("}");

@@ -203,6 +203,15 @@ fn ulb_maximum_result_sizes_hold() {
         assert_eq!(ulb::read(n).ddp_results(), &[n]);
         // Only the length word and fixed fields stay inline.
         assert_eq!(p.inline().len(), 12);
+        // And that is the reduced maximum the binding states (so a READ
+        // needs no Reply chunk, spec note N13).
+        let h = ulb::read(n);
+        let header = h.max_reply_size().unwrap() - h.results_limit().unwrap();
+        assert_eq!(
+            h.max_reduced_reply_size().unwrap() - header,
+            p.inline().len() as u32,
+            "count {n}"
+        );
     }
     let mut pe = PayloadEncoder::new();
     xdr::encode_echo_data(&Bytes::from(vec![1; 1024]), &mut pe.encoder());

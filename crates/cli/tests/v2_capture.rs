@@ -391,13 +391,14 @@ fn v2_capture_decoded_by_rpcrdma_decode() {
         *seen.entry(kind).or_default() += 1;
 
         // One message by hand: the READ call, which carries a Write chunk
-        // and a Reply chunk for the largest reply (spec note E1).
+        // and no Reply chunk: the binding states the reduced results
+        // (12 bytes), which fit inline (spec note N13).
         if from_client
             && proc_ == 0
-            && msg.len() == 32 * 4
+            && msg.len() == 27 * 4
             && word(msg, 6) == 1
-            && word(msg, 24) == procs::READ
-            && word(msg, 31) == DATA
+            && word(msg, 19) == procs::READ
+            && word(msg, 26) == DATA
         {
             checked_by_hand += 1;
             let xid = word(msg, 0);
@@ -423,42 +424,30 @@ fn v2_capture_decoded_by_rpcrdma_decode() {
             assert_eq!(word(msg, 12), 0, "rdma_next: no second Write chunk");
             assert_eq!(
                 word(msg, 13),
-                1,
-                "rdma_reply: *rpcrdma2_write_chunk, present"
+                0,
+                "rdma_reply: *rpcrdma2_write_chunk, absent (the reduced reply fits inline)"
             );
-            assert_eq!(word(msg, 14), 1, "rdma_target<>: one segment");
-            assert_ne!(word(msg, 15), 0, "rdma_handle of the Reply chunk");
-            let max_reply = ulb::read(DATA).max_reply_size().unwrap();
-            assert_eq!(
-                word(msg, 16),
-                max_reply.div_ceil(4) * 4,
-                "rdma_length: room for the largest reply, unreduced"
-            );
-            let reply_offset = (u64::from(word(msg, 17)) << 32) | u64::from(word(msg, 18));
-            // RFC 5531 call header follows (header is 19 words = 76 bytes).
-            assert_eq!(word(msg, 19), xid, "RPC xid = rdma_xid");
-            assert_eq!(word(msg, 20), CALL, "RPC msg_type CALL");
-            assert_eq!(word(msg, 21), 2, "rpcvers 2");
-            assert_eq!(word(msg, 22), PROGRAM, "prog");
-            assert_eq!(word(msg, 23), VERSION, "vers");
-            assert_eq!(word(msg, 24), procs::READ, "proc READ");
-            assert_eq!(&[word(msg, 25), word(msg, 26)], &[0, 0], "cred AUTH_NONE");
-            assert_eq!(&[word(msg, 27), word(msg, 28)], &[0, 0], "verf AUTH_NONE");
-            assert_eq!(&[word(msg, 29), word(msg, 30)], &[0, 2], "seed 2 (uint64)");
-            assert_eq!(word(msg, 31), DATA, "count");
-            assert_eq!(msg.len(), 32 * 4, "nothing else");
+            // RFC 5531 call header follows (header is 14 words = 56 bytes).
+            assert_eq!(word(msg, 14), xid, "RPC xid = rdma_xid");
+            assert_eq!(word(msg, 15), CALL, "RPC msg_type CALL");
+            assert_eq!(word(msg, 16), 2, "rpcvers 2");
+            assert_eq!(word(msg, 17), PROGRAM, "prog");
+            assert_eq!(word(msg, 18), VERSION, "vers");
+            assert_eq!(word(msg, 19), procs::READ, "proc READ");
+            assert_eq!(&[word(msg, 20), word(msg, 21)], &[0, 0], "cred AUTH_NONE");
+            assert_eq!(&[word(msg, 22), word(msg, 23)], &[0, 0], "verf AUTH_NONE");
+            assert_eq!(&[word(msg, 24), word(msg, 25)], &[0, 2], "seed 2 (uint64)");
+            assert_eq!(word(msg, 26), DATA, "count");
+            assert_eq!(msg.len(), 27 * 4, "nothing else");
             // The decoder says the same.
             let (_, got) = decode_json(msg, &[]);
-            assert_eq!(got["header_len"], 76);
+            assert_eq!(got["header_len"], 56);
             assert_eq!(got["payload_len"], 13 * 4);
             assert_eq!(
                 got["writes"],
                 json!([[{"handle": word(msg, 8), "length": DATA, "offset": offset}]])
             );
-            assert_eq!(
-                got["reply"],
-                json!([{"handle": word(msg, 15), "length": word(msg, 16), "offset": reply_offset}])
-            );
+            assert!(got["reply"].is_null(), "{got}");
         }
     }
     assert_eq!(checked_by_hand, 1, "the READ call was found once");
@@ -466,7 +455,7 @@ fn v2_capture_decoded_by_rpcrdma_decode() {
     for kind in [
         "RDMA2_MSG CALL reads=0 writes=0 reply=false",
         "RDMA2_MSG CALL reads=0 writes=0 reply=true",
-        "RDMA2_MSG CALL reads=0 writes=1 reply=true",
+        "RDMA2_MSG CALL reads=0 writes=1 reply=false",
         "RDMA2_MSG CALL reads=1 writes=0 reply=false",
         "RDMA2_NOMSG CALL reads=1 writes=0 reply=false",
         "RDMA2_MSG REPLY reads=0 writes=0 reply=false",

@@ -28,7 +28,7 @@ use bytes::{Bytes, BytesMut};
 use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain, Sge};
 use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{ChunkLists, Header, ReadSegment, Segment, WriteChunk};
-use rpcrdma_xdr::{round_up, Encode, Payload};
+use rpcrdma_xdr::{round_up, Payload};
 
 use crate::budget::MemoryBudget;
 use crate::error::CallError;
@@ -382,7 +382,14 @@ fn plan_inner<P: ProtectionDomain>(
         .as_ref()
         .map(|r| WriteChunk::new(vec![r.segment]));
 
-    let header = |reads: Vec<ReadSegment>, nomsg: bool| {
+    // The header is built once, by the form that fits (its chunk lists
+    // move into it); the forms are compared by their lengths.
+    let header_len =
+        |reads: usize| hdr::chunked_len(p.version, reads, &write_list, reply_chunk.as_ref());
+    let header = |reads: Vec<ReadSegment>,
+                  writes: Vec<WriteChunk>,
+                  reply: Option<WriteChunk>,
+                  nomsg: bool| {
         hdr::chunked(
             p.version,
             p.xid,
@@ -390,17 +397,17 @@ fn plan_inner<P: ProtectionDomain>(
             Direction::Call,
             ChunkLists {
                 reads,
-                writes: write_list.clone(),
-                reply: reply_chunk.clone(),
+                writes,
+                reply,
             },
             nomsg,
         )
     };
 
     // Short.
-    let plain = header(Vec::new(), false);
-    if plain.encoded_len() + payload.stream_len() <= send {
+    if header_len(0) + payload.stream_len() <= send {
         let (pieces, _) = stream_sges(payload, 0);
+        let plain = header(Vec::new(), write_list, reply_chunk, false);
         return Ok((plain, pieces, MessageForm::Short));
     }
 
@@ -433,10 +440,10 @@ fn plan_inner<P: ProtectionDomain>(
             let target = regs.source(data)?;
             item_reads.push(ReadSegment { position, target });
         }
-        let hdr = header(item_reads.clone(), false);
         let inline_len = payload.inline().len();
-        if hdr.encoded_len() + inline_len <= send {
+        if header_len(item_reads.len()) + inline_len <= send {
             let (pieces, _) = stream_sges(payload, usize::MAX);
+            let hdr = header(item_reads, write_list, reply_chunk, false);
             return Ok((hdr, pieces, MessageForm::Chunked));
         }
     }
@@ -461,12 +468,12 @@ fn plan_inner<P: ProtectionDomain>(
         target: pz,
     }];
     reads.extend(item_reads);
-    let hdr = header(reads, true);
-    if hdr.encoded_len() > send {
+    if header_len(reads.len()) > send {
         return Err(CallError::TooLarge(
             "the transport header alone exceeds the peer's inline threshold",
         ));
     }
+    let hdr = header(reads, write_list, reply_chunk, true);
     Ok((hdr, Vec::new(), MessageForm::Long))
 }
 

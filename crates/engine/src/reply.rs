@@ -11,7 +11,7 @@ use bytes::Bytes;
 use rpcrdma_verbs::{RemoteAddr, Sge};
 use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{ChunkLists, Header, Segment, WriteChunk};
-use rpcrdma_xdr::{Encode, Payload};
+use rpcrdma_xdr::Payload;
 
 use crate::event::MessageForm;
 use crate::hdr;
@@ -20,8 +20,16 @@ use crate::stream::{inline_sges, stream_sges};
 /// One RDMA Write: a gather list and where it goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct WriteOp {
-    pub(crate) pieces: Vec<Bytes>,
+    /// The pieces, as the work request's gather list.
+    pub(crate) pieces: Vec<Sge>,
     pub(crate) remote: RemoteAddr,
+}
+
+impl WriteOp {
+    /// Octets the Write carries.
+    pub(crate) fn len(&self) -> usize {
+        self.pieces.iter().map(Sge::len).sum()
+    }
 }
 
 /// How to send one reply.
@@ -50,34 +58,45 @@ pub(crate) enum ReplyError {
     NoReplyChunk,
 }
 
-/// Spreads `pieces` over `segments` in order. Returns the writes and the
-/// segments with their lengths rewritten to what each received (zero for
-/// untouched ones), or `None` if the data does not fit.
+/// Spreads `pieces` over `segments` in order, appending one RDMA Write per
+/// segment that receives data to `writes`. Returns the segments with their
+/// lengths rewritten to what each received (zero for untouched ones), or
+/// `None` if the data does not fit (`writes` may then hold some of them).
 pub(crate) fn scatter(
     pieces: &[Bytes],
     segments: &[Segment],
-) -> Option<(Vec<WriteOp>, Vec<Segment>)> {
-    let mut writes = Vec::new();
+    writes: &mut Vec<WriteOp>,
+) -> Option<Vec<Segment>> {
     let mut updated = Vec::with_capacity(segments.len());
-    let mut queue: std::collections::VecDeque<Bytes> =
-        pieces.iter().filter(|p| !p.is_empty()).cloned().collect();
+    // The piece being spread, and how much of it went already.
+    let mut rest = pieces.iter().filter(|p| !p.is_empty());
+    let mut front = rest.next();
+    let mut sent = 0usize;
     for seg in segments {
         let mut room = seg.length as usize;
-        let mut gather = Vec::new();
         let mut used = 0usize;
+        let mut gather = rpcrdma_verbs::gather_list(1);
         while room > 0 {
-            let Some(front) = queue.front_mut() else {
+            let Some(piece) = front else {
                 break;
             };
-            let take = front.len().min(room);
-            gather.push(front.split_to(take));
-            if front.is_empty() {
-                queue.pop_front();
+            let take = (piece.len() - sent).min(room);
+            gather.push(Sge::Bytes(if sent == 0 && take == piece.len() {
+                piece.clone()
+            } else {
+                piece.slice(sent..sent + take)
+            }));
+            sent += take;
+            if sent == piece.len() {
+                front = rest.next();
+                sent = 0;
             }
             room -= take;
             used += take;
         }
-        if !gather.is_empty() {
+        if gather.is_empty() {
+            rpcrdma_verbs::recycle_gather_list(gather);
+        } else {
             writes.push(WriteOp {
                 pieces: gather,
                 remote: RemoteAddr {
@@ -91,11 +110,7 @@ pub(crate) fn scatter(
             ..*seg
         });
     }
-    if queue.is_empty() {
-        Some((writes, updated))
-    } else {
-        None
-    }
+    front.is_none().then_some(updated)
 }
 
 /// Connection facts the plan depends on.
@@ -145,23 +160,22 @@ fn plan_reply_general(
     payload: &Payload,
     p: &ReplyParams,
 ) -> Result<ReplyPlan, ReplyError> {
-    let positioned: Vec<&Bytes> = payload
+    // The positioned items, in order: the first of them go into the
+    // Write chunks, one each.
+    let mut positioned = payload
         .items()
         .iter()
         .filter(|i| i.inline_offset.is_some())
-        .map(|i| &i.data)
-        .collect();
-    let reduced = positioned.len().min(writes.len());
+        .map(|i| &i.data);
+    let mut reduced = 0;
     let mut ops = Vec::new();
     let mut write_list = Vec::with_capacity(writes.len());
-    for (i, chunk) in writes.iter().enumerate() {
-        let data: &[Bytes] = if i < reduced {
-            std::slice::from_ref(positioned[i])
-        } else {
-            &[]
-        };
-        let (w, segs) = scatter(data, &chunk.segments).ok_or(ReplyError::WriteChunkTooSmall)?;
-        ops.extend(w);
+    for chunk in writes {
+        let item = positioned.next();
+        reduced += usize::from(item.is_some());
+        let data = item.map_or(&[][..], std::slice::from_ref);
+        let segs =
+            scatter(data, &chunk.segments, &mut ops).ok_or(ReplyError::WriteChunkTooSmall)?;
         write_list.push(WriteChunk::new(segs));
     }
     let (pieces, inline_len) = stream_sges(payload, reduced);
@@ -171,7 +185,9 @@ fn plan_reply_general(
         MessageForm::Short
     };
 
-    let header = |reply_chunk: Option<WriteChunk>| {
+    // The header is built once, by the form that fits: its chunk lists
+    // move into it.
+    let header = |write_list: Vec<WriteChunk>, reply_chunk: Option<WriteChunk>| {
         let nomsg = reply_chunk.is_some();
         hdr::chunked(
             p.version,
@@ -180,17 +196,16 @@ fn plan_reply_general(
             Direction::Reply,
             ChunkLists {
                 reads: Vec::new(),
-                writes: write_list.clone(),
+                writes: write_list,
                 reply: reply_chunk,
             },
             nomsg,
         )
     };
-    let inline_hdr = header(None);
-    if inline_hdr.encoded_len() + inline_len <= p.send_threshold as usize {
+    if hdr::chunked_len(p.version, 0, &write_list, None) + inline_len <= p.send_threshold as usize {
         return Ok(ReplyPlan {
             writes: ops,
-            header: inline_hdr,
+            header: header(write_list, None),
             pieces,
             form: form_if_inline,
         });
@@ -205,11 +220,10 @@ fn plan_reply_general(
             Sge::Region(_) => None,
         })
         .collect();
-    let (w, segs) = scatter(&stream, &chunk.segments).ok_or(ReplyError::ReplyChunkTooSmall)?;
-    ops.extend(w);
+    let segs = scatter(&stream, &chunk.segments, &mut ops).ok_or(ReplyError::ReplyChunkTooSmall)?;
     Ok(ReplyPlan {
         writes: ops,
-        header: header(Some(WriteChunk::new(segs))),
+        header: header(write_list, Some(WriteChunk::new(segs))),
         pieces: Vec::new(),
         form: MessageForm::Long,
     })
@@ -230,14 +244,19 @@ mod tests {
     #[test]
     fn scatter_fills_segments_in_order_and_zeroes_the_rest() {
         let data = [Bytes::from_static(b"0123456789")];
-        let (w, segs) = scatter(&data, &[seg(1, 4), seg(2, 4), seg(3, 4), seg(4, 4)]).unwrap();
+        let mut w = Vec::new();
+        let segs = scatter(&data, &[seg(1, 4), seg(2, 4), seg(3, 4), seg(4, 4)], &mut w).unwrap();
         assert_eq!(w.len(), 3);
-        assert_eq!(&w[2].pieces[0][..], b"89");
+        assert_eq!(w[2].pieces, vec![Sge::Bytes(Bytes::from_static(b"89"))]);
+        assert_eq!(
+            w.iter().map(WriteOp::len).collect::<Vec<_>>(),
+            vec![4, 4, 2]
+        );
         assert_eq!(
             segs.iter().map(|s| s.length).collect::<Vec<_>>(),
             vec![4, 4, 2, 0]
         );
-        assert!(scatter(&data, &[seg(1, 9)]).is_none());
+        assert!(scatter(&data, &[seg(1, 9)], &mut Vec::new()).is_none());
     }
 
     #[test]
@@ -268,9 +287,46 @@ mod tests {
     #[test]
     fn scatter_gathers_several_pieces_into_one_segment() {
         let data = [Bytes::from_static(b"ab"), Bytes::from_static(b"cd")];
-        let (w, segs) = scatter(&data, &[seg(7, 100)]).unwrap();
+        let mut w = Vec::new();
+        let segs = scatter(&data, &[seg(7, 100)], &mut w).unwrap();
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].pieces.len(), 2);
         assert_eq!(segs[0].length, 4);
+    }
+
+    #[test]
+    fn scatter_splits_a_piece_across_segments_and_shares_its_memory() {
+        let data = [Bytes::from_static(b"abc"), Bytes::from_static(b"defgh")];
+        let mut w = Vec::new();
+        let segs = scatter(&data, &[seg(1, 4), seg(2, 4), seg(3, 4)], &mut w).unwrap();
+        let got: Vec<Vec<&[u8]>> = w
+            .iter()
+            .map(|op| {
+                op.pieces
+                    .iter()
+                    .map(|p| match p {
+                        Sge::Bytes(b) => &b[..],
+                        Sge::Region(_) => panic!("a region in a reply's Write"),
+                    })
+                    .collect()
+            })
+            .collect();
+        assert_eq!(got, vec![vec![&b"abc"[..], b"d"], vec![b"efgh"]]);
+        assert_eq!(w[1].remote.rkey, 2);
+        assert_eq!(
+            segs.iter().map(|s| s.length).collect::<Vec<_>>(),
+            vec![4, 4, 0]
+        );
+        // A whole piece goes as itself, a part as a slice of it: no copy.
+        let Sge::Bytes(first) = &w[0].pieces[0] else {
+            unreachable!()
+        };
+        assert_eq!(first.as_ptr(), data[0].as_ptr());
+        let Sge::Bytes(tail) = &w[1].pieces[0] else {
+            unreachable!()
+        };
+        assert_eq!(tail.as_ptr(), data[1][1..].as_ptr());
+        // Data left over: no plan.
+        assert!(scatter(&data, &[seg(1, 4), seg(2, 3)], &mut Vec::new()).is_none());
     }
 }

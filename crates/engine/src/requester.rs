@@ -373,14 +373,33 @@ impl<P: ProtectionDomain> Engine<P> {
         for mr in regs.sources {
             self.drop_mr(mr);
         }
-        let mut writes = Vec::with_capacity(regs.writes.len());
-        for p in regs.writes {
+        // Every registration is released first, whatever the reply says;
+        // the data of each Write chunk is taken on the way, and the first
+        // fault found is reported once all are released.
+        let provided = regs.writes.len();
+        let mut data = Vec::with_capacity(provided);
+        let mut any_written = false;
+        let mut fault = None;
+        for (i, p) in regs.writes.into_iter().enumerate() {
             let seg = p.segment;
             let buf = self.drop_mr(p.mr).map(MrBuffer::freeze);
             if let Some(b) = &buf {
                 self.budget.keep(b.clone());
             }
-            writes.push((seg, buf));
+            if fault.is_some() {
+                continue;
+            }
+            let len = match chunks.writes.get(i) {
+                None => Ok(0),
+                Some(returned) => written_len(&returned.segments, seg.handle, seg.length),
+            };
+            match len.and_then(|len| {
+                any_written |= len > 0;
+                take_prefix(buf, len)
+            }) {
+                Ok(b) => data.push(b),
+                Err(e) => fault = Some(e),
+            }
         }
         let reply = regs.reply.map(|p| {
             let seg = p.segment;
@@ -394,20 +413,13 @@ impl<P: ProtectionDomain> Engine<P> {
         if !chunks.reads.is_empty() {
             return Err(CallError::BadReply("a reply carries a Read list"));
         }
-        if chunks.writes.len() > writes.len() {
+        if chunks.writes.len() > provided {
             return Err(CallError::BadReply(
                 "more Write chunks than the call provided",
             ));
         }
-        let mut data = Vec::with_capacity(writes.len());
-        let mut any_written = false;
-        for (i, (seg, buf)) in writes.into_iter().enumerate() {
-            let len = match chunks.writes.get(i) {
-                None => 0,
-                Some(returned) => written_len(&returned.segments, seg.handle, seg.length)?,
-            };
-            any_written |= len > 0;
-            data.push(take_prefix(buf, len)?);
+        if let Some(e) = fault {
+            return Err(e);
         }
         let inline = if nomsg {
             let Some((seg, buf)) = reply else {

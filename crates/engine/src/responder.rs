@@ -6,7 +6,7 @@ use std::collections::hash_map::Entry;
 use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain, RemoteAddr, SendWr, Sge};
+use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain, RemoteAddr, SendWr};
 use rpcrdma_wire::{ChunkLists, ErrorBody};
 use rpcrdma_xdr::{round_up, Payload};
 
@@ -170,12 +170,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 // the Reply chunk of a Long reply): what the reply's
                 // reservation becomes. What goes inline (at most the
                 // inline threshold) is the connection's fixed cost.
-                let data: u64 = plan
-                    .writes
-                    .iter()
-                    .flat_map(|w| w.pieces.iter())
-                    .map(|p| p.len() as u64)
-                    .sum();
+                let data: u64 = plan.writes.iter().map(|w| w.len() as u64).sum();
                 let reserved = call.more.as_ref().map_or(0, |m| m.room_held);
                 if data > reserved {
                     // More than its reservation (only a reply larger than
@@ -195,8 +190,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 self.stats.replies_sent += 1;
                 for w in plan.writes {
                     let wr_id = self.wr_id(Wr::Write);
-                    let sges = w.pieces.into_iter().map(Sge::Bytes).collect();
-                    self.push_sq(SendWr::write(wr_id, sges, w.remote));
+                    self.push_sq(SendWr::write(wr_id, w.pieces, w.remote));
                 }
                 let invalidate = if self.remote_inv {
                     call.more.as_ref().and_then(|m| m.rkeys.first().copied())

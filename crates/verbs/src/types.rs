@@ -139,20 +139,24 @@ impl Sge {
     }
 }
 
-/// The capacity of a gather list kept for reuse: a thread keeps one list
-/// it gave back ([`recycle_gather_list`]) for its next [`gather_list`]. A
-/// Send posted and written at once gives its list back, so the next Send
-/// of the thread needs no allocation.
-const KEPT_GATHER_CAPACITY: usize = 4;
+/// The capacity of a gather list kept for reuse: a thread keeps a few
+/// lists it gave back ([`recycle_gather_list`]) for its next
+/// [`gather_list`]s. Work requests give their lists back once encoded, so
+/// the Sends and RDMA Writes of a thread need no allocation for them.
+const KEPT_GATHER_CAPACITY: usize = 8;
+
+/// How many lists a thread keeps (a reply's RDMA Writes and its Send are
+/// encoded together).
+const KEPT_GATHER_LISTS: usize = 4;
 
 thread_local! {
-    static KEPT_GATHER_LIST: std::cell::Cell<Option<Vec<Sge>>> =
-        const { std::cell::Cell::new(None) };
+    static KEPT_GATHER_LISTS_OF_THREAD: std::cell::RefCell<Vec<Vec<Sge>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// An empty gather list with room for at least `capacity` elements: the
-/// one this thread gave back with [`recycle_gather_list`] if `capacity`
-/// is small and there is one, else a new one.
+/// An empty gather list with room for at least `capacity` elements: one
+/// this thread gave back with [`recycle_gather_list`] if `capacity` is
+/// small and there is one, else a new one.
 ///
 /// ```
 /// use rpcrdma_verbs::{gather_list, recycle_gather_list, Sge};
@@ -166,22 +170,32 @@ pub fn gather_list(capacity: usize) -> Vec<Sge> {
     if capacity > KEPT_GATHER_CAPACITY {
         return Vec::with_capacity(capacity);
     }
-    match KEPT_GATHER_LIST.try_with(std::cell::Cell::take) {
-        Ok(Some(v)) => v,
-        _ => Vec::with_capacity(KEPT_GATHER_CAPACITY),
-    }
+    let kept = KEPT_GATHER_LISTS_OF_THREAD
+        .try_with(|k| k.try_borrow_mut().ok().and_then(|mut k| k.pop()))
+        .ok()
+        .flatten();
+    kept.unwrap_or_else(|| Vec::with_capacity(KEPT_GATHER_CAPACITY))
 }
 
 /// Gives a gather list back once its work request is done with: its
 /// elements are dropped now, and a small list's allocation is kept for
-/// the next [`gather_list`] on this thread (one list at most; others are
-/// freed).
+/// the next [`gather_list`] on this thread (a few lists at most; others
+/// are freed).
 pub fn recycle_gather_list(mut list: Vec<Sge>) {
     if list.capacity() != KEPT_GATHER_CAPACITY {
         return;
     }
     list.clear();
-    let _ = KEPT_GATHER_LIST.try_with(|k| k.set(Some(list)));
+    let _ = KEPT_GATHER_LISTS_OF_THREAD.try_with(|k| {
+        if let Ok(mut k) = k.try_borrow_mut() {
+            if k.len() < KEPT_GATHER_LISTS {
+                if k.capacity() == 0 {
+                    k.reserve_exact(KEPT_GATHER_LISTS);
+                }
+                k.push(list);
+            }
+        }
+    });
 }
 
 impl From<Bytes> for Sge {
@@ -511,4 +525,39 @@ pub enum DisconnectReason {
         /// What went wrong.
         reason: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_keeps_a_few_small_gather_lists_and_frees_the_rest() {
+        // A thread of its own: the kept lists are per thread.
+        std::thread::spawn(|| {
+            let lists: Vec<Vec<Sge>> = (0..KEPT_GATHER_LISTS + 2).map(|_| gather_list(3)).collect();
+            let addrs: Vec<*const Sge> = lists.iter().map(|l| l.as_ptr()).collect();
+            for mut l in lists {
+                l.push(Sge::Bytes(Bytes::from_static(b"x")));
+                recycle_gather_list(l);
+            }
+            // Only the first KEPT_GATHER_LISTS given back are kept...
+            let kept = || KEPT_GATHER_LISTS_OF_THREAD.with(|k| k.borrow().len());
+            assert_eq!(kept(), KEPT_GATHER_LISTS);
+            // ... and handed out again, emptied.
+            let again: Vec<Vec<Sge>> = (0..KEPT_GATHER_LISTS).map(|_| gather_list(2)).collect();
+            for l in &again {
+                assert!(l.is_empty() && addrs[..KEPT_GATHER_LISTS].contains(&l.as_ptr()));
+            }
+            assert_eq!(kept(), 0);
+            // Large lists and lists of another capacity are not kept.
+            let big = gather_list(KEPT_GATHER_CAPACITY + 1);
+            assert!(big.capacity() > KEPT_GATHER_CAPACITY);
+            recycle_gather_list(big);
+            recycle_gather_list(Vec::with_capacity(2));
+            assert_eq!(kept(), 0);
+        })
+        .join()
+        .unwrap();
+    }
 }

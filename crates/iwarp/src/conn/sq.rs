@@ -341,6 +341,8 @@ impl Connection {
                     );
                 }
                 self.tx.mark(Mark::Sq(seq));
+                // Encoded: the list goes back for the thread's next one.
+                rpcrdma_verbs::recycle_gather_list(sges);
             }
             SendOp::Write { sges, remote } => {
                 let (pieces, total) = Self::gather(&sges, mrs)?;
@@ -361,6 +363,7 @@ impl Connection {
                     },
                 );
                 self.tx.mark(Mark::Sq(seq));
+                rpcrdma_verbs::recycle_gather_list(sges);
             }
             SendOp::Read { sink, remote } => {
                 mrs.check(

@@ -226,52 +226,108 @@ struct rs_send {
     uint32_t pad;
 };
 
-int rs_post_send(struct ibv_qp *qp, const struct rs_send *s, const struct rs_sge *sges)
+/* Fills `wr` from `s` with its gather list at `sg` (the caller's copy of
+ * `sges`). Returns 0, or -EINVAL for an unknown operation. */
+static int rs_fill_send(struct ibv_send_wr *wr, struct ibv_sge *sg, const struct rs_send *s,
+                        const struct rs_sge *sges)
 {
-    struct ibv_sge sg[32];
-    struct ibv_send_wr wr, *bad = NULL;
     uint32_t i;
-    int rc;
 
-    if (s->num_sge > 32)
-        return -EINVAL;
     for (i = 0; i < s->num_sge; i++) {
         sg[i].addr = sges[i].addr;
         sg[i].length = sges[i].length;
         sg[i].lkey = sges[i].lkey;
     }
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id = s->wr_id;
-    wr.sg_list = s->num_sge ? sg : NULL;
-    wr.num_sge = (int)s->num_sge;
+    memset(wr, 0, sizeof(*wr));
+    wr->wr_id = s->wr_id;
+    wr->sg_list = s->num_sge ? sg : NULL;
+    wr->num_sge = (int)s->num_sge;
     switch (s->op) {
     case RS_SEND:
-        wr.opcode = IBV_WR_SEND;
+        wr->opcode = IBV_WR_SEND;
         break;
     case RS_SEND_INV:
-        wr.opcode = IBV_WR_SEND_WITH_INV;
-        wr.invalidate_rkey = s->invalidate;
+        wr->opcode = IBV_WR_SEND_WITH_INV;
+        wr->invalidate_rkey = s->invalidate;
         break;
     case RS_WRITE:
-        wr.opcode = IBV_WR_RDMA_WRITE;
-        wr.wr.rdma.remote_addr = s->remote_addr;
-        wr.wr.rdma.rkey = s->rkey;
+        wr->opcode = IBV_WR_RDMA_WRITE;
+        wr->wr.rdma.remote_addr = s->remote_addr;
+        wr->wr.rdma.rkey = s->rkey;
         break;
     case RS_READ:
-        wr.opcode = IBV_WR_RDMA_READ;
-        wr.wr.rdma.remote_addr = s->remote_addr;
-        wr.wr.rdma.rkey = s->rkey;
+        wr->opcode = IBV_WR_RDMA_READ;
+        wr->wr.rdma.remote_addr = s->remote_addr;
+        wr->wr.rdma.rkey = s->rkey;
         break;
     default:
         return -EINVAL;
     }
     if (s->flags & RS_SIGNALED)
-        wr.send_flags |= IBV_SEND_SIGNALED;
+        wr->send_flags |= IBV_SEND_SIGNALED;
     if (s->flags & RS_SOLICITED)
-        wr.send_flags |= IBV_SEND_SOLICITED;
+        wr->send_flags |= IBV_SEND_SOLICITED;
     if (s->flags & RS_INLINE)
-        wr.send_flags |= IBV_SEND_INLINE;
+        wr->send_flags |= IBV_SEND_INLINE;
+    return 0;
+}
+
+int rs_post_send(struct ibv_qp *qp, const struct rs_send *s, const struct rs_sge *sges)
+{
+    struct ibv_sge sg[32];
+    struct ibv_send_wr wr, *bad = NULL;
+    int rc;
+
+    if (s->num_sge > 32)
+        return -EINVAL;
+    rc = rs_fill_send(&wr, sg, s, sges);
+    if (rc)
+        return rc;
     rc = ibv_post_send(qp, &wr, &bad);
+    return rc > 0 ? -rc : rc;
+}
+
+/* At most this many requests, and this many gather elements in all, per
+ * rs_post_send_list (the caller splits longer chains). */
+#define RS_LIST_MAX 16
+#define RS_LIST_SGES 64
+
+/* Posts `n` requests as one linked list (one ibv_post_send: one doorbell).
+ * Their gather lists follow each other in `sges`. `*posted` is set to how
+ * many the device took: all of them when 0 is returned; otherwise those
+ * before the one it refused (ibv_post_send's bad_wr), whose error is
+ * returned (negative errno). */
+int rs_post_send_list(struct ibv_qp *qp, const struct rs_send *s, uint32_t n,
+                      const struct rs_sge *sges, uint32_t *posted)
+{
+    struct ibv_sge sg[RS_LIST_SGES];
+    struct ibv_send_wr wr[RS_LIST_MAX], *bad = NULL;
+    uint32_t i, at = 0;
+    int rc;
+
+    *posted = 0;
+    if (n == 0)
+        return 0;
+    if (n > RS_LIST_MAX)
+        return -EINVAL;
+    for (i = 0; i < n; i++) {
+        if (s[i].num_sge > RS_LIST_SGES - at)
+            return -EINVAL;
+        rc = rs_fill_send(&wr[i], &sg[at], &s[i], &sges[at]);
+        if (rc)
+            return rc;
+        wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+        at += s[i].num_sge;
+    }
+    rc = ibv_post_send(qp, wr, &bad);
+    if (rc == 0) {
+        *posted = n;
+        return 0;
+    }
+    /* The requests before bad_wr were posted (ibv_post_send(3)). */
+    for (i = 0; i < n && bad != &wr[i]; i++)
+        ;
+    *posted = i < n ? i : 0;
     return rc > 0 ? -rc : rc;
 }
 

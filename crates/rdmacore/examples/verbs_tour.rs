@@ -2,7 +2,8 @@
 //! ends in one process over the device's loopback, each result checked:
 //! Send (inline and from bounce buffers), RDMA Write (registered memory,
 //! inline `Bytes`, a 1 MiB `Bytes` registered for the request, a gather
-//! list longer than the device's `max_sge`), RDMA Read, and Send with
+//! list longer than the device's `max_sge`), a chain of RDMA Writes and a
+//! Send posted together (`post_send_chain`), RDMA Read, and Send with
 //! Invalidate (whether the device honours it for a plain `ibv_reg_mr`
 //! region is reported: that is the device's business, docs/rdma-core.md).
 //!
@@ -206,6 +207,56 @@ async fn main() -> Res<()> {
         "RDMA Write: 1 MiB Bytes, registered region, inline Bytes, 12-element gather",
         ok && got[..] == want[..],
         String::new(),
+    );
+
+    // 2b. A chain: 20 RDMA Writes of 1 KiB (every fourth gathered from
+    // eight pieces) and a Send behind them, posted with one call
+    // (post_send_chain: linked lists of at most 16 requests and 64 gather
+    // elements per ibv_post_send, so this takes two lists).
+    let chained = spd.register_mut(
+        BytesMut::zeroed(20 * 1024),
+        Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+    )?;
+    let mut chain = Vec::new();
+    let mut want = Vec::with_capacity(20 * 1024);
+    for i in 0..20u64 {
+        let data = pattern(40 + i as u8, 1024);
+        want.extend_from_slice(&data);
+        let sges = if i % 4 == 0 {
+            data.chunks(128)
+                .map(|c| Sge::Bytes(Bytes::copy_from_slice(c)))
+                .collect()
+        } else {
+            vec![Sge::Bytes(Bytes::from(data))]
+        };
+        chain.push(SendWr::write(
+            40 + i,
+            sges,
+            chained.remote(i as usize * 1024),
+        ));
+    }
+    chain.push(SendWr::send(
+        60,
+        vec![Sge::Bytes(Bytes::from_static(b"chained"))],
+    ));
+    cqp.post_send_chain(chain)?;
+    let mut ok = true;
+    let mut ids = Vec::new();
+    for op in [WcOpcode::RdmaWrite; 20]
+        .into_iter()
+        .chain([WcOpcode::Send])
+    {
+        let wc = next(&ccq, op).await?;
+        ok &= wc.status.is_ok() && wc.opcode == op;
+        ids.push(wc.wr_id);
+    }
+    let wc = next(&scq, WcOpcode::Recv).await?;
+    ok &= wc.data() == Some(&b"chained"[..]);
+    let got = chained.deregister()?.freeze();
+    report(
+        "a chain of 20 RDMA Writes and a Send (post_send_chain)",
+        ok && got[..] == want[..] && ids == (40..61).collect::<Vec<_>>(),
+        format!("completions {ids:?}"),
     );
 
     // 3. RDMA Read of a server region into a client sink.

@@ -103,6 +103,12 @@ pub const RS_READ: u32 = 3;
 pub const RS_SIGNALED: u32 = 1;
 pub const RS_SOLICITED: u32 = 2;
 pub const RS_INLINE: u32 = 4;
+/// At most this many requests per `rs_post_send_list` (shim.c's
+/// `RS_LIST_MAX`).
+pub const RS_LIST_MAX: usize = 16;
+/// At most this many gather elements in all per `rs_post_send_list`
+/// (shim.c's `RS_LIST_SGES`).
+pub const RS_LIST_SGES: usize = 64;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -174,6 +180,13 @@ extern "C" {
     pub fn rs_req_notify_cq(cq: *mut ibv_cq) -> c_int;
     pub fn rs_poll_cq(cq: *mut ibv_cq, n: c_int, out: *mut rs_wc) -> c_int;
     pub fn rs_post_send(qp: *mut ibv_qp, s: *const rs_send, sges: *const rs_sge) -> c_int;
+    pub fn rs_post_send_list(
+        qp: *mut ibv_qp,
+        s: *const rs_send,
+        n: u32,
+        sges: *const rs_sge,
+        posted: *mut u32,
+    ) -> c_int;
     pub fn rs_post_recv(qp: *mut ibv_qp, wr_id: u64, sge: *const rs_sge) -> c_int;
     pub fn rs_cm_channel_fd(ch: *mut rdma_event_channel) -> c_int;
     pub fn rs_id_verbs(id: *mut rdma_cm_id) -> *mut ibv_context;

@@ -173,22 +173,57 @@ impl Qp {
     }
 }
 
-impl rpcrdma_verbs::QueuePair for Qp {
-    fn post_send(&self, wr: SendWr) -> Result<(), PostError> {
-        let s = &*self.shared;
-        let depth = lock(&s.caps).send_depth;
-        if s.lock().sq.len() >= depth as usize {
-            // Requests the caller did not signal complete only at the
-            // device: reap them (lock order: queue, then queue pair).
-            let mut cq = s.send_cq.lock();
-            s.send_cq.drain_device(&mut cq);
+/// A send-queue request in the shim's form: its descriptor (its gather
+/// list is in the caller's list) and its entry once posted.
+struct Prepared {
+    d: ffi::rs_send,
+    entry: SendEntry,
+}
+
+/// The error of a request `ibv_post_send` refused with `rc` (a negative
+/// errno).
+fn refused(rc: i32, depth: u32) -> PostError {
+    match -rc {
+        libc::ENOMEM => PostError::QueueFull {
+            queue: "send",
+            depth,
+        },
+        libc::EINVAL | libc::EOPNOTSUPP => PostError::Invalid {
+            reason: "the device does not support this operation or its parameters (ibv_post_send: EINVAL)",
+        },
+        _ => PostError::Invalid {
+            reason: "the device refused the work request (ibv_post_send)",
+        },
+    }
+}
+
+impl QpShared {
+    /// The send queue's depth; if the queue looks full, first reaps the
+    /// requests the caller did not signal, which complete only at the
+    /// device (lock order: queue, then queue pair).
+    fn depth_with_room(&self, more: usize) -> u32 {
+        let depth = lock(&self.caps).send_depth;
+        if self.lock().sq.len() + more > depth as usize {
+            let mut cq = self.send_cq.lock();
+            self.send_cq.drain_device(&mut cq);
             let any = !cq.ready.is_empty();
             drop(cq);
             if any {
-                s.send_cq.wake();
+                self.send_cq.wake();
             }
         }
-        let mut st = s.lock();
+        depth
+    }
+
+    /// Checks `wr` against the state and the queue's depth and turns it
+    /// into the shim's form, appending its gather list to `sges`.
+    fn prepare(
+        &self,
+        st: &mut QpState,
+        depth: u32,
+        wr: &SendWr,
+        sges: &mut Vec<ffi::rs_sge>,
+    ) -> Result<Prepared, PostError> {
         if st.closed {
             return Err(PostError::NotConnected { state: "closed" });
         }
@@ -198,10 +233,9 @@ impl rpcrdma_verbs::QueuePair for Qp {
                 depth,
             });
         }
-        let mut sges = Vec::with_capacity(4);
         let mut holds = Vec::new();
         let mut d = ffi::rs_send::default();
-        let opcode = wr.wc_opcode();
+        let first = sges.len();
         let mut len = 0u32;
         match &wr.op {
             SendOp::Send {
@@ -209,7 +243,7 @@ impl rpcrdma_verbs::QueuePair for Qp {
                 solicited,
                 invalidate,
             } => {
-                if s.gather(&mut st, list, &mut sges, &mut holds)? {
+                if self.gather(st, list, sges, &mut holds)? {
                     d.flags |= ffi::RS_INLINE;
                 }
                 if *solicited {
@@ -224,7 +258,7 @@ impl rpcrdma_verbs::QueuePair for Qp {
                 }
             }
             SendOp::Write { sges: list, remote } => {
-                if s.gather(&mut st, list, &mut sges, &mut holds)? {
+                if self.gather(st, list, sges, &mut holds)? {
                     d.flags |= ffi::RS_INLINE;
                 }
                 d.op = ffi::RS_WRITE;
@@ -254,39 +288,135 @@ impl rpcrdma_verbs::QueuePair for Qp {
             }
         }
         st.seq += 1;
-        let seq = st.seq;
-        d.wr_id = seq;
-        d.num_sge = sges.len() as u32;
+        d.wr_id = st.seq;
+        d.num_sge = (sges.len() - first) as u32;
         // Every request is signaled at the device, so the provider knows
         // when its buffers are free; unsignaled ones report only errors.
         d.flags |= ffi::RS_SIGNALED;
-        // SAFETY: the queue pair is live; `d` and `sges` are valid for the
-        // call; the memory they name is registered (or inline) and held in
-        // `holds` until the completion.
-        let rc = unsafe { ffi::rs_post_send(s.qp, &d, sges.as_ptr()) };
+        Ok(Prepared {
+            d,
+            entry: SendEntry {
+                seq: st.seq,
+                wr_id: wr.wr_id,
+                opcode: wr.wc_opcode(),
+                signaled: wr.signaled,
+                len,
+                holds,
+            },
+        })
+    }
+
+    /// Posts `batch` (whose gather lists are `sges`, in order) with one
+    /// `ibv_post_send` and queues the entries of those the device took.
+    /// The error is the refused request's; the ones after it are dropped
+    /// unposted.
+    fn post_list(
+        &self,
+        st: &mut QpState,
+        depth: u32,
+        batch: &mut Vec<Prepared>,
+        sges: &mut Vec<ffi::rs_sge>,
+    ) -> Result<(), PostError> {
+        let descs: Vec<ffi::rs_send> = batch.iter().map(|p| p.d).collect();
+        let mut posted = 0u32;
+        // SAFETY: the queue pair is live; `descs` and `sges` are valid for
+        // the call, within the shim's limits (RS_LIST_MAX requests,
+        // RS_LIST_SGES elements: the caller splits longer chains), and
+        // each descriptor's gather list follows the one before in `sges`;
+        // the memory they name is registered (or inline) and held by the
+        // entries until their completions.
+        let rc = unsafe {
+            ffi::rs_post_send_list(
+                self.qp,
+                descs.as_ptr(),
+                descs.len() as u32,
+                sges.as_ptr(),
+                &mut posted,
+            )
+        };
+        let posted = (posted as usize).min(batch.len());
+        for p in batch.drain(..).take(posted) {
+            st.sq.push_back(p.entry);
+        }
+        batch.clear();
+        sges.clear();
         if rc != 0 {
-            tracing::debug!(rc, op = d.op, "ibv_post_send refused a work request");
-            return Err(match -rc {
-                libc::ENOMEM => PostError::QueueFull {
+            tracing::debug!(
+                rc,
+                posted,
+                "ibv_post_send refused a work request of a chain"
+            );
+            return Err(refused(rc, depth));
+        }
+        Ok(())
+    }
+}
+
+impl rpcrdma_verbs::QueuePair for Qp {
+    fn post_send(&self, wr: SendWr) -> Result<(), PostError> {
+        let s = &*self.shared;
+        let depth = s.depth_with_room(1);
+        let mut st = s.lock();
+        let mut sges = Vec::with_capacity(4);
+        let p = s.prepare(&mut st, depth, &wr, &mut sges)?;
+        // SAFETY: the queue pair is live; `p.d` and `sges` are valid for
+        // the call; the memory they name is registered (or inline) and
+        // held in the entry until the completion.
+        let rc = unsafe { ffi::rs_post_send(s.qp, &p.d, sges.as_ptr()) };
+        if rc != 0 {
+            tracing::debug!(rc, op = p.d.op, "ibv_post_send refused a work request");
+            return Err(refused(rc, depth));
+        }
+        st.sq.push_back(p.entry);
+        Ok(())
+    }
+
+    /// The chain as linked lists of work requests: one `ibv_post_send`
+    /// (one doorbell) for up to 16 requests and 64 gather elements, as a
+    /// reply's RDMA Writes and its Send.
+    fn post_send_chain<I>(&self, wrs: I) -> Result<(), PostError>
+    where
+        I: IntoIterator<Item = SendWr>,
+    {
+        let wrs: Vec<SendWr> = wrs.into_iter().collect();
+        if wrs.len() == 1 {
+            return wrs.into_iter().try_for_each(|wr| self.post_send(wr));
+        }
+        let s = &*self.shared;
+        let depth = s.depth_with_room(wrs.len());
+        let mut st = s.lock();
+        let mut batch: Vec<Prepared> = Vec::with_capacity(wrs.len().min(ffi::RS_LIST_MAX));
+        let mut sges = Vec::with_capacity(ffi::RS_LIST_SGES);
+        for wr in &wrs {
+            // The depth counts what this chain has prepared too.
+            let mut next = Vec::new();
+            let p = if st.sq.len() + batch.len() >= depth as usize {
+                Err(PostError::QueueFull {
                     queue: "send",
                     depth,
-                },
-                libc::EINVAL | libc::EOPNOTSUPP => PostError::Invalid {
-                    reason: "the device does not support this operation or its parameters (ibv_post_send: EINVAL)",
-                },
-                _ => PostError::Invalid {
-                    reason: "the device refused the work request (ibv_post_send)",
-                },
-            });
+                })
+            } else {
+                s.prepare(&mut st, depth, wr, &mut next)
+            };
+            let p = match p {
+                Ok(p) => p,
+                Err(e) => {
+                    // What was prepared before it goes; the chain ends.
+                    if !batch.is_empty() {
+                        s.post_list(&mut st, depth, &mut batch, &mut sges)?;
+                    }
+                    return Err(e);
+                }
+            };
+            if batch.len() == ffi::RS_LIST_MAX || sges.len() + next.len() > ffi::RS_LIST_SGES {
+                s.post_list(&mut st, depth, &mut batch, &mut sges)?;
+            }
+            sges.append(&mut next);
+            batch.push(p);
         }
-        st.sq.push_back(SendEntry {
-            seq,
-            wr_id: wr.wr_id,
-            opcode,
-            signaled: wr.signaled,
-            len,
-            holds,
-        });
+        if !batch.is_empty() {
+            s.post_list(&mut st, depth, &mut batch, &mut sges)?;
+        }
         Ok(())
     }
 

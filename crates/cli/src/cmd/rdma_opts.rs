@@ -31,7 +31,13 @@ pub(crate) struct RdmaOpts {
     pub(crate) version: VersionArg,
     /// Inline threshold this end advertises (RFC 8797 send and receive
     /// size), 1024..=262144; 4096 is what Linux advertises. A peer that
-    /// sends no private data gets the Version One default of 1024.
+    /// sends no private data gets the Version One default of 1024. Calls
+    /// and replies up to the smaller of the two ends' sizes go in one Send;
+    /// larger ones through chunks (a WRITE's data then takes an RDMA Read).
+    /// Between two of our ends, a larger size (16384, 65536) speeds up
+    /// mid-size WRITEs over software iWARP, at the cost of every receive
+    /// buffer growing to it (`serve` prints the memory each connection
+    /// holds; docs/performance.md, "Mid-size calls and the inline size").
     #[arg(long, default_value_t = rpcrdma_engine::DEFAULT_INLINE, value_parser = clap::value_parser!(u32).range(1024..=262_144))]
     pub(crate) inline: u32,
     /// Credits: what a client asks for / what a server grants.

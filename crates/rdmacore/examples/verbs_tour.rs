@@ -209,40 +209,43 @@ async fn main() -> Res<()> {
         String::new(),
     );
 
-    // 2b. A chain: 20 RDMA Writes of 1 KiB (every fourth gathered from
-    // eight pieces) and a Send behind them, posted with one call
-    // (post_send_chain: linked lists of at most 16 requests and 64 gather
-    // elements per ibv_post_send, so this takes two lists).
+    // 2b. A chain: 30 RDMA Writes of 1 KiB and a Send behind them, posted
+    // with one call (post_send_chain: linked lists of at most 16 requests
+    // and 64 gather elements per ibv_post_send). The first 17 Writes are
+    // one piece each and the rest six pieces each (within siw's six
+    // gather elements), so the chain is cut by both limits: after 16
+    // requests, then after 1 + 10 x 6 elements, then the rest.
+    const WRITES: u64 = 30;
     let chained = spd.register_mut(
-        BytesMut::zeroed(20 * 1024),
+        BytesMut::zeroed(WRITES as usize * 1024),
         Access::LOCAL_WRITE | Access::REMOTE_WRITE,
     )?;
     let mut chain = Vec::new();
-    let mut want = Vec::with_capacity(20 * 1024);
-    for i in 0..20u64 {
+    let mut want = Vec::with_capacity(WRITES as usize * 1024);
+    for i in 0..WRITES {
         let data = pattern(40 + i as u8, 1024);
         want.extend_from_slice(&data);
-        let sges = if i % 4 == 0 {
-            data.chunks(128)
+        let sges = if i >= 17 {
+            data.chunks(171)
                 .map(|c| Sge::Bytes(Bytes::copy_from_slice(c)))
                 .collect()
         } else {
             vec![Sge::Bytes(Bytes::from(data))]
         };
         chain.push(SendWr::write(
-            40 + i,
+            100 + i,
             sges,
             chained.remote(i as usize * 1024),
         ));
     }
     chain.push(SendWr::send(
-        60,
+        100 + WRITES,
         vec![Sge::Bytes(Bytes::from_static(b"chained"))],
     ));
     cqp.post_send_chain(chain)?;
     let mut ok = true;
     let mut ids = Vec::new();
-    for op in [WcOpcode::RdmaWrite; 20]
+    for op in [WcOpcode::RdmaWrite; WRITES as usize]
         .into_iter()
         .chain([WcOpcode::Send])
     {
@@ -254,8 +257,8 @@ async fn main() -> Res<()> {
     ok &= wc.data() == Some(&b"chained"[..]);
     let got = chained.deregister()?.freeze();
     report(
-        "a chain of 20 RDMA Writes and a Send (post_send_chain)",
-        ok && got[..] == want[..] && ids == (40..61).collect::<Vec<_>>(),
+        "a chain of 30 RDMA Writes and a Send (post_send_chain, three linked lists)",
+        ok && got[..] == want[..] && ids == (100..=100 + WRITES).collect::<Vec<_>>(),
         format!("completions {ids:?}"),
     );
 

@@ -306,9 +306,10 @@ impl QpShared {
         })
     }
 
-    /// Posts `batch` (whose gather lists are `sges`, in order) with one
-    /// `ibv_post_send` and queues the entries of those the device took.
-    /// The error is the refused request's; the ones after it are dropped
+    /// Posts `batch` (whose gather lists are the first `n` elements of
+    /// `sges`, in order) with one `ibv_post_send`, queues the entries of
+    /// those the device took and removes those elements from `sges`. The
+    /// error is the refused request's; the ones after it are dropped
     /// unposted.
     fn post_list(
         &self,
@@ -316,6 +317,7 @@ impl QpShared {
         depth: u32,
         batch: &mut Vec<Prepared>,
         sges: &mut Vec<ffi::rs_sge>,
+        n: usize,
     ) -> Result<(), PostError> {
         let descs: Vec<ffi::rs_send> = batch.iter().map(|p| p.d).collect();
         let mut posted = 0u32;
@@ -339,7 +341,7 @@ impl QpShared {
             st.sq.push_back(p.entry);
         }
         batch.clear();
-        sges.clear();
+        sges.drain(..n);
         if rc != 0 {
             tracing::debug!(
                 rc,
@@ -388,34 +390,40 @@ impl rpcrdma_verbs::QueuePair for Qp {
         let mut batch: Vec<Prepared> = Vec::with_capacity(wrs.len().min(ffi::RS_LIST_MAX));
         let mut sges = Vec::with_capacity(ffi::RS_LIST_SGES);
         for wr in &wrs {
-            // The depth counts what this chain has prepared too.
-            let mut next = Vec::new();
+            // The depth counts what this chain has prepared too. Each
+            // request's gather list goes straight after the ones before.
+            let start = sges.len();
             let p = if st.sq.len() + batch.len() >= depth as usize {
                 Err(PostError::QueueFull {
                     queue: "send",
                     depth,
                 })
             } else {
-                s.prepare(&mut st, depth, wr, &mut next)
+                s.prepare(&mut st, depth, wr, &mut sges)
             };
             let p = match p {
                 Ok(p) => p,
                 Err(e) => {
                     // What was prepared before it goes; the chain ends.
+                    sges.truncate(start);
                     if !batch.is_empty() {
-                        s.post_list(&mut st, depth, &mut batch, &mut sges)?;
+                        s.post_list(&mut st, depth, &mut batch, &mut sges, start)?;
                     }
                     return Err(e);
                 }
             };
-            if batch.len() == ffi::RS_LIST_MAX || sges.len() + next.len() > ffi::RS_LIST_SGES {
-                s.post_list(&mut st, depth, &mut batch, &mut sges)?;
+            if !batch.is_empty()
+                && (batch.len() == ffi::RS_LIST_MAX || sges.len() > ffi::RS_LIST_SGES)
+            {
+                // The list so far goes without this request, whose gather
+                // list moves to the front for the next one.
+                s.post_list(&mut st, depth, &mut batch, &mut sges, start)?;
             }
-            sges.append(&mut next);
             batch.push(p);
         }
         if !batch.is_empty() {
-            s.post_list(&mut st, depth, &mut batch, &mut sges)?;
+            let n = sges.len();
+            s.post_list(&mut st, depth, &mut batch, &mut sges, n)?;
         }
         Ok(())
     }

@@ -75,6 +75,9 @@ for key in raw_tcp_stream rpcrdma_write_1mib rpcrdma_write_1mib_no_checksum \
 done
 has "$work/write.json" '"cpus_busy":{"'
 has "$work/write.json" '"cpu_note":'
+# A figure where the kernel's softirq threads are visible, null where not
+# (a container's own PID namespace): the key is there either way.
+has "$work/write.json" '"softirq_thread_ms_per_mib":{"'
 echo "bench-smoke: bench loop, every op on every path, with its CPU time"
 for path in rdma oncrpc-tcp raw-tcp; do
     for op in null read write bare-write; do

@@ -296,8 +296,14 @@ pub(crate) fn run(args: LoopArgs) -> anyhow::Result<ExitCode> {
             LoopOp::BareWrite => ("WRITEs", " without the checksum"),
             _ => ("READs", ""),
         };
+        let softirqd = took.softirqd.map_or_else(String::new, |t| {
+            format!(
+                ", {:.3} ms of ksoftirqd per MiB",
+                t.as_secs_f64() * 1e3 / mib
+            )
+        });
         println!(
-            "{n} {what} of {size} octets{how} ({path}): {:.0} MiB/s, {:.3} ms of CPU per MiB, {:.2} CPUs busy",
+            "{n} {what} of {size} octets{how} ({path}): {:.0} MiB/s, {:.3} ms of CPU per MiB, {:.2} CPUs busy{softirqd}",
             mib / wall,
             cpu * 1e3 / mib,
             took.cpus_busy()

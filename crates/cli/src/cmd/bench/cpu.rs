@@ -15,6 +15,15 @@
 //! loopback the kernel's receive path mostly runs in the sender's system
 //! call, so it is counted too; what runs in other contexts (`ksoftirqd`,
 //! under heavy load) is not.
+//!
+//! That other context is measured beside it: [`softirq_threads_cpu`] reads
+//! the run time of the kernel's softirq threads (`ksoftirqd/N`) of the CPUs
+//! the process may use. On loopback they take over the network's softirq
+//! work when it piles up, above all TCP's paced transmissions (`bbr` paces
+//! with a timer on `lo`), which then run on behalf of the bench but outside
+//! its clock, and show as CPUs *not* busy. A measure whose softirq threads
+//! ran for a tenth of its time was in the paced, slow mode
+//! (docs/performance.md, "One CPU: the paced mode, measured").
 
 use std::time::{Duration, Instant};
 
@@ -52,16 +61,73 @@ pub(crate) fn cpu_seconds() -> f64 {
     process_cpu().as_secs_f64()
 }
 
+/// The CPU of a softirq thread: `N` of the command name `ksoftirqd/N`.
+fn softirq_thread_cpu(comm: &str) -> Option<usize> {
+    comm.trim_end().strip_prefix("ksoftirqd/")?.parse().ok()
+}
+
+/// The time a task has run, from its `/proc/PID/schedstat` (the first of
+/// its three figures, in nanoseconds).
+fn schedstat_run_time(text: &str) -> Option<Duration> {
+    let ns = text.split_ascii_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+/// The softirq threads this kernel shows: (PID, CPU), found once.
+fn softirq_threads() -> &'static [(u32, usize)] {
+    static FOUND: std::sync::OnceLock<Vec<(u32, usize)>> = std::sync::OnceLock::new();
+    FOUND.get_or_init(|| {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let mut found: Vec<(u32, usize)> = dir
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+                Some((pid, softirq_thread_cpu(&comm)?))
+            })
+            .collect();
+        found.sort_unstable_by_key(|&(_, cpu)| cpu);
+        found
+    })
+}
+
+/// Run time so far of the kernel's softirq threads (`ksoftirqd/N`) of the
+/// CPUs this process may run on (its affinity now), from their
+/// `/proc/PID/schedstat`; `None` when none can be read (no such threads
+/// visible, as in a container's own PID namespace, or a kernel without
+/// schedstat). Their work is not only this process's: on a busy machine
+/// it includes other programs' network and timer work.
+pub(crate) fn softirq_threads_cpu() -> Option<Duration> {
+    let allowed = rustix::thread::sched_getaffinity(None).ok();
+    let mut total = None;
+    for &(pid, cpu) in softirq_threads() {
+        if allowed.as_ref().is_some_and(|set| !set.is_set(cpu)) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/schedstat")) else {
+            continue;
+        };
+        if let Some(t) = schedstat_run_time(&text) {
+            total = Some(total.unwrap_or(Duration::ZERO) + t);
+        }
+    }
+    total
+}
+
 /// Wall-clock and CPU time from the start of a measure.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Stopwatch {
     wall: Instant,
     cpu: Duration,
+    softirqd: Option<Duration>,
 }
 
 impl Stopwatch {
     pub(crate) fn start() -> Self {
         Self {
+            softirqd: softirq_threads_cpu(),
             wall: Instant::now(),
             cpu: process_cpu(),
         }
@@ -69,9 +135,16 @@ impl Stopwatch {
 
     /// Wall-clock and CPU time since [`Stopwatch::start`].
     pub(crate) fn elapsed(&self) -> Elapsed {
+        let wall = self.wall.elapsed();
+        let cpu = process_cpu().saturating_sub(self.cpu);
+        let softirqd = match (self.softirqd, softirq_threads_cpu()) {
+            (Some(start), Some(now)) => Some(now.saturating_sub(start)),
+            _ => None,
+        };
         Elapsed {
-            wall: self.wall.elapsed(),
-            cpu: process_cpu().saturating_sub(self.cpu),
+            wall,
+            cpu,
+            softirqd,
         }
     }
 
@@ -87,6 +160,9 @@ impl Stopwatch {
 pub(crate) struct Elapsed {
     pub(crate) wall: Duration,
     pub(crate) cpu: Duration,
+    /// Run time of the softirq threads of this process's CPUs meanwhile
+    /// ([`softirq_threads_cpu`]; `None`: not readable).
+    pub(crate) softirqd: Option<Duration>,
 }
 
 impl Elapsed {
@@ -112,6 +188,9 @@ pub(crate) struct Moved {
     pub(crate) cpu_ms_per_mib: f64,
     /// CPUs kept busy on average: CPU time over wall-clock time.
     pub(crate) cpus_busy: f64,
+    /// Milliseconds the softirq threads of this process's CPUs ran per
+    /// MiB moved (not in `cpu_ms_per_mib`; `None`: not readable).
+    pub(crate) softirqd_ms_per_mib: Option<f64>,
 }
 
 impl Moved {
@@ -121,6 +200,7 @@ impl Moved {
             bytes_per_s: bytes as f64 / elapsed.wall_secs(),
             cpu_ms_per_mib: elapsed.cpu.as_secs_f64() * 1e3 / mib,
             cpus_busy: elapsed.cpus_busy(),
+            softirqd_ms_per_mib: elapsed.softirqd.map(|t| t.as_secs_f64() * 1e3 / mib),
         }
     }
 }
@@ -136,8 +216,10 @@ mod tests {
             Elapsed {
                 wall: Duration::from_millis(30),
                 cpu: Duration::from_millis(48),
+                softirqd: Some(Duration::from_millis(3)),
             },
         );
+        assert_eq!(m.softirqd_ms_per_mib, Some(3.0 / 96.0));
         assert!((m.bytes_per_s / MIB - 3200.0).abs() < 1e-6);
         assert!((m.cpu_ms_per_mib - 0.5).abs() < 1e-9);
         assert!((m.cpus_busy - 1.6).abs() < 1e-9);
@@ -177,5 +259,38 @@ mod tests {
         let m = w.stop(1 << 20);
         // At least the 5 ms the other thread spun, per the one MiB.
         assert!(m.cpu_ms_per_mib >= 5.0, "{m:?}");
+    }
+
+    #[test]
+    fn softirq_threads_are_told_by_name_and_their_run_time_read() {
+        assert_eq!(softirq_thread_cpu("ksoftirqd/0\n"), Some(0));
+        assert_eq!(softirq_thread_cpu("ksoftirqd/17"), Some(17));
+        assert_eq!(softirq_thread_cpu("ksoftirqd/"), None);
+        assert_eq!(softirq_thread_cpu("ksoftirqd/x"), None);
+        assert_eq!(softirq_thread_cpu("kworker/0:1"), None);
+        assert_eq!(softirq_thread_cpu("rpcrdma"), None);
+        assert_eq!(
+            schedstat_run_time("56620474336 54693941629 792050\n"),
+            Some(Duration::from_nanos(56_620_474_336))
+        );
+        assert_eq!(schedstat_run_time(""), None);
+        assert_eq!(schedstat_run_time("-1 2 3"), None);
+    }
+
+    #[test]
+    fn softirq_thread_time_never_runs_backwards() {
+        // Where the threads are visible (not in every container), their
+        // total only grows; a measure without them reports none.
+        let a = softirq_threads_cpu();
+        let w = Stopwatch::start();
+        let b = softirq_threads_cpu();
+        if let (Some(a), Some(b)) = (a, b) {
+            assert!(b >= a, "{a:?} then {b:?}");
+        }
+        let e = w.elapsed();
+        assert_eq!(
+            e.softirqd.is_some(),
+            a.is_some() && softirq_threads_cpu().is_some()
+        );
     }
 }

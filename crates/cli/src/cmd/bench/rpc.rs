@@ -98,7 +98,11 @@ const CPU_COST: &str = "CPU per MiB: the CPU time of every thread of this proces
 kernel's work in their system calls included) over the data moved; CPUs busy: that CPU time over \
 the wall-clock time. Throughput is CPUs busy over CPU per MiB, so a path costing N times the raw \
 TCP stream's CPU per MiB reaches at most 1/N of its throughput unless it keeps more CPUs busy \
-(docs/performance.md, \"WRITE's CPU budget\").";
+(docs/performance.md, \"WRITE's CPU budget\"). ksoftirqd per MiB (softirq_thread_ms_per_mib): \
+the run time of the kernel's softirq threads of this process's CPUs over the data moved, not in \
+CPU per MiB; TCP's paced transmissions run there, and a measure where it is a tenth of CPU per \
+MiB or more was in the paced, slow mode (docs/performance.md, \"One CPU: the paced mode, \
+measured\"). Not only this process's work: other programs' network work counts too.";
 
 /// Whether this binary was built with the profile-guided optimization
 /// profile (`scripts/rustc-pgo` sets `--cfg rpcrdma_pgo` when it applies
@@ -613,6 +617,8 @@ struct Flow {
     cpu: Series,
     /// CPUs kept busy.
     busy: Series,
+    /// Softirq threads' milliseconds per MiB (rounds where readable).
+    softirqd: Series,
 }
 
 impl Flow {
@@ -620,6 +626,9 @@ impl Flow {
         self.bw.0.push(m.bytes_per_s);
         self.cpu.0.push(m.cpu_ms_per_mib);
         self.busy.0.push(m.cpus_busy);
+        if let Some(t) = m.softirqd_ms_per_mib {
+            self.softirqd.0.push(t);
+        }
     }
 }
 
@@ -942,6 +951,8 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             "read_1mib_cpu_per_mib_vs_tcp": per_round(&r.read_cpu_vs_tcp, 1.0),
             "write_1mib_cpu_per_mib_vs_tcp": per_round(&r.write_cpu_vs_tcp, 1.0),
             "write_1mib_no_checksum_cpu_per_mib_vs_tcp": per_round(&r.bare_write_cpu_vs_tcp, 1.0),
+            "mib_per_s": flows(&|f: &Flow| per_round(&f.bw, 1.0 / MIB as f64).into()),
+            "softirq_thread_ms_per_mib": flows(&|f: &Flow| per_round(&f.softirqd, 1.0).into()),
         });
         let v = serde_json::json!({
             "bench": "rpc",
@@ -986,6 +997,7 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             },
             "cpu_ms_per_mib": flows(&|f: &Flow| num(f.cpu.median())),
             "cpus_busy": flows(&|f: &Flow| num(f.busy.median())),
+            "softirq_thread_ms_per_mib": flows(&|f: &Flow| num(f.softirqd.median())),
             "cpu_note": CPU_COST,
             "goals": {
                 "null_rtt_vs_tcp": null_goal,
@@ -1044,8 +1056,8 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
         }
         println!();
         println!(
-            "{:<34} {:>16} {:>10}",
-            "CPU cost (median)", "CPU per MiB", "CPUs busy"
+            "{:<34} {:>16} {:>10} {:>16}",
+            "CPU cost (median)", "CPU per MiB", "CPUs busy", "ksoftirqd/MiB"
         );
         for (name, f) in [
             ("raw TCP stream", &r.tcp_stream),
@@ -1060,8 +1072,12 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
             if f.cpu.0.is_empty() {
                 continue;
             }
+            let softirqd = match f.softirqd.median() {
+                t if t.is_finite() => format!("{t:.3} ms"),
+                _ => "-".into(),
+            };
             println!(
-                "{name:<34} {:>13.3} ms {:>10.2}",
+                "{name:<34} {:>13.3} ms {:>10.2} {softirqd:>16}",
                 f.cpu.median(),
                 f.busy.median()
             );

@@ -21,9 +21,10 @@
 //! the process may use. On loopback they take over the network's softirq
 //! work when it piles up, above all TCP's paced transmissions (`bbr` paces
 //! with a timer on `lo`), which then run on behalf of the bench but outside
-//! its clock, and show as CPUs *not* busy. A measure whose softirq threads
-//! ran for a tenth of its time was in the paced, slow mode
-//! (docs/performance.md, "One CPU: the paced mode, measured").
+//! its clock, and show as CPUs *not* busy. On one CPU here a 1 MiB
+//! measure's figure falls in one of two groups, a few thousandths of a
+//! millisecond per MiB or a few hundredths: the second is the paced, slow
+//! mode (docs/performance.md, "One CPU: the paced mode, measured").
 
 use std::time::{Duration, Instant};
 

@@ -100,8 +100,8 @@ the wall-clock time. Throughput is CPUs busy over CPU per MiB, so a path costing
 TCP stream's CPU per MiB reaches at most 1/N of its throughput unless it keeps more CPUs busy \
 (docs/performance.md, \"WRITE's CPU budget\"). ksoftirqd per MiB (softirq_thread_ms_per_mib): \
 the run time of the kernel's softirq threads of this process's CPUs over the data moved, not in \
-CPU per MiB; TCP's paced transmissions run there, and a measure where it is a tenth of CPU per \
-MiB or more was in the paced, slow mode (docs/performance.md, \"One CPU: the paced mode, \
+CPU per MiB; TCP's paced transmissions run there, and on one CPU a measure where it is a few \
+hundredths of a ms per MiB (rather than thousandths) was in the paced, slow mode (docs/performance.md, \"One CPU: the paced mode, \
 measured\"). Not only this process's work: other programs' network work counts too.";
 
 /// Whether this binary was built with the profile-guided optimization

@@ -191,42 +191,29 @@ stop_capture() {
 }
 
 # Judges one run from the wire-check report. Arguments: report file, capture
-# file, expected MPA revision, whether CRC was asked for.
+# file, expected MPA revision, whether CRC was asked for, and the directory
+# of scripts/lib/wire_retransmit.py.
 judge() {
     python3 - "$@" <<'PYEOF'
 import re
-import subprocess
 import sys
 
 report, pcap, rev, crc = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+sys.path.insert(0, sys.argv[5])
+import wire_retransmit  # noqa: E402 (scripts/lib)
 lines = [l.rstrip("\n") for l in open(report) if l.startswith("frame ")]
 problems = []
 notes = []
 
 def fields(num, *names):
     """Values of tshark fields in frame `num`, decoded as wire-check does."""
-    cmd = ["tshark", "-n", "-2", "-r", pcap,
-           "-o", "tcp.try_heuristic_first:TRUE",
-           "-o", "tcp.desegment_tcp_streams:TRUE",
-           "-o", "iwarp_ddp_rdmap.reassemble_iwarp_rdma_send:FALSE",
-           "--enable-heuristic", "iwarp_mpa_tcp",
-           "--enable-heuristic", "rpcrdma_iwarp",
-           "-Y", "frame.number == %s" % num, "-T", "fields", "-E", "separator=/t"]
-    for n in names:
-        cmd += ["-e", n]
-    out = subprocess.run(cmd, capture_output=True, text=True).stdout.rstrip("\n")
-    return out.split("\t") if out else [""] * len(names)
+    return wire_retransmit.fields(pcap, num, *names)
 
 
 def frame_payload(num):
     """The Send payload bytes tshark shows as data in frame `num`."""
     return [v for v in re.split(r"[,\s]+", fields(num, "data.data")[0]) if v]
 
-
-RETRANSMISSION = ("tcp.analysis.retransmission", "tcp.analysis.fast_retransmission",
-                  "tcp.analysis.spurious_retransmission")
-NOT_MPA = ("FAIL: TCP payload not decoded as MPA (capture must include the MPA "
-           "Request/Reply of this connection)")
 
 # MPA negotiation as asked.
 for kind in ("MPA-Req", "MPA-Rep"):
@@ -268,15 +255,13 @@ for i, l in enumerate(lines):
         continue
     num = l.split()[1]
     fails = re.findall(r"FAIL: [^;}]*", l)
-    if fails == [NOT_MPA] and l.split()[3] == "tcp":
-        # A segment the kernel sent twice (loopback TCP retransmits when
-        # the receiver's window is full): tshark decodes each byte once,
-        # in the segment that first carried it, and not its copy.
-        flags = [f for f, v in zip(RETRANSMISSION, fields(num, *RETRANSMISSION)) if v]
-        if flags:
-            notes.append("frame %s: a TCP retransmission of bytes already decoded "
-                         "(tshark: %s); not a new PDU" % (num, ", ".join(flags)))
-            continue
+    # A segment the kernel sent twice (loopback TCP retransmits when the
+    # receiver's window is full): tshark decodes each byte once, in the
+    # segment that first carried it, and not its copy.
+    copy = wire_retransmit.retransmitted_copy(pcap, l)
+    if copy:
+        notes.append(copy)
+        continue
     pdus = l.split("  {")[0].split(" ", 3)[3].split(" | ")
     bare_sends = [p for p in pdus if re.match(r"iwarp_mpa>iwarp_ddp_rdmap>data \[Send qn=0 ", p)]
     diag = [m.group(1) for v in frame_payload(num) for m in [DIAG.match(v.lower())] if m]
@@ -351,7 +336,7 @@ for run in "${RUNS[@]}"; do
         continue
     fi
     echo "    $(tail -n 1 "$file.wire-check") (report: $file.wire-check)"
-    if ! judge "$file.wire-check" "$file" "$rev" "$crc"; then
+    if ! judge "$file.wire-check" "$file" "$rev" "$crc" "$ROOT/scripts/lib"; then
         FAILED=$((FAILED + 1))
         echo "    run $name: FAIL"
     else

@@ -24,7 +24,7 @@
 //! reply with more DDP-eligible results than the peer takes Write chunks
 //! gets none (the results come back inline or in the Reply chunk).
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use rpcrdma_verbs::{Access, MemoryRegion, ProtectionDomain, Sge};
 use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{ChunkLists, Header, ReadSegment, Segment, WriteChunk};
@@ -208,7 +208,7 @@ impl<P: ProtectionDomain> Regs<'_, P> {
             None => {
                 self.allocated += 1;
                 self.allocated_bytes += u64::from(len);
-                BytesMut::zeroed(len as usize)
+                crate::pool::shared_zeroed(len as usize)
             }
         };
         // SCRATCH: only the prefix the reply says was written is read

@@ -23,6 +23,17 @@ use std::collections::VecDeque;
 
 use bytes::{Bytes, BytesMut};
 
+/// A fresh buffer of `len` zeroed octets, for the engine to hand out and
+/// take back: made shared now, once per buffer, so that every later
+/// `freeze`, clone of the frozen view (the pool keeps one while the upper
+/// layer holds another) and `try_into_mut` when the pool hands it out
+/// again costs a reference count, not an allocation. (A buffer fresh from
+/// its vector would allocate its shared state at the first clone of each
+/// use, and free it again when taken back.)
+pub(crate) fn shared_zeroed(len: usize) -> BytesMut {
+    BytesMut::zeroed(len).split_to(len)
+}
+
 /// Buffers handed out and possibly returned.
 #[derive(Debug)]
 pub(crate) struct BufPool {
@@ -133,6 +144,30 @@ impl BufPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shared_buffer_goes_round_the_pool_in_the_same_memory() {
+        // As the requester uses a sink: taken, written, frozen, a clone
+        // kept by the pool, the view handed up and dropped. (That the
+        // rounds after the first allocate nothing, the point of
+        // `shared_zeroed`, is measured with `valgrind --tool=dhat`:
+        // docs/performance.md, "A sink's shared state, allocated once".)
+        let mut p = BufPool::new(4, 1 << 20);
+        let mut m = shared_zeroed(4096);
+        assert_eq!(m.len(), 4096);
+        assert!(m.iter().all(|&x| x == 0));
+        let at = m.as_ptr();
+        for round in 1..5u8 {
+            m[0] = round;
+            let frozen = m.freeze();
+            p.keep(frozen.clone());
+            assert_eq!((frozen.as_ptr(), frozen[0]), (at, round));
+            assert!(p.take(4096).is_none(), "round {round}: handed up, not free");
+            drop(frozen);
+            m = p.take(4096).expect("the kept buffer, free again");
+            assert_eq!((m.as_ptr(), m.len(), m[0]), (at, 4096, round));
+        }
+    }
 
     #[test]
     fn reuses_only_unreferenced_buffers() {

@@ -543,7 +543,7 @@ impl<P: ProtectionDomain> Engine<P> {
             } else {
                 self.stats.sink_buffers_allocated += 1;
                 self.stats.sink_bytes_allocated += len as u64;
-                *b = Some(BytesMut::zeroed(len));
+                *b = Some(crate::pool::shared_zeroed(len));
             }
         }
         if let Some(call) = self.incoming.get_mut(&token) {

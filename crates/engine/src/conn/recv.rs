@@ -27,7 +27,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 // Made shared now (once per buffer): the message views
                 // handed up and the buffer's reuse then cost a reference
                 // count each, not an allocation.
-                BytesMut::zeroed(self.recv_size).split_to(self.recv_size)
+                crate::pool::shared_zeroed(self.recv_size)
             });
             self.out_recv.push_back(RecvWr { wr_id, buf });
         }

@@ -319,10 +319,17 @@ impl QpShared {
         sges: &mut Vec<ffi::rs_sge>,
         n: usize,
     ) -> Result<(), PostError> {
-        let descs: Vec<ffi::rs_send> = batch.iter().map(|p| p.d).collect();
+        // The descriptors side by side, as the shim reads them (the caller
+        // keeps `batch` within RS_LIST_MAX).
+        let mut descs = [ffi::rs_send::default(); ffi::RS_LIST_MAX];
+        for (d, p) in descs.iter_mut().zip(batch.iter()) {
+            *d = p.d;
+        }
+        debug_assert!(batch.len() <= ffi::RS_LIST_MAX, "the caller splits chains");
+        let count = batch.len().min(ffi::RS_LIST_MAX);
         let mut posted = 0u32;
-        // SAFETY: the queue pair is live; `descs` and `sges` are valid for
-        // the call, within the shim's limits (RS_LIST_MAX requests,
+        // SAFETY: the queue pair is live; the first `count` of `descs` and
+        // `sges` are valid for the call, within the shim's limits (RS_LIST_MAX requests,
         // RS_LIST_SGES elements: the caller splits longer chains), and
         // each descriptor's gather list follows the one before in `sges`;
         // the memory they name is registered (or inline) and held by the
@@ -331,16 +338,16 @@ impl QpShared {
             ffi::rs_post_send_list(
                 self.qp,
                 descs.as_ptr(),
-                descs.len() as u32,
+                count as u32,
                 sges.as_ptr(),
                 &mut posted,
             )
         };
         let posted = (posted as usize).min(batch.len());
+        // (Draining the whole batch drops the unposted ones.)
         for p in batch.drain(..).take(posted) {
             st.sq.push_back(p.entry);
         }
-        batch.clear();
         sges.drain(..n);
         if rc != 0 {
             tracing::debug!(

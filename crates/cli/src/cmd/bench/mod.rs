@@ -6,6 +6,7 @@
 //! `--provider rdma-core`) against raw TCP (`verbs.rs`). Every bench reports the wake-up state its raw TCP round
 //! trips saw, and `--pin` runs it on one CPU (`wake.rs`).
 
+pub(crate) mod aligned;
 pub(crate) mod call_loop;
 pub(crate) mod cpu;
 pub(crate) mod plot;

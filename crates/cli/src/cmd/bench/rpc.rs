@@ -50,6 +50,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
+use super::aligned::PageAligned;
 use super::cpu::{Moved, Stopwatch};
 use super::{median, num, on_thread};
 use crate::cmd::provider::{Setup, WithDevice};
@@ -333,7 +334,7 @@ pub(crate) async fn server<D: Device + Clone>(
     // The sink's buffers outlive a stream: the next one reads into memory
     // already mapped, as the RPC paths reuse their pooled sinks, rather
     // than faulting fresh pages in while it is timed.
-    let kept: Arc<std::sync::Mutex<Vec<Vec<u8>>>> = Arc::default();
+    let kept: Arc<std::sync::Mutex<Vec<PageAligned>>> = Arc::default();
     tokio::spawn(async move {
         while let Ok((mut s, _)) = sink.accept().await {
             let kept = kept.clone();
@@ -391,14 +392,14 @@ async fn sink_into(
     s: &mut TcpStream,
     total: usize,
     buffers: usize,
-    bufs: &mut Vec<Vec<u8>>,
+    bufs: &mut Vec<PageAligned>,
 ) -> std::io::Result<()> {
     while bufs.len() < buffers {
-        bufs.push(vec![0u8; MIB]);
+        bufs.push(PageAligned::zeroed(MIB));
     }
     let (mut got, mut i, mut at) = (0, 0, 0);
     while got < total {
-        let n = s.read(&mut bufs[i][at..]).await?;
+        let n = s.read(&mut bufs[i].as_mut_slice()[at..]).await?;
         if n == 0 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }

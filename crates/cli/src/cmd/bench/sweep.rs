@@ -35,6 +35,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
+use super::aligned::PageAligned;
 use super::rpc::{negotiated_version, Addrs, BenchClients, BenchServer, RpcBenchArgs};
 use super::wake::Seen;
 use super::{num, on_thread};
@@ -200,10 +201,10 @@ async fn stream_sink(listener: TcpListener, stop: oneshot::Receiver<()>) -> anyh
     let accept = async {
         while let Ok((mut s, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let mut buf = vec![0u8; MIB];
+                let mut buf = PageAligned::zeroed(MIB);
                 let mut got = 0u64;
                 loop {
-                    match s.read(&mut buf).await {
+                    match s.read(buf.as_mut_slice()).await {
                         Ok(0) => break,
                         Ok(n) => got += n as u64,
                         Err(_) => return,

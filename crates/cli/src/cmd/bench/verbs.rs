@@ -33,6 +33,7 @@ use rpcrdma_verbs::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use super::aligned::PageAligned;
 use super::{median, num, on_thread};
 use crate::cmd::provider::{ProviderOpts, ProviderParams, Setup, WithDevice};
 
@@ -102,13 +103,13 @@ fn tcp_stream(mib: usize) -> anyhow::Result<f64> {
         addr_tx.send(l.local_addr()?)?;
         let (mut s, _) = l.accept().await?;
         s.set_nodelay(true)?;
-        let mut buf = vec![0u8; MIB];
+        let mut buf = PageAligned::zeroed(MIB);
         let total = mib * MIB;
         let mut got = 0;
         b2.wait();
         let t0 = Instant::now();
         while got < total {
-            let n = s.read(&mut buf).await?;
+            let n = s.read(buf.as_mut_slice()).await?;
             if n == 0 {
                 bail!("TCP stream ended early");
             }

@@ -68,6 +68,7 @@ mod limit;
 pub mod mem;
 pub mod msg;
 pub mod record;
+mod record_pool;
 pub mod rpcbind;
 mod server;
 mod service;

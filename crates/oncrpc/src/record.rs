@@ -109,8 +109,10 @@ pub fn frame<'a>(pieces: &[&'a [u8]], max_fragment: usize) -> Vec<Segment<'a>> {
 ///
 /// Feed it the connection's receive buffer: [`Deframer::decode`] consumes
 /// complete fragments from the front and returns each finished record. A
-/// single-fragment record is split off the buffer without copying;
-/// fragments of a multi-fragment record are gathered into one buffer.
+/// single-fragment record stays in the buffer until all of it is there and
+/// is then split off without copying (or the reader takes it whole itself,
+/// [`Deframer::single_fragment_len`]); fragments of a multi-fragment record
+/// are gathered into one buffer.
 ///
 /// Each fragment header is checked against the maximum record size before
 /// its bytes are buffered, so memory never grows beyond the limit; a
@@ -204,7 +206,13 @@ impl Deframer {
                     (len, last)
                 }
             };
-            if last && self.partial.is_empty() && buf.len() >= left {
+            if last && self.partial.is_empty() {
+                if buf.len() < left {
+                    // The record is one fragment, still arriving: its
+                    // bytes stay in `buf` until all of them are there
+                    // (`wanted` says how many more), and no copy is made.
+                    return Ok(None);
+                }
                 // The whole record is one fragment that is fully here:
                 // hand it out without copying.
                 let record = buf.split_to(left).freeze();
@@ -226,6 +234,52 @@ impl Deframer {
                 return Ok(Some(std::mem::take(&mut self.partial).freeze()));
             }
         }
+    }
+
+    /// The length of the record in progress if it is one fragment whose
+    /// header has been read and whose bytes [`Deframer::decode`] leaves in
+    /// the caller's buffer until they are all there (counting those the
+    /// buffer already holds). A reader may instead take those bytes and
+    /// the rest of the fragment from its stream itself, into memory of its
+    /// choosing, and then tell the deframer with
+    /// [`Deframer::fragment_taken`].
+    ///
+    /// ```
+    /// use bytes::BytesMut;
+    /// use rpcrdma_oncrpc::record::{fragment_header, Deframer};
+    ///
+    /// let mut d = Deframer::new(1 << 20);
+    /// let mut buf = BytesMut::from(&fragment_header(6, true)[..]);
+    /// buf.extend_from_slice(b"abc");
+    /// assert_eq!(d.decode(&mut buf)?, None);
+    /// assert_eq!(d.single_fragment_len(), Some(6));
+    /// let mut body = buf.split().to_vec();   // "abc", and the rest from the stream:
+    /// body.extend_from_slice(b"def");
+    /// d.fragment_taken();
+    /// buf.extend_from_slice(&fragment_header(1, true));
+    /// buf.extend_from_slice(b"!");
+    /// assert_eq!(d.decode(&mut buf)?.as_deref(), Some(&b"!"[..]));
+    /// # Ok::<(), rpcrdma_oncrpc::RecordError>(())
+    /// ```
+    pub fn single_fragment_len(&self) -> Option<usize> {
+        match self.fragment {
+            Some((left, true)) if self.partial.is_empty() && self.failed.is_none() => Some(left),
+            _ => None,
+        }
+    }
+
+    /// Ends the record of [`Deframer::single_fragment_len`], whose bytes
+    /// the reader took itself: the next bytes start a new record.
+    ///
+    /// # Panics
+    /// If no such record is in progress (API misuse).
+    pub fn fragment_taken(&mut self) {
+        assert!(
+            self.single_fragment_len().is_some(),
+            "fragment_taken without a single-fragment record in progress"
+        );
+        self.fragment = None;
+        self.record_len = 0;
     }
 
     /// Checks the state at end of stream: an unfinished record is an error.

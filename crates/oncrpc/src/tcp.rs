@@ -16,15 +16,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::util::lock;
-use bytes::BytesMut;
+use bytes::{BufMut, Bytes, BytesMut};
 use rpcrdma_xdr::Payload;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 use crate::client::{Client, ClientConfig};
-use crate::error::{RpcError, TransportError};
+use crate::error::{RecordError, RpcError, TransportError};
 use crate::msg::{peek_kind, MsgType};
 use crate::record::{frame, Deframer, DEFAULT_MAX_RECORD, MAX_FRAGMENT_LEN};
+use crate::record_pool::{RecordPool, LARGE_RECORD};
 use crate::transport::{CallHints, Connector, Received, Transport};
 
 /// Most bytes reserved in the receive buffer at once, whatever a fragment
@@ -65,6 +66,10 @@ impl Default for TcpConfig {
 struct ReadSide {
     buf: BytesMut,
     deframer: Deframer,
+    /// A large single-fragment record being read into a buffer of its own
+    /// (`record_pool`), with its length.
+    body: Option<(Vec<u8>, usize)>,
+    pool: RecordPool,
 }
 
 struct Shared {
@@ -151,6 +156,8 @@ impl TcpTransport {
             read: tokio::sync::Mutex::new(ReadSide {
                 buf: BytesMut::with_capacity(64 * 1024),
                 deframer: Deframer::new(config.max_record),
+                body: None,
+                pool: RecordPool::default(),
             }),
             write,
             shared,
@@ -262,6 +269,57 @@ fn iovecs<'a>(slices: &[&'a [u8]], mut skip: usize) -> Vec<IoSlice<'a>> {
     iov
 }
 
+impl TcpTransport {
+    /// Reads the rest of the large record in `rs.body` from the socket
+    /// straight into its buffer (never past the record's end, so the
+    /// next record's bytes stay in the socket for `rs.buf`), growing the
+    /// buffer at most [`READ_RESERVE_CAP`] beyond what has arrived, and
+    /// hands it out. Cancel-safe: what was read stays in `rs.body`.
+    async fn read_body(&self, rs: &mut ReadSide) -> Result<Bytes, TransportError> {
+        loop {
+            let Some((body, len)) = rs.body.as_mut() else {
+                unreachable!("read_body without a record in progress");
+            };
+            let len = *len;
+            if body.len() == len {
+                let (body, _) = rs.body.take().unwrap_or_default();
+                return Ok(rs.pool.record(body));
+            }
+            if body.capacity() == body.len() {
+                body.reserve_exact((len - body.len()).min(READ_RESERVE_CAP));
+            }
+            let room = (len - body.len()).min(body.capacity() - body.len());
+            let notified = self.shared.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.shared.closed.load(Ordering::Acquire) {
+                return Err(TransportError::Closed);
+            }
+            let mut into = (&mut *body).limit(room);
+            match self.stream.try_read_buf(&mut into) {
+                Ok(0) => {
+                    self.shared.close();
+                    return Err(RecordError::Truncated {
+                        buffered: body.len(),
+                    }
+                    .into());
+                }
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.shared.close();
+                    return Err(e.into());
+                }
+            }
+            tokio::select! {
+                r = self.stream.readable() => r?,
+                _ = notified => return Err(TransportError::Closed),
+            }
+        }
+    }
+}
+
 impl Drop for TcpTransport {
     fn drop(&mut self) {
         // Let the writer task flush and stop even if close() never ran.
@@ -291,7 +349,12 @@ impl Transport for TcpTransport {
         let mut guard = self.read.lock().await;
         let rs = &mut *guard;
         loop {
-            match rs.deframer.decode(&mut rs.buf) {
+            let decoded = if rs.body.is_some() {
+                Ok(Some(self.read_body(rs).await?))
+            } else {
+                rs.deframer.decode(&mut rs.buf)
+            };
+            match decoded {
                 Err(e) => {
                     tracing::warn!(peer = %self.peer, error = %e, "closing connection");
                     self.shared.close();
@@ -319,6 +382,18 @@ impl Transport for TcpTransport {
                     }
                 },
                 Ok(None) => {
+                    if let Some(len) = rs.deframer.single_fragment_len() {
+                        if len >= LARGE_RECORD {
+                            // Read it into a pooled buffer of its own: the
+                            // bytes here first, the rest from the socket.
+                            let mut body = rs.pool.take(len.min(rs.buf.len() + READ_RESERVE_CAP));
+                            body.extend_from_slice(&rs.buf);
+                            rs.buf.clear();
+                            rs.deframer.fragment_taken();
+                            rs.body = Some((body, len));
+                            continue;
+                        }
+                    }
                     let want = rs.deframer.wanted(&rs.buf).min(READ_RESERVE_CAP);
                     rs.buf.reserve(want);
                     loop {

@@ -75,6 +75,50 @@ fn single_fragment_record_is_not_copied() {
 }
 
 #[test]
+fn single_fragment_record_arriving_in_pieces_is_not_copied() {
+    let wire = framed(&[&[9u8; 600]], MAX_FRAGMENT_LEN);
+    let mut buf = BytesMut::with_capacity(wire.len());
+    let base = buf.as_ptr() as usize;
+    let mut d = Deframer::new(1000);
+    buf.extend_from_slice(&wire[..100]);
+    assert_eq!(d.decode(&mut buf).unwrap(), None);
+    assert_eq!(buf.len(), 96, "the bytes stay in the caller's buffer");
+    assert_eq!(d.wanted(&buf), 504);
+    assert_eq!(d.single_fragment_len(), Some(600));
+    buf.extend_from_slice(&wire[100..]);
+    let r = d.decode(&mut buf).unwrap().unwrap();
+    assert_eq!(&r[..], &[9u8; 600][..]);
+    assert_eq!(r.as_ptr() as usize, base + 4, "split off, not gathered");
+    assert_eq!(d.single_fragment_len(), None);
+}
+
+#[test]
+fn a_fragment_taken_by_the_reader_ends_its_record() {
+    let mut d = Deframer::new(1000);
+    let mut buf = BytesMut::new();
+    buf.extend_from_slice(&fragment_header(5, false));
+    buf.extend_from_slice(b"ab");
+    assert_eq!(d.decode(&mut buf).unwrap(), None);
+    assert_eq!(d.single_fragment_len(), None, "not the last fragment");
+    buf.extend_from_slice(b"cde");
+    buf.extend_from_slice(&fragment_header(4, true));
+    buf.extend_from_slice(b"f");
+    assert_eq!(d.decode(&mut buf).unwrap(), None);
+    assert_eq!(d.single_fragment_len(), None, "earlier fragments gathered");
+    let mut d = Deframer::new(1000);
+    let mut buf = BytesMut::from(&fragment_header(300, true)[..]);
+    buf.extend_from_slice(&[1u8; 50]);
+    assert_eq!(d.decode(&mut buf).unwrap(), None);
+    assert_eq!(d.single_fragment_len(), Some(300));
+    buf.clear(); // the reader took the 50 and reads the other 250 itself
+    d.fragment_taken();
+    assert!(!d.in_record());
+    buf.extend_from_slice(&framed(&[b"next"], MAX_FRAGMENT_LEN));
+    assert_eq!(d.decode(&mut buf).unwrap().as_deref(), Some(&b"next"[..]));
+    d.finish(&buf).unwrap();
+}
+
+#[test]
 fn zero_length_fragments() {
     // Empty non-last fragments around data, then an empty last fragment.
     let mut wire = Vec::new();

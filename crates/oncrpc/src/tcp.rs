@@ -289,22 +289,33 @@ impl TcpTransport {
                 body.reserve_exact((len - body.len()).min(READ_RESERVE_CAP));
             }
             let room = (len - body.len()).min(body.capacity() - body.len());
+            if self.read_some(&mut (&mut *body).limit(room)).await? == 0 {
+                return Err(RecordError::Truncated {
+                    buffered: body.len(),
+                }
+                .into());
+            }
+        }
+    }
+
+    /// One read from the socket into `into`, waiting for it to become
+    /// readable first if it has nothing: the octets read, 0 at the end of
+    /// the stream (the connection is then closed). A failed read closes
+    /// the connection; a closed one answers `Closed`.
+    async fn read_some<B: BufMut>(&self, into: &mut B) -> Result<usize, TransportError> {
+        loop {
             let notified = self.shared.notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             if self.shared.closed.load(Ordering::Acquire) {
                 return Err(TransportError::Closed);
             }
-            let mut into = (&mut *body).limit(room);
-            match self.stream.try_read_buf(&mut into) {
+            match self.stream.try_read_buf(into) {
                 Ok(0) => {
                     self.shared.close();
-                    return Err(RecordError::Truncated {
-                        buffered: body.len(),
-                    }
-                    .into());
+                    return Ok(0);
                 }
-                Ok(_) => continue,
+                Ok(n) => return Ok(n),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
@@ -396,31 +407,9 @@ impl Transport for TcpTransport {
                     }
                     let want = rs.deframer.wanted(&rs.buf).min(READ_RESERVE_CAP);
                     rs.buf.reserve(want);
-                    loop {
-                        let notified = self.shared.notify.notified();
-                        tokio::pin!(notified);
-                        notified.as_mut().enable();
-                        if self.shared.closed.load(Ordering::Acquire) {
-                            return Err(TransportError::Closed);
-                        }
-                        match self.stream.try_read_buf(&mut rs.buf) {
-                            Ok(0) => {
-                                self.shared.close();
-                                rs.deframer.finish(&rs.buf)?;
-                                return Err(TransportError::Closed);
-                            }
-                            Ok(_) => break,
-                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                            Err(e) => {
-                                self.shared.close();
-                                return Err(e.into());
-                            }
-                        }
-                        tokio::select! {
-                            r = self.stream.readable() => r?,
-                            _ = notified => return Err(TransportError::Closed),
-                        }
+                    if self.read_some(&mut rs.buf).await? == 0 {
+                        rs.deframer.finish(&rs.buf)?;
+                        return Err(TransportError::Closed);
                     }
                 }
             }

@@ -288,6 +288,60 @@ async fn a_chain_goes_out_in_order_and_stops_at_a_refused_request() {
     );
 }
 
+/// A 1 MiB READ reply's shape, held whole and written as one chain (the
+/// Write's FPDUs and the Send behind them), and a Write past the chain's
+/// limit, written as soon as it is posted with the Send after it: every
+/// octet lands, the Sends arrive in order after their Writes' data, and
+/// every request completes in order.
+#[tokio::test(flavor = "current_thread")]
+async fn large_writes_and_their_sends_go_out_whole_and_in_order() {
+    let (c, s) = pair(Options::default(), Options::default()).await;
+    let data = |n: usize, seed: u8| -> Bytes {
+        (0..n)
+            .map(|i| {
+                (i as u8)
+                    .wrapping_mul(29)
+                    .wrapping_add(seed ^ (i >> 16) as u8)
+            })
+            .collect::<Vec<u8>>()
+            .into()
+    };
+    for id in 1..=2 {
+        s.qp.post_recv(RecvWr {
+            wr_id: id,
+            buf: BytesMut::zeroed(16),
+        })
+        .unwrap();
+    }
+    let send =
+        |id, text: &'static [u8]| SendWr::send(id, vec![Sge::Bytes(Bytes::from_static(text))]);
+    for (id, len, text) in [
+        (10u64, 1usize << 20, &b"reply one"[..]),
+        (20, 3 << 20, b"reply two"),
+    ] {
+        let d = data(len, id as u8);
+        let sink =
+            s.pd.register_mut(BytesMut::zeroed(len), Access::REMOTE_WRITE)
+                .unwrap();
+        c.qp.post_send_chain([
+            SendWr::write(id, vec![Sge::Bytes(d.clone())], sink.remote(0)),
+            send(id + 1, text),
+        ])
+        .unwrap();
+        let got = wait_n(&s.cq, 1).await;
+        assert_eq!(got[0].data().unwrap(), text);
+        assert!(
+            sink.deregister().unwrap().into_owned().unwrap()[..] == d[..],
+            "the {len}-octet Write's data"
+        );
+        let done = wait_n(&c.cq, 2).await;
+        assert_eq!(
+            done.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+            [(id, WcStatus::Success), (id + 1, WcStatus::Success)]
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn works_on_a_multi_thread_runtime() {
     let (c, s) = pair(

@@ -77,6 +77,35 @@ async fn wait_n(cq: &Cq, n: usize) -> Vec<WorkCompletion> {
     out
 }
 
+/// `n` octets of a pattern that differs with `seed` and from one 64 KiB
+/// block to the next (so a misplaced FPDU shows).
+fn patterned(n: usize, seed: u8) -> Bytes {
+    (0..n)
+        .map(|i| {
+            (i as u8)
+                .wrapping_mul(31)
+                .wrapping_add(seed ^ (i >> 16) as u8)
+        })
+        .collect::<Vec<u8>>()
+        .into()
+}
+
+/// Posts 16-octet receives with the given ids.
+fn post_recvs(qp: &Qp, ids: std::ops::RangeInclusive<u64>) {
+    for id in ids {
+        qp.post_recv(RecvWr {
+            wr_id: id,
+            buf: BytesMut::zeroed(16),
+        })
+        .unwrap();
+    }
+}
+
+/// A Send of `text`.
+fn text_send(id: u64, text: &'static [u8]) -> SendWr {
+    SendWr::send(id, vec![Sge::Bytes(Bytes::from_static(text))])
+}
+
 async fn exercise(c: &End, s: &End) {
     // Send / Recv both ways, with SE and with Invalidate.
     let victim =
@@ -220,33 +249,23 @@ async fn every_operation_in_every_mpa_mode() {
 #[tokio::test(flavor = "current_thread")]
 async fn a_chain_goes_out_in_order_and_stops_at_a_refused_request() {
     let (c, s) = pair(Options::default(), Options::default()).await;
-    let data = |n: usize, seed: u8| -> Bytes {
-        (0..n)
-            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
-            .collect::<Vec<u8>>()
-            .into()
-    };
-    let (a, b, d) = (data(4096, 1), data(100 << 10, 2), data(8192, 3));
+    let (a, b, d) = (
+        patterned(4096, 1),
+        patterned(100 << 10, 2),
+        patterned(8192, 3),
+    );
     let sink = |n| {
         s.pd.register_mut(BytesMut::zeroed(n), Access::REMOTE_WRITE)
             .unwrap()
     };
     let (sa, sb, sd) = (sink(a.len()), sink(b.len()), sink(d.len()));
-    for id in 1..=4 {
-        s.qp.post_recv(RecvWr {
-            wr_id: id,
-            buf: BytesMut::zeroed(16),
-        })
-        .unwrap();
-    }
-    let send =
-        |id, text: &'static [u8]| SendWr::send(id, vec![Sge::Bytes(Bytes::from_static(text))]);
+    post_recvs(&s.qp, 1..=4);
     c.qp.post_send_chain([
         SendWr::write(10, vec![Sge::Bytes(a.clone())], sa.remote(0)),
         SendWr::write(11, vec![Sge::Bytes(b.clone())], sb.remote(0)),
-        send(12, b"one"),
+        text_send(12, b"one"),
         SendWr::write(13, vec![Sge::Bytes(d.clone())], sd.remote(0)),
-        send(14, b"two"),
+        text_send(14, b"two"),
     ])
     .unwrap();
     let got = wait_n(&s.cq, 2).await;
@@ -271,13 +290,13 @@ async fn a_chain_goes_out_in_order_and_stops_at_a_refused_request() {
     drop(gone.deregister().unwrap());
     let e =
         c.qp.post_send_chain([
-            send(20, b"three"),
+            text_send(20, b"three"),
             SendWr::send(21, vec![Sge::Region(stale)]),
-            send(22, b"never"),
+            text_send(22, b"never"),
         ])
         .unwrap_err();
     assert!(matches!(e, PostError::LocalProtection { .. }), "{e:?}");
-    c.qp.post_send(send(23, b"four")).unwrap();
+    c.qp.post_send(text_send(23, b"four")).unwrap();
     let got = wait_n(&s.cq, 2).await;
     assert_eq!(got[0].data().unwrap(), b"three");
     assert_eq!(got[1].data().unwrap(), b"four");
@@ -296,36 +315,18 @@ async fn a_chain_goes_out_in_order_and_stops_at_a_refused_request() {
 #[tokio::test(flavor = "current_thread")]
 async fn large_writes_and_their_sends_go_out_whole_and_in_order() {
     let (c, s) = pair(Options::default(), Options::default()).await;
-    let data = |n: usize, seed: u8| -> Bytes {
-        (0..n)
-            .map(|i| {
-                (i as u8)
-                    .wrapping_mul(29)
-                    .wrapping_add(seed ^ (i >> 16) as u8)
-            })
-            .collect::<Vec<u8>>()
-            .into()
-    };
-    for id in 1..=2 {
-        s.qp.post_recv(RecvWr {
-            wr_id: id,
-            buf: BytesMut::zeroed(16),
-        })
-        .unwrap();
-    }
-    let send =
-        |id, text: &'static [u8]| SendWr::send(id, vec![Sge::Bytes(Bytes::from_static(text))]);
+    post_recvs(&s.qp, 1..=2);
     for (id, len, text) in [
         (10u64, 1usize << 20, &b"reply one"[..]),
         (20, 3 << 20, b"reply two"),
     ] {
-        let d = data(len, id as u8);
+        let d = patterned(len, id as u8);
         let sink =
             s.pd.register_mut(BytesMut::zeroed(len), Access::REMOTE_WRITE)
                 .unwrap();
         c.qp.post_send_chain([
             SendWr::write(id, vec![Sge::Bytes(d.clone())], sink.remote(0)),
-            send(id + 1, text),
+            text_send(id + 1, text),
         ])
         .unwrap();
         let got = wait_n(&s.cq, 1).await;

@@ -651,8 +651,9 @@ impl Qp {
 
 /// The most octets a chain of work requests ([`QueuePair::post_send_chain`])
 /// holds encoded before writing them: a reply's RDMA Writes and its Send
-/// go to the socket in one system call, the Send in the same TCP push as
-/// the Writes' last FPDU. 2 MiB holds a 1 MiB READ reply (the largest
+/// go to the socket together, the Send in the same TCP push as the Writes'
+/// last FPDU (one system call for a 1 MiB reply in FPDUs of the default
+/// size; `MAX_IOVECS` bounds what one call takes). 2 MiB holds a 1 MiB READ reply (the largest
 /// `rsize` Linux's NFS client uses) with room to spare. Holding costs no
 /// copy: an encoded FPDU refers to the region's octets. A request that
 /// takes the chain past it is written as soon as it is posted, as
@@ -718,8 +719,8 @@ impl QueuePair for Qp {
     }
 
     /// Encodes the chain's requests under one lock and writes them
-    /// together, within [`CHAIN_BYTES`]: a reply's RDMA Writes (up to
-    /// 1 MiB and more) and its Send cost one system call rather than one
+    /// together, within [`CHAIN_BYTES`]: a reply's RDMA Writes (a 1 MiB
+    /// READ's included) and its Send cost one system call rather than one
     /// per request.
     fn post_send_chain<I>(&self, wrs: I) -> Result<(), PostError>
     where

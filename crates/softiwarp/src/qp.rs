@@ -719,7 +719,7 @@ impl QueuePair for Qp {
     }
 
     /// Encodes the chain's requests under one lock and writes them
-    /// together, within [`CHAIN_BYTES`]: a reply's RDMA Writes (a 1 MiB
+    /// together, within `CHAIN_BYTES` (2 MiB): a reply's RDMA Writes (a 1 MiB
     /// READ's included) and its Send cost one system call rather than one
     /// per request.
     fn post_send_chain<I>(&self, wrs: I) -> Result<(), PostError>

@@ -2,8 +2,8 @@
 # The bench modes run end to end, briefly: `--sweep --plot`, `--clients`,
 # `--pin` (and the read window `auto` picks there), `--only read`,
 # `--only write` (with the CPU cost per MiB and `--read-window`),
-# `bench verbs --pin`, `bench loop` (every op and path) and
-# scripts/bench-vs-tirpc.sh.
+# `bench verbs --pin`, `bench loop` (every op and path),
+# scripts/bench-vs-tirpc.sh and scripts/bench-goals.sh.
 # Only the shape of the output is checked (every series named, a wake-up
 # state reported, an SVG written); no figure is, since time on a shared
 # machine is noise.
@@ -96,5 +96,17 @@ ROUNDS=1 ROUND_TRIPS=200 MIB=4 NO_BUILD=1 RPCRDMA="$RPCRDMA" \
     bash scripts/bench-vs-tirpc.sh >"$work/tirpc.txt" 2>/dev/null
 has "$work/tirpc.txt" '"bench": "vs-libtirpc"'
 has "$work/tirpc.txt" "rpcrdma_null_rtt_vs_libtirpc"
+
+echo "bench-smoke: scripts/bench-goals.sh (issue 13's check: both states, every goal)"
+ARGS="--rounds 1 --round-trips 200 --mib 4 --outstanding 2" OUT="$work/goals" NO_BUILD=1 \
+    RPCRDMA="$RPCRDMA" bash scripts/bench-goals.sh 1 >"$work/goals.txt" 2>/dev/null
+for state in as-it-comes pinned; do
+    has "$work/goals.txt" "$state: 1 runs, raw TCP round trip"
+done
+for key in null_rtt_vs_tcp null_rtt_vs_oncrpc_tcp read_1mib_vs_tcp read_1mib_vs_oncrpc_tcp \
+    write_1mib_vs_tcp write_1mib_vs_oncrpc_tcp; do
+    [ "$(grep -cE "^  $key +goal .* met [01] of 1: " "$work/goals.txt")" = 2 ] ||
+        fail "bench-goals.sh: no line for $key in both states"
+done
 
 echo "bench-smoke: all bench modes ran"

@@ -24,7 +24,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-6}
 RPCRDMA=${RPCRDMA:-target/release/rpcrdma}
-OUT=${OUT:-$(mktemp -d /tmp/bench-goals.XXXXXX)}
 ARGS=${ARGS:-}
 
 if [[ ! "$RUNS" =~ ^[1-9][0-9]*$ ]]; then
@@ -33,6 +32,7 @@ if [[ ! "$RUNS" =~ ^[1-9][0-9]*$ ]]; then
 fi
 if ! command -v python3 > /dev/null; then
     if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq >&2
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 >&2
     else
         echo "bench-goals: python3 is needed for the summary (apt-get install python3)" >&2
@@ -50,6 +50,7 @@ fi
     echo "bench-goals: no binary at $RPCRDMA (build it, or set RPCRDMA)" >&2
     exit 2
 }
+OUT=${OUT:-$(mktemp -d /tmp/bench-goals.XXXXXX)}
 mkdir -p "$OUT"
 
 for i in $(seq 1 "$RUNS"); do

@@ -653,9 +653,10 @@ impl Qp {
 /// holds encoded before writing them: a reply's RDMA Writes and its Send
 /// go to the socket together, the Send in the same TCP push as the Writes'
 /// last FPDU (one system call for a 1 MiB reply in FPDUs of the default
-/// size; `MAX_IOVECS` bounds what one call takes). 2 MiB holds a 1 MiB READ reply (the largest
-/// `rsize` Linux's NFS client uses) with room to spare. Holding costs no
-/// copy: an encoded FPDU refers to the region's octets. A request that
+/// size; `MAX_IOVECS` bounds what one call takes). 2 MiB holds a 1 MiB
+/// READ reply (the largest `rsize` Linux's NFS client uses) with room to
+/// spare. Holding costs no copy: an encoded FPDU refers to the region's
+/// octets. A request that
 /// takes the chain past it is written as soon as it is posted, as
 /// [`QueuePair::post_send`] does (docs/performance.md, "A reply's Writes
 /// and its Send in one system call").

@@ -1139,3 +1139,282 @@ fn acting_as_the_caller() {
     assert!(rustix::process::geteuid().is_root());
     assert!(rustix::thread::set_thread_res_uid(None, rustix::fs::Uid::ROOT, None).is_ok());
 }
+
+#[test]
+fn invalid_ids_are_the_anonymous_user_whatever_the_squashing() {
+    use rpcrdma_nfs3::fs::{squash, squash_in, IdMaps, IdRanges, INVALID_ID};
+    let anon = (65534, 65533);
+    for how in [Squash::Root, Squash::None] {
+        // (uid_t)-1 as uid, gid and a supplementary gid.
+        let c = squash(how, anon, Some((INVALID_ID, INVALID_ID, &[INVALID_ID, 5])));
+        assert_eq!((c.uid, c.gid, c.groups), (65534, 65533, vec![5]), "{how:?}");
+        let c = squash(how, anon, Some((1000, INVALID_ID, &[])));
+        assert_eq!((c.uid, c.gid), (1000, 65533), "{how:?}");
+        let c = squash(how, anon, Some((INVALID_ID, 1000, &[])));
+        assert_eq!((c.uid, c.gid), (65534, 1000), "{how:?}");
+    }
+    // Root squashing covers gid 0 as primary and supplementary group, and
+    // a list that becomes the same group twice holds it once.
+    let c = squash(Squash::Root, anon, Some((5, 0, &[0, 0, 7])));
+    assert_eq!((c.uid, c.gid, c.groups), (5, 65533, vec![65533, 7]));
+    // Inside a user namespace that maps 0..65536, 70000 is not an id.
+    let maps = IdMaps {
+        uids: IdRanges::parse("0 100000 65536\n"),
+        gids: IdRanges::parse("0 100000 65536\n"),
+    };
+    let c = squash_in(&maps, Squash::None, anon, Some((70000, 70000, &[70000, 3])));
+    assert_eq!((c.uid, c.gid, c.groups), (65534, 65533, vec![3]));
+    // The map of the initial namespace has every id but (uid_t)-1.
+    let init = IdRanges::parse("         0          0 4294967295\n");
+    assert!(init.contains(0) && init.contains(u32::MAX - 1) && !init.contains(u32::MAX));
+    assert!(!IdRanges::parse("garbage\n").contains(0));
+}
+
+#[test]
+fn an_anonymous_user_that_cannot_be_acted_as_is_refused_at_open() {
+    let rig = Rig::new("badanon");
+    let mut cfg = rig.config();
+    cfg.anon = (u32::MAX, 65534);
+    let e = Export::open(cfg).unwrap_err();
+    assert!(matches!(e, ExportError::BadAnon { what: "uid", .. }), "{e}");
+    assert!(e.to_string().contains("--anon-uid"), "{e}");
+    let mut cfg = rig.config();
+    cfg.anon = (65534, u32::MAX);
+    let e = Export::open(cfg).unwrap_err();
+    assert!(matches!(e, ExportError::BadAnon { what: "gid", .. }), "{e}");
+}
+
+/// RFC 1813 §3.3.6: a READ at or past the end of the file is NFS3_OK with
+/// no data and eof, wherever the offset is in the 64-bit range; WRITE and
+/// SETATTR past the largest file are NFS3ERR_FBIG (§3.3.7, §3.3.2).
+#[test]
+fn offsets_anywhere_in_the_unsigned_range() {
+    let rig = Rig::new("offsets");
+    let e = rig.open();
+    let root = e.root_handle();
+    let f = create(&e, &root, "f");
+    write_all(&e, &f, 0, &[7u8; 3000], StableHow::FileSync);
+    let top = i64::MAX as u64;
+    for (off, count) in [
+        (top, 10),
+        (top - 9, 100),
+        (top + 1, u32::MAX),
+        (u64::MAX - 9, u32::MAX),
+        (u64::MAX, u32::MAX),
+        (u64::MAX, 0),
+        (3000, 10),
+        (2999 + (1 << 40), 1),
+    ] {
+        let d = e
+            .read(&me(), &f, off, count)
+            .0
+            .unwrap_or_else(|err| panic!("READ at {off} count {count}: {err:?}"));
+        assert!(d.data.is_empty() && d.eof, "READ at {off} count {count}");
+        assert_eq!(d.attr.size, 3000);
+    }
+    // The last bytes, and a count larger than what is left.
+    let d = e.read(&me(), &f, 2990, u32::MAX).0.unwrap();
+    assert_eq!((d.data.len(), d.eof), (10, true));
+    for (off, len) in [
+        (top, 1),
+        (top - 1, 2),
+        (u64::MAX, 0),
+        (u64::MAX - 1, 4),
+        (top + 1, 0),
+    ] {
+        let r = e
+            .write(&me(), &f, off, &vec![1u8; len], StableHow::Unstable)
+            .result;
+        assert_eq!(r.unwrap_err(), NfsError::FBig, "WRITE at {off} of {len}");
+    }
+    // Within the range, a WRITE the file system cannot hold (ext4 stops
+    // at 16 TiB) is its own NFS3ERR_FBIG.
+    let r = e
+        .write(&me(), &f, top - 1, b"z", StableHow::Unstable)
+        .result;
+    assert!(
+        matches!(r, Ok(ref w) if w.count == 1) || r == Err(NfsError::FBig),
+        "{r:?}"
+    );
+    for size in [top + 1, u64::MAX] {
+        let r = e
+            .setattr(
+                &me(),
+                &f,
+                &SetAttr {
+                    size: Some(size),
+                    ..SetAttr::default()
+                },
+                None,
+            )
+            .result;
+        assert_eq!(r.unwrap_err(), NfsError::FBig, "SETATTR size {size}");
+    }
+    // COMMIT of any range syncs the file.
+    assert!(e.commit(&me(), &f).result.is_ok());
+}
+
+#[test]
+fn device_numbers_the_kernel_cannot_hold_and_invalid_owners_are_refused() {
+    let rig = Rig::new("devnum");
+    let e = rig.open();
+    let root = e.root_handle();
+    // 0x1001:3 would be cut to 1:3 (/dev/mem) by mknodat's 32-bit word.
+    for (name, what) in [
+        ("big-major", SpecialFile::Char(0x1001, 3)),
+        ("big-minor", SpecialFile::Block(8, 0x10_0000)),
+        ("huge", SpecialFile::Char(u32::MAX, u32::MAX)),
+    ] {
+        let r = e
+            .mknod(&me(), &root, name.as_bytes(), what, &SetAttr::default())
+            .result;
+        assert_eq!(r.unwrap_err(), NfsError::Inval, "{name}");
+        assert!(!rig.root.join(name).exists(), "{name}");
+    }
+    let f = create(&e, &root, "owned");
+    for set in [
+        SetAttr {
+            uid: Some(u32::MAX),
+            ..SetAttr::default()
+        },
+        SetAttr {
+            gid: Some(u32::MAX),
+            size: Some(0),
+            ..SetAttr::default()
+        },
+    ] {
+        let r = e.setattr(&me(), &f, &set, None).result;
+        assert_eq!(r.unwrap_err(), NfsError::Inval, "{set:?}");
+    }
+}
+
+/// A server running as its own user never makes a set-user-ID or
+/// set-group-ID file: any local user could run it as the server's user.
+#[test]
+fn a_server_running_as_its_own_user_drops_the_setid_bits() {
+    let rig = Rig::new("setid");
+    let e = rig.open();
+    let root = e.root_handle();
+    let made = e
+        .create(
+            &me(),
+            &root,
+            b"prog",
+            CreateHow::Unchecked(SetAttr {
+                mode: Some(0o6755),
+                ..SetAttr::default()
+            }),
+        )
+        .result
+        .unwrap();
+    assert_eq!(made.attr.mode, 0o755);
+    e.setattr(
+        &me(),
+        &made.handle,
+        &SetAttr {
+            mode: Some(0o4711),
+            ..SetAttr::default()
+        },
+        None,
+    )
+    .result
+    .unwrap();
+    assert_eq!(e.getattr(&made.handle).unwrap().mode, 0o711);
+    // A directory keeps set-group-ID (group inheritance), never set-user-ID.
+    let d = e
+        .mkdir(
+            &me(),
+            &root,
+            b"shared",
+            &SetAttr {
+                mode: Some(0o6775),
+                ..SetAttr::default()
+            },
+        )
+        .result
+        .unwrap();
+    assert_eq!(d.attr.mode, 0o2775);
+}
+
+/// As root: an AUTH_SYS id of 0xFFFFFFFF is the anonymous user, never the
+/// server's root (the identity switch is checked after it is made).
+#[test]
+fn an_invalid_id_never_acts_as_root() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("an_invalid_id_never_acts_as_root: skipped (needs root to switch identities)");
+        return;
+    }
+    let rig = Rig::new("invalid-id");
+    std::fs::set_permissions(&rig.root, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(rig.root.join("secret"), b"root only").unwrap();
+    std::fs::set_permissions(
+        rig.root.join("secret"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let mut cfg = rig.config();
+    cfg.identity = IdentityMode::Switch;
+    let e = Export::open(cfg).unwrap();
+    let root = e.root_handle();
+    let secret = lookup(&e, &root, "secret").unwrap();
+    let setuid = CreateHow::Unchecked(SetAttr {
+        mode: Some(0o4755),
+        ..SetAttr::default()
+    });
+    for (tag, cred) in [
+        ("both", (u32::MAX, u32::MAX)),
+        ("uid", (u32::MAX, 1000)),
+        ("gid", (1000, u32::MAX)),
+    ] {
+        let who = e.caller(Some((cred.0, cred.1, &[u32::MAX])));
+        assert_ne!(who.uid, u32::MAX);
+        assert_ne!(who.gid, u32::MAX);
+        // CREATE: owned by the caller as mapped, never 0:0, no setuid.
+        let name = format!("made-{tag}");
+        let m = e
+            .create(&who, &root, name.as_bytes(), setuid.clone())
+            .result
+            .unwrap();
+        let md = std::fs::symlink_metadata(rig.root.join(&name)).unwrap();
+        assert_ne!(md.uid(), 0, "{tag}: a root-owned file");
+        assert_ne!(md.gid(), 0, "{tag}: a root-group file");
+        assert_eq!((md.uid(), md.gid()), (who.uid, who.gid), "{tag}");
+        if who.uid == 65534 {
+            assert_eq!(md.mode() & 0o7000, 0, "{tag}: set-id bits from nobody");
+        } else {
+            // User 1000 may make a file set-user-ID to itself, as on nfsd.
+            assert_eq!(md.mode() & 0o7000, 0o4000, "{tag}");
+        }
+        assert_eq!(m.attr.uid, who.uid);
+        // READ of a root-only file: refused.
+        assert_eq!(
+            e.read(&who, &secret, 0, 100).0.unwrap_err(),
+            NfsError::Acces,
+            "{tag}"
+        );
+        // MKNOD of /dev/null's numbers: refused by the kernel.
+        let dev = format!("dev-{tag}");
+        let r = e
+            .mknod(
+                &who,
+                &root,
+                dev.as_bytes(),
+                SpecialFile::Char(1, 3),
+                &SetAttr::default(),
+            )
+            .result;
+        assert!(r.is_err(), "{tag}: a device node was made");
+        assert!(!rig.root.join(&dev).exists(), "{tag}");
+    }
+    // A caller built by hand with (uid_t)-1 is refused, not run as root.
+    let forged = Caller {
+        uid: u32::MAX,
+        gid: u32::MAX,
+        groups: vec![],
+    };
+    assert_eq!(
+        e.read(&forged, &secret, 0, 100).0.unwrap_err(),
+        NfsError::ServerFault
+    );
+    assert!(rustix::process::geteuid().is_root());
+}

@@ -96,13 +96,21 @@ impl Export {
         set: &SetAttr,
     ) -> NfsResult<()> {
         let ftype = n.ftype();
+        // An owner or group the server cannot act as (0xFFFFFFFF, which
+        // chown reads as "no change", or an id outside its user namespace)
+        // is refused before anything changes, not silently ignored.
+        if set.uid.is_some_and(|u| !self.valid_uid(u))
+            || set.gid.is_some_and(|g| !self.valid_gid(g))
+        {
+            return Err(NfsError::Inval);
+        }
         if let Some(size) = set.size {
             match ftype {
                 FileType::Regular => {}
                 FileType::Directory => return Err(NfsError::IsDir),
                 _ => return Err(NfsError::Inval),
             }
-            if size > i64::MAX as u64 {
+            if size > super::read_write::MAX_FILE_OFFSET {
                 return Err(NfsError::FBig);
             }
             let fd = self.open_io(act, caller, n, true)?;
@@ -122,7 +130,11 @@ impl Export {
                 rustix::fs::chmodat(
                     rustix::fs::CWD,
                     n.proc_path().as_str(),
-                    Mode::from_raw_mode(mode & 0o7777),
+                    Mode::from_raw_mode(self.settable_mode(
+                        caller,
+                        mode,
+                        ftype == FileType::Directory,
+                    )),
                     AtFlags::empty(),
                 )?;
             }
@@ -202,7 +214,7 @@ impl Export {
             wtpref: MAX_IO,
             wtmult: 4096,
             dtpref: 64 * 1024,
-            maxfilesize: i64::MAX as u64,
+            maxfilesize: super::read_write::MAX_FILE_OFFSET,
             time_delta: Time {
                 seconds: 0,
                 nseconds: 1,

@@ -14,6 +14,11 @@ use super::{
     Outcome, SetAttr, SetTime, SpecialFile, Wcc, WccAttr, MAX_LINK_TARGET,
 };
 
+/// The largest device major number the kernel represents (12 bits).
+pub const MAX_MAJOR: u32 = 0xFFF;
+/// The largest device minor number the kernel represents (20 bits).
+pub const MAX_MINOR: u32 = 0xF_FFFF;
+
 impl Export {
     /// Runs a change to directory `dir` and collects its wcc data.
     pub(super) fn in_dir<T>(
@@ -65,7 +70,7 @@ impl Export {
                 CreateHow::Unchecked(s) | CreateHow::Guarded(s) => (s, None),
                 CreateHow::Exclusive(v) => (SetAttr::default(), Some(v)),
             };
-            let mode = set.mode.unwrap_or(0o644) & 0o7777;
+            let mode = self.settable_mode(caller, set.mode.unwrap_or(0o644), false);
             let flags =
                 OFlags::RDONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
             match rustix::fs::openat(&*d.fd, name, flags, Mode::from_raw_mode(mode)) {
@@ -154,7 +159,7 @@ impl Export {
             check_name(name, false)?;
             self.writable()?;
             let act = self.act(caller)?;
-            let mode = set.mode.unwrap_or(0o755) & 0o7777;
+            let mode = self.settable_mode(caller, set.mode.unwrap_or(0o755), true);
             rustix::fs::mkdirat(&*d.fd, name, Mode::from_raw_mode(mode))?;
             let node = Node::open_at(d, name)?;
             self.apply(
@@ -228,8 +233,17 @@ impl Export {
         self.in_dir(dir, |d| {
             check_name(name, false)?;
             self.writable()?;
+            if let SpecialFile::Char(ma, mi) | SpecialFile::Block(ma, mi) = what {
+                // The kernel's device numbers: 12-bit major, 20-bit minor
+                // (`mknodat` takes them as one 32-bit word). Anything
+                // larger would be cut to another device, so it is refused
+                // as Linux nfsd refuses it.
+                if ma > MAX_MAJOR || mi > MAX_MINOR {
+                    return Err(NfsError::Inval);
+                }
+            }
             let act = self.act(caller)?;
-            let mode = set.mode.unwrap_or(0o644) & 0o7777;
+            let mode = self.settable_mode(caller, set.mode.unwrap_or(0o644), false);
             let (kind, dev) = match what {
                 SpecialFile::Char(ma, mi) => (
                     rustix::fs::FileType::CharacterDevice,

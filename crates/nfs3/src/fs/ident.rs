@@ -1,5 +1,5 @@
-//! Who a call acts as: AUTH_SYS identities, squashing, and running file
-//! operations under them.
+//! Who a call acts as: AUTH_SYS identities, their validation, squashing,
+//! and running file operations under them.
 //!
 //! A server running as root acts **as the caller**: for the duration of
 //! one operation the calling thread's effective uid, gid and supplementary
@@ -11,8 +11,120 @@
 //!
 //! A server running as another user cannot switch; every caller then acts
 //! as that user ([`IdentityMode::ServerUser`]).
+//!
+//! # The rules (`docs/nfs.md`, "Identities")
+//!
+//! 1. **Validation.** An id the server cannot act as becomes the anonymous
+//!    id, whatever the squashing: `0xFFFFFFFF` (`(uid_t)-1`, which
+//!    `setresuid`/`setresgid` read as "leave unchanged", so switching to
+//!    it would leave the thread root), and any id outside the server's
+//!    user namespace (`/proc/self/uid_map`, `gid_map`: the kernel refuses
+//!    to switch to those). An invalid primary id becomes the anonymous
+//!    uid or gid (as Linux nfsd maps `INVALID_UID`); an invalid
+//!    supplementary gid is dropped (it could grant nothing).
+//! 2. **Squashing** ([`Squash`]): root squashing maps uid 0 to the
+//!    anonymous uid and gid 0, primary or supplementary, to the anonymous
+//!    gid, as nfsd's `root_squash`; `all_squash` maps every caller.
+//! 3. **Checked switch.** After switching, the thread's effective uid, gid
+//!    and groups are read back from the kernel; any difference (a switch
+//!    that failed or did nothing) refuses the call (`NFS3ERR_SERVERFAULT`,
+//!    logged) before any file is touched. Switching back failing aborts
+//!    the process.
 
 use rustix::fs::{Gid, Uid};
+
+/// The id `setresuid`/`setresgid`/`chown` read as "no change": never an
+/// identity anyone acts as.
+pub const INVALID_ID: u32 = u32::MAX;
+
+/// A set of ids, as ranges: the ids of a user namespace
+/// (`/proc/self/uid_map`, `gid_map`), never [`INVALID_ID`].
+///
+/// ```
+/// use rpcrdma_nfs3::fs::IdRanges;
+/// let init = IdRanges::parse("         0          0 4294967295\n");
+/// assert!(init.contains(0) && init.contains(4_294_967_294));
+/// assert!(!init.contains(u32::MAX));
+/// let container = IdRanges::parse("0 100000 65536\n");
+/// assert!(container.contains(65535) && !container.contains(65536));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdRanges {
+    /// `(first, count)` pairs.
+    ranges: Vec<(u32, u64)>,
+}
+
+impl IdRanges {
+    /// Every id but [`INVALID_ID`] (the initial user namespace).
+    pub fn all() -> Self {
+        Self {
+            ranges: vec![(0, u64::from(u32::MAX))],
+        }
+    }
+
+    /// Parses a `uid_map`/`gid_map` (lines of `inside outside count`; only
+    /// the ids inside matter here). Lines that do not parse are ignored; a
+    /// map without a valid line allows no id.
+    pub fn parse(map: &str) -> Self {
+        let ranges = map
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace().map(str::parse::<u64>);
+                let first = u32::try_from(f.next()?.ok()?).ok()?;
+                let _outside = f.next()?.ok()?;
+                let count = f.next()?.ok()?;
+                Some((first, count))
+            })
+            .collect();
+        Self { ranges }
+    }
+
+    /// The ids of this process's user namespace, from `path`
+    /// (`/proc/self/uid_map` or `gid_map`); every id but [`INVALID_ID`] if
+    /// the file cannot be read (no user namespaces in the kernel).
+    pub fn of_namespace(path: &str) -> Self {
+        match std::fs::read_to_string(path) {
+            Ok(map) => Self::parse(&map),
+            Err(_) => Self::all(),
+        }
+    }
+
+    /// Whether `id` is one a thread can switch to.
+    pub fn contains(&self, id: u32) -> bool {
+        id != INVALID_ID
+            && self
+                .ranges
+                .iter()
+                .any(|&(first, count)| id >= first && u64::from(id - first) < count)
+    }
+}
+
+/// The uids and gids a server can act as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdMaps {
+    /// User ids.
+    pub uids: IdRanges,
+    /// Group ids.
+    pub gids: IdRanges,
+}
+
+impl IdMaps {
+    /// Every id but [`INVALID_ID`].
+    pub fn all() -> Self {
+        Self {
+            uids: IdRanges::all(),
+            gids: IdRanges::all(),
+        }
+    }
+
+    /// This process's user namespace (`/proc/self/uid_map`, `gid_map`).
+    pub fn current() -> Self {
+        Self {
+            uids: IdRanges::of_namespace("/proc/self/uid_map"),
+            gids: IdRanges::of_namespace("/proc/self/gid_map"),
+        }
+    }
+}
 
 /// What identities the export maps callers to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -71,7 +183,8 @@ impl Caller {
     }
 }
 
-/// Maps a call's credential to the identity it acts as.
+/// Maps a call's credential to the identity it acts as, with every id but
+/// [`INVALID_ID`] valid ([`squash_in`] with [`IdMaps::all`]).
 ///
 /// ```
 /// use rpcrdma_nfs3::fs::{squash, Squash};
@@ -79,8 +192,25 @@ impl Caller {
 /// assert_eq!((c.uid, c.gid, c.groups), (65534, 65534, vec![65534, 10]));
 /// let anon = squash(Squash::Root, (65534, 65534), None); // AUTH_NONE
 /// assert_eq!(anon.uid, 65534);
+/// // (uid_t)-1 is nobody, whatever the squashing.
+/// let c = squash(Squash::None, (65534, 65534), Some((u32::MAX, u32::MAX, &[u32::MAX, 7])));
+/// assert_eq!((c.uid, c.gid, c.groups), (65534, 65534, vec![7]));
 /// ```
 pub fn squash(how: Squash, anon: (u32, u32), cred: Option<(u32, u32, &[u32])>) -> Caller {
+    squash_in(&IdMaps::all(), how, anon, cred)
+}
+
+/// Maps a call's credential to the identity it acts as: ids outside `maps`
+/// (and [`INVALID_ID`]) are invalid and become the anonymous id (a
+/// supplementary gid is dropped), then `how` squashes (see the [module
+/// rules](self)). `None` (AUTH_NONE, or any other flavor) is the
+/// anonymous user.
+pub fn squash_in(
+    maps: &IdMaps,
+    how: Squash,
+    anon: (u32, u32),
+    cred: Option<(u32, u32, &[u32])>,
+) -> Caller {
     let anon_caller = Caller {
         uid: anon.0,
         gid: anon.1,
@@ -89,22 +219,61 @@ pub fn squash(how: Squash, anon: (u32, u32), cred: Option<(u32, u32, &[u32])>) -
     let Some((uid, gid, groups)) = cred else {
         return anon_caller;
     };
-    match how {
-        Squash::All => anon_caller,
-        Squash::None => Caller {
-            uid,
-            gid,
-            groups: groups.to_vec(),
-        },
-        Squash::Root => Caller {
-            uid: if uid == 0 { anon.0 } else { uid },
-            gid: if gid == 0 { anon.1 } else { gid },
-            groups: groups
-                .iter()
-                .map(|&g| if g == 0 { anon.1 } else { g })
-                .collect(),
-        },
+    if how == Squash::All {
+        return anon_caller;
     }
+    let squash_root = how == Squash::Root;
+    let uid = if !maps.uids.contains(uid) || (squash_root && uid == 0) {
+        anon.0
+    } else {
+        uid
+    };
+    let map_gid = |g: u32| {
+        if squash_root && g == 0 {
+            anon.1
+        } else {
+            g
+        }
+    };
+    let gid = if maps.gids.contains(gid) {
+        map_gid(gid)
+    } else {
+        anon.1
+    };
+    let mut out: Vec<u32> = Vec::with_capacity(groups.len());
+    for &g in groups {
+        if !maps.gids.contains(g) {
+            continue;
+        }
+        let g = map_gid(g);
+        if !out.contains(&g) {
+            out.push(g);
+        }
+    }
+    Caller {
+        uid,
+        gid,
+        groups: out,
+    }
+}
+
+/// Why the thread could not act as a caller.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SwitchError {
+    /// A credential system call failed.
+    #[error("{0}")]
+    Sys(#[from] rustix::io::Errno),
+    /// The calls returned but the thread is not who it should be (a
+    /// switch the kernel did not make).
+    #[error("after the switch the thread is uid {euid} gid {egid} groups {groups:?}")]
+    Mismatch {
+        /// Effective uid read back.
+        euid: u32,
+        /// Effective gid read back.
+        egid: u32,
+        /// Supplementary groups read back.
+        groups: Vec<u32>,
+    },
 }
 
 /// While alive, the current thread acts as a caller; dropping it switches
@@ -115,13 +284,22 @@ pub(crate) struct Acting {
 }
 
 impl Acting {
-    /// Switches the current thread to `caller` (in `Switch` mode).
-    pub(crate) fn start(mode: IdentityMode, caller: &Caller) -> rustix::io::Result<Self> {
+    /// Switches the current thread to `caller` (in `Switch` mode), then
+    /// reads its credentials back: a switch that failed or did nothing is
+    /// an error (and the thread is root again), never a call run as root.
+    pub(crate) fn start(mode: IdentityMode, caller: &Caller) -> Result<Self, SwitchError> {
         if mode == IdentityMode::ServerUser {
             return Ok(Self {
                 switched: false,
                 uid: caller.uid,
             });
+        }
+        if caller.uid == INVALID_ID
+            || caller.gid == INVALID_ID
+            || caller.groups.contains(&INVALID_ID)
+        {
+            // squash_in never makes one; a caller built by hand might.
+            return Err(rustix::io::Errno::INVAL.into());
         }
         let groups: Vec<Gid> = caller.groups.iter().map(|&g| Gid::from_raw(g)).collect();
         // From here on, dropping `me` switches back whatever succeeded.
@@ -133,6 +311,25 @@ impl Acting {
         rustix::thread::set_thread_groups(&groups)?;
         rustix::thread::set_thread_res_gid(None, Gid::from_raw(caller.gid), None)?;
         rustix::thread::set_thread_res_uid(None, Uid::from_raw(caller.uid), None)?;
+        // The kernel's word, per thread (raw system calls).
+        let euid = rustix::process::geteuid().as_raw();
+        let egid = rustix::process::getegid().as_raw();
+        let mut now: Vec<u32> = rustix::process::getgroups()?
+            .into_iter()
+            .map(Gid::as_raw)
+            .collect();
+        now.sort_unstable();
+        now.dedup();
+        let mut want = caller.groups.clone();
+        want.sort_unstable();
+        want.dedup();
+        if euid != caller.uid || egid != caller.gid || now != want {
+            return Err(SwitchError::Mismatch {
+                euid,
+                egid,
+                groups: now,
+            });
+        }
         Ok(me)
     }
 

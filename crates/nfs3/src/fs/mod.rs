@@ -57,8 +57,9 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
+pub use create::{MAX_MAJOR, MAX_MINOR};
 pub use handle::{FileHandle, HandleKey, NodeId, HANDLE_LEN, NFS3_FHSIZE};
-pub use ident::{squash, Caller, IdentityMode, Squash};
+pub use ident::{squash, squash_in, Caller, IdMaps, IdRanges, IdentityMode, Squash, INVALID_ID};
 pub use permission::access_by_mode;
 pub use types::{
     access, fsf, Attr, CreateHow, FileType, FsInfo, FsStat, NfsError, NfsResult, PathConf, SetAttr,
@@ -152,6 +153,16 @@ pub enum ExportError {
         state: PathBuf,
         /// Export.
         root: PathBuf,
+    },
+    /// The anonymous user or group is not an id the server can act as.
+    #[error("the anonymous {what} {id} is not an id this server can act as ({why}); choose another (--anon-uid/--anon-gid)")]
+    BadAnon {
+        /// `uid` or `gid`.
+        what: &'static str,
+        /// The id.
+        id: u32,
+        /// Why not.
+        why: &'static str,
     },
     /// `/proc/self/fd` is missing (the server reopens files through it).
     #[error("/proc is not mounted: the NFS server reopens files through /proc/self/fd")]
@@ -283,6 +294,8 @@ pub struct Export {
     dev: (u32, u32),
     fsid: u64,
     keys: HandleKey,
+    /// The ids this server can act as (its user namespace's).
+    ids: IdMaps,
     write_verf: [u8; 8],
     nodes: Mutex<Nodes>,
     /// One tree search at a time.
@@ -310,14 +323,50 @@ impl Export {
         self.write_verf
     }
 
-    /// The identity a credential acts as here (`None`: AUTH_NONE).
+    /// The identity a credential acts as here (`None`: AUTH_NONE): ids
+    /// validated against the server's user namespace, then squashed
+    /// ([`squash_in`]).
     pub fn caller(&self, cred: Option<(u32, u32, &[u32])>) -> Caller {
-        squash(self.cfg.squash, self.cfg.anon, cred)
+        squash_in(&self.ids, self.cfg.squash, self.cfg.anon, cred)
+    }
+
+    /// Whether `uid` is one this server could act as (SETATTR's owner).
+    pub(crate) fn valid_uid(&self, uid: u32) -> bool {
+        self.ids.uids.contains(uid)
+    }
+
+    /// Whether `gid` is one this server could act as (SETATTR's group).
+    pub(crate) fn valid_gid(&self, gid: u32) -> bool {
+        self.ids.gids.contains(gid)
+    }
+
+    /// The mode bits a caller may set (`docs/nfs.md`, "What a client's
+    /// numbers may do"): the set-user-ID bit, and the set-group-ID bit of
+    /// anything but a directory, are dropped when the caller acts as the
+    /// anonymous user (squashed, or AUTH_NONE) and whenever the server
+    /// runs as its own user (every caller is then that user, and a file it
+    /// could run set-user-ID would lend that user to anyone on the host).
+    pub(crate) fn settable_mode(&self, caller: &Caller, mode: u32, dir: bool) -> u32 {
+        let mode = mode & 0o7777;
+        let untrusted = self.cfg.identity == IdentityMode::ServerUser
+            || (caller.uid == self.cfg.anon.0 && self.cfg.squash != Squash::None)
+            || self.cfg.squash == Squash::All;
+        if !untrusted {
+            return mode;
+        }
+        let strip = if dir { 0o4000 } else { 0o6000 };
+        mode & !strip
     }
 
     fn act(&self, caller: &Caller) -> NfsResult<Acting> {
         Acting::start(self.cfg.identity, caller).map_err(|e| {
-            tracing::error!(error = %e, uid = caller.uid, "cannot act as the caller");
+            tracing::error!(
+                error = %e,
+                uid = caller.uid,
+                gid = caller.gid,
+                groups = ?caller.groups,
+                "cannot act as the caller; refusing the call"
+            );
             NfsError::ServerFault
         })
     }

@@ -9,7 +9,7 @@ use rustix::fs::{Mode, OFlags};
 
 use super::handle::{HandleKey, NodeId};
 use super::nodes::{generation, statx_fd, Nodes};
-use super::{Export, ExportConfig, ExportError};
+use super::{Export, ExportConfig, ExportError, IdMaps, IdentityMode, INVALID_ID};
 
 impl Export {
     /// Opens the export: the root directory, the handle key (made on
@@ -37,6 +37,26 @@ impl Export {
                 root: canon,
             });
         }
+        let ids = match cfg.identity {
+            IdentityMode::Switch => IdMaps::current(),
+            IdentityMode::ServerUser => IdMaps::all(),
+        };
+        for (what, id, ok) in [
+            ("uid", cfg.anon.0, ids.uids.contains(cfg.anon.0)),
+            ("gid", cfg.anon.1, ids.gids.contains(cfg.anon.1)),
+        ] {
+            if !ok {
+                return Err(ExportError::BadAnon {
+                    what,
+                    id,
+                    why: if id == INVALID_ID {
+                        "(uid_t)-1 means \"no change\" to the kernel"
+                    } else {
+                        "it is outside this user namespace's id map"
+                    },
+                });
+            }
+        }
         if !Path::new("/proc/self/fd").is_dir() {
             return Err(ExportError::NoProc);
         }
@@ -55,6 +75,7 @@ impl Export {
             dev,
             fsid: (u64::from(dev.0) << 32) | u64::from(dev.1),
             keys: HandleKey::new(key, export_id),
+            ids,
             write_verf: rand::random(),
             nodes: Mutex::new(nodes),
             searching: Mutex::new(()),

@@ -11,6 +11,11 @@ use super::{
     StableHow, Wcc, WccAttr, Written, MAX_IO,
 };
 
+/// The largest offset a file can reach (`loff_t`'s maximum, also
+/// `FSINFO` maxfilesize): READ stops there and WRITE beyond it is
+/// `NFS3ERR_FBIG`.
+pub const MAX_FILE_OFFSET: u64 = i64::MAX as u64;
+
 impl Export {
     /// READLINK.
     pub fn readlink(&self, caller: &Caller, fh: &FileHandle) -> NfsResult<(Vec<u8>, Attr)> {
@@ -52,7 +57,12 @@ impl Export {
         let act = self.act(caller)?;
         let fd = self.open_io(&act, caller, n, false)?;
         drop(act);
-        let want = count.min(MAX_IO) as usize;
+        // No file is longer than the largest signed offset, so a READ at
+        // or past it reads nothing and reaches the end (RFC 1813 §3.3.6:
+        // NFS3_OK, count 0, eof); a READ that would run past it stops
+        // there. No offset handed to pread is ever negative.
+        let room = MAX_FILE_OFFSET.saturating_sub(offset);
+        let want = u64::from(count.min(MAX_IO)).min(room) as usize;
         let mut buf = BytesMut::zeroed(want);
         let mut got = 0usize;
         while got < want {
@@ -121,7 +131,7 @@ impl Export {
         }
         if offset
             .checked_add(data.len() as u64)
-            .is_none_or(|end| end > i64::MAX as u64)
+            .is_none_or(|end| end > MAX_FILE_OFFSET)
         {
             return Err(NfsError::FBig);
         }

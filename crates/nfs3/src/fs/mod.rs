@@ -61,6 +61,7 @@ pub use create::{MAX_MAJOR, MAX_MINOR};
 pub use handle::{FileHandle, HandleKey, NodeId, HANDLE_LEN, NFS3_FHSIZE};
 pub use ident::{squash, squash_in, Caller, IdMaps, IdRanges, IdentityMode, Squash, INVALID_ID};
 pub use permission::access_by_mode;
+pub use read_write::MAX_FILE_OFFSET;
 pub use types::{
     access, fsf, Attr, CreateHow, FileType, FsInfo, FsStat, NfsError, NfsResult, PathConf, SetAttr,
     SetTime, SpecialFile, StableHow, Time, Wcc, WccAttr,

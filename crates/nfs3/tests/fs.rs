@@ -1372,7 +1372,7 @@ fn an_invalid_id_never_acts_as_root() {
         // CREATE: owned by the caller as mapped, never 0:0, no setuid.
         let name = format!("made-{tag}");
         let m = e
-            .create(&who, &root, name.as_bytes(), setuid.clone())
+            .create(&who, &root, name.as_bytes(), setuid)
             .result
             .unwrap();
         let md = std::fs::symlink_metadata(rig.root.join(&name)).unwrap();

@@ -357,14 +357,24 @@ async fn suite(s: &Served, rdma: bool) {
         matches!(&r, p::Read3res::Nfs3Ok(ok) if ok.count == 0 && ok.eof && ok.data.is_empty()),
         "{label}: READ past the end: {r:?}"
     );
-    expect(
-        &c,
-        "READ at offset 2^64-1",
-        6,
-        &x().opaque(&file).u64(u64::MAX).u32(100),
-        INVAL,
-    )
-    .await;
+    // Past the end wherever the offset is, 2^63 and beyond included
+    // (RFC 1813 §3.3.6): NFS3_OK, no data, eof.
+    for off in [(1u64 << 63) - 1, 1 << 63, u64::MAX - 9, u64::MAX] {
+        let r: p::Read3res = c
+            .call(
+                NFS,
+                3,
+                6,
+                &Raw(x().opaque(&file).u64(off).u32(u32::MAX).0),
+                &CallHints::new(),
+            )
+            .await
+            .unwrap();
+        assert!(
+            matches!(&r, p::Read3res::Nfs3Ok(ok) if ok.count == 0 && ok.eof && ok.data.is_empty()),
+            "{label}: READ at {off}: {r:?}"
+        );
+    }
     //    READDIR(PLUS) of 0 and of 4 GiB - 1.
     let rd = |count: u32| x().opaque(&sub).u64(0).fixed(&[0; 8]).u32(count);
     expect(&c, "READDIR count 0", 16, &rd(0), TOOSMALL).await;

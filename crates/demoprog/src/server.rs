@@ -13,7 +13,7 @@ use crate::xdr::{
     demo_v1, CallbackArgs, CallbackRes, DemoStat, EchoData, ReadArgs, ReadRes, ReadResok,
     WriteArgs, WriteRes,
 };
-use crate::{CB_MAX_ECHO, MAX_CALLBACKS, MAX_DATA};
+use crate::{CB_MAX_ECHO, MAX_CALLBACKS, MAX_DATA, MAX_ECHO};
 
 /// WRITE data at least this long is checksummed on a blocking thread when
 /// the process may use more than one CPU.
@@ -100,6 +100,28 @@ impl demo_v1::Server for DemoServer {
 ///
 /// READ keeps the last pattern it generated, so repeated READs of the
 /// same seed and size (benchmarks) do not regenerate it.
+///
+/// Its replies' bounds are declared ([`rpcrdma_oncrpc::Version::reply_bound`]):
+/// READ's is its count (at most `DEMO_MAX_DATA`) and 12 octets, ECHO's
+/// `DEMO_MAX_ECHO` and 4, so a TCP connection reserves what a READ reply
+/// takes before the READ runs.
 pub fn serve_demo(services: &mut Services) {
     demo_v1::register(services, Arc::new(DemoServer::default()));
+    services
+        .program(demo_v1::PROGRAM, demo_v1::VERSION)
+        .reply_bound(reply_bound);
+}
+
+/// The largest results of a demo procedure, from its arguments.
+fn reply_bound(proc_: u32, args: &[u8]) -> Option<u64> {
+    let word = |at: usize| -> Option<u64> {
+        let b = args.get(at..at + 4)?;
+        Some(u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])))
+    };
+    match proc_ {
+        demo_v1::DEMO_ECHO => Some(4 + u64::from(MAX_ECHO)),
+        // status, crc32c, length, data (seed: 8 octets, then count).
+        demo_v1::DEMO_READ => Some(12 + word(8)?.min(u64::from(MAX_DATA))),
+        _ => None,
+    }
 }

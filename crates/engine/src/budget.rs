@@ -280,9 +280,67 @@ impl MemoryBudget {
     }
 }
 
+/// The engine's budget is the server-wide account that other transports
+/// (ONC RPC over TCP) charge too: one `--max-memory` for every
+/// connection. Their charges may drop idle pooled buffers to make room,
+/// as the engine's own do.
+impl rpcrdma_sync::MemoryAccount for MemoryBudget {
+    fn limit(&self) -> u64 {
+        self.inner.limit
+    }
+
+    fn in_use(&self) -> u64 {
+        MemoryBudget::in_use(self)
+    }
+
+    fn charge_within(&self, n: u64, leave: u64) -> bool {
+        self.try_reserve(n, leave)
+    }
+
+    fn charge_over(&self, n: u64) {
+        let mut s = self.lock();
+        s.used = s.used.saturating_add(n);
+    }
+
+    fn give_back(&self, n: u64) {
+        self.release(n);
+    }
+
+    fn epoch(&self) -> u64 {
+        MemoryBudget::epoch(self)
+    }
+
+    fn poll_released(&self, seen: u64, cx: &mut Context<'_>) -> Poll<()> {
+        MemoryBudget::poll_released(self, seen, cx)
+    }
+
+    fn headroom(&self) -> u64 {
+        MemoryBudget::headroom(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn as_a_shared_account_other_transports_charge_it_too() {
+        use rpcrdma_sync::MemoryAccount;
+        let b = MemoryBudget::new(1000);
+        b.keep(Bytes::from(vec![0u8; 200]));
+        let acct: &dyn MemoryAccount = &b;
+        // A TCP charge may drop the idle buffer to make room.
+        assert!(acct.charge_within(900, 0));
+        assert_eq!((b.in_use(), b.pooled()), (900, 0));
+        acct.charge_over(200);
+        assert_eq!(acct.in_use(), 1100);
+        assert!(!b.try_reserve(1, 0));
+        let e = acct.epoch();
+        acct.give_back(1100);
+        assert_ne!(acct.epoch(), e);
+        assert_eq!(b.in_use(), 0);
+        assert_eq!(acct.headroom(), 125);
+    }
 
     #[test]
     fn reserve_within_the_limit_and_release() {

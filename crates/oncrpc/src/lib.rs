@@ -22,6 +22,11 @@
 //!   transport, routing replies to calls and calls to handlers), [`Client`]
 //!   (XIDs, timeouts, cancellation, reconnect and retransmission with the
 //!   same XID) and [`Server`] (listeners, limits, graceful shutdown).
+//! * **Memory** — [`budget`]: a server's TCP connections charge what their
+//!   clients make them hold (records, calls in progress, unwritten
+//!   replies) to one server-wide [`rpcrdma_sync::MemoryAccount`], the
+//!   same one its RPC-over-RDMA listener charges, and stop reading from a
+//!   client that is over it.
 //! * **The reverse direction** (RFC 8167) — a client serves
 //!   [`ClientConfig::services`] on its connections and enables them before
 //!   its first call; a server calls back once its Upper Layer declares the
@@ -59,6 +64,7 @@
 
 pub mod auth;
 mod backchannel;
+pub mod budget;
 mod client;
 mod codec;
 mod conn;
@@ -84,7 +90,7 @@ pub use conn::{Connection, ServeLimits};
 pub use drc::{ReplyCache, ReplyCacheConfig};
 pub use error::{AuthSysError, MessageError, RecordError, RpcError, TransportError};
 pub use limit::{Limit, OwnedSlot, Slot};
-pub use server::{Server, ServerConfig, DEFAULT_CALLBACK_WAIT};
+pub use server::{Server, ServerConfig, DEFAULT_CALLBACK_WAIT, DEFAULT_STALL_TIMEOUT};
 pub use service::{
     encode_reply, encode_success, AuthPolicy, BoxFuture, CallInfo, Dispatch, ProcError, Services,
     Version,

@@ -14,12 +14,18 @@
 //! The pool keeps at most [`KEEP`] buffers of at most [`KEEP_CAPACITY`]
 //! octets each, so a connection that has received large records holds at
 //! most 8 MiB of them while idle; buffers beyond that are freed.
+//!
+//! On a server, each buffer carries its charge to the connection's memory
+//! account (`budget.rs`), its capacity, wherever it is: being filled,
+//! handed up as a record, or kept idle in the pool. The charge is given
+//! back when the buffer is freed.
 
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
 
+use crate::budget::{ConnMemory, Held};
 use crate::util::lock;
 
 /// Records at least this long (one fragment) are read into pooled buffers.
@@ -32,31 +38,49 @@ pub(crate) const KEEP: usize = 4;
 /// and the step a buffer grows by is 1 MiB.
 pub(crate) const KEEP_CAPACITY: usize = 2 << 20;
 
-type Free = Mutex<Vec<Vec<u8>>>;
+/// A buffer and its charge (none on a client).
+pub(crate) type Charged = (Vec<u8>, Option<Held>);
+
+type Free = Mutex<Vec<Charged>>;
 
 /// One connection's pool of large-record buffers.
 #[derive(Default)]
 pub(crate) struct RecordPool {
     free: Arc<Free>,
+    memory: Option<Arc<ConnMemory>>,
 }
 
 impl RecordPool {
+    /// A pool whose buffers are charged to `memory`.
+    pub(crate) fn charged(memory: Arc<ConnMemory>) -> Self {
+        Self {
+            free: Arc::default(),
+            memory: Some(memory),
+        }
+    }
+
     /// An empty buffer with room for at least `capacity` octets: the most
     /// recently returned one (its memory is the likeliest to be in the
-    /// cache and mapped), or a new one.
-    pub(crate) fn take(&self, capacity: usize) -> Vec<u8> {
-        let mut v = lock(&self.free).pop().unwrap_or_default();
+    /// cache and mapped), or a new one; with its charge.
+    pub(crate) fn take(&self, capacity: usize) -> Charged {
+        let (mut v, mut held) = lock(&self.free)
+            .pop()
+            .unwrap_or_else(|| (Vec::new(), self.memory.as_ref().map(|m| m.charge(0))));
         v.clear();
         v.reserve_exact(capacity);
-        v
+        if let Some(h) = held.as_mut() {
+            h.resize(v.capacity() as u64);
+        }
+        (v, held)
     }
 
     /// `body` as a record: when the last handle to it is dropped, the
     /// buffer goes back to this pool (if the pool still exists and has
-    /// room).
-    pub(crate) fn record(&self, body: Vec<u8>) -> Bytes {
+    /// room), its charge with it.
+    pub(crate) fn record(&self, (body, held): Charged) -> Bytes {
         Bytes::from_owner(Pooled {
             body,
+            held,
             home: Arc::downgrade(&self.free),
         })
     }
@@ -71,6 +95,7 @@ impl RecordPool {
 /// A record's buffer, on its way back to the pool.
 struct Pooled {
     body: Vec<u8>,
+    held: Option<Held>,
     home: Weak<Free>,
 }
 
@@ -88,7 +113,7 @@ impl Drop for Pooled {
         if let Some(home) = self.home.upgrade() {
             let mut free = lock(&home);
             if free.len() < KEEP {
-                free.push(std::mem::take(&mut self.body));
+                free.push((std::mem::take(&mut self.body), self.held.take()));
             }
         }
     }
@@ -101,10 +126,10 @@ mod tests {
     #[test]
     fn a_dropped_record_gives_its_buffer_back_for_the_next() {
         let pool = RecordPool::default();
-        let mut v = pool.take(100_000);
+        let (mut v, held) = pool.take(100_000);
         v.extend_from_slice(&[7u8; 100_000]);
         let at = v.as_ptr();
-        let rec = pool.record(v);
+        let rec = pool.record((v, held));
         assert_eq!(rec.len(), 100_000);
         assert!(rec.iter().all(|&b| b == 7));
         let part = rec.slice(10..20);
@@ -112,7 +137,7 @@ mod tests {
         assert_eq!(pool.kept(), 0, "a slice still holds the buffer");
         drop(part);
         assert_eq!(pool.kept(), 1);
-        let again = pool.take(50_000);
+        let (again, _) = pool.take(50_000);
         assert!(again.is_empty());
         assert_eq!(again.as_ptr(), at, "the same memory, reused");
         assert_eq!(pool.kept(), 0);
@@ -124,7 +149,7 @@ mod tests {
         let recs: Vec<Bytes> = (0..KEEP + 2)
             .map(|_| {
                 let mut v = pool.take(LARGE_RECORD);
-                v.push(1);
+                v.0.push(1);
                 pool.record(v)
             })
             .collect();
@@ -132,7 +157,7 @@ mod tests {
         assert_eq!(pool.kept(), KEEP);
         let pool = RecordPool::default();
         let mut big = pool.take(KEEP_CAPACITY + 1);
-        big.push(1);
+        big.0.push(1);
         drop(pool.record(big));
         assert_eq!(
             pool.kept(),
@@ -142,10 +167,43 @@ mod tests {
     }
 
     #[test]
+    fn buffers_carry_their_charge_wherever_they_are() {
+        use rpcrdma_sync::{Budget, MemoryAccount};
+        let shared = Arc::new(Budget::new(1 << 30));
+        let reserve: Arc<crate::budget::ReserveFn> = Arc::new(|_, _, _, _: &[u8]| 0);
+        let mem = ConnMemory::admit(shared.clone(), 1 << 30, reserve).unwrap();
+        let base = shared.in_use();
+        let pool = RecordPool::charged(mem.clone());
+        let (mut v, held) = pool.take(LARGE_RECORD);
+        let cap = v.capacity() as u64;
+        assert_eq!(shared.in_use() - base, cap, "being filled");
+        v.push(1);
+        let rec = pool.record((v, held));
+        assert_eq!(shared.in_use() - base, cap, "handed up");
+        drop(rec);
+        assert_eq!(pool.kept(), 1);
+        assert_eq!(shared.in_use() - base, cap, "kept idle");
+        // Taken again and grown: the charge follows the capacity.
+        let (v, held) = pool.take(4 * LARGE_RECORD);
+        assert_eq!(shared.in_use() - base, v.capacity() as u64);
+        drop((v, held));
+        assert_eq!(shared.in_use(), base, "freed");
+        // Kept buffers are given back with the pool.
+        let (mut v, held) = pool.take(LARGE_RECORD);
+        v.push(1);
+        drop(pool.record((v, held)));
+        assert!(shared.in_use() > base);
+        drop(pool);
+        assert_eq!(shared.in_use(), base);
+        drop(mem);
+        assert_eq!(shared.in_use(), 0);
+    }
+
+    #[test]
     fn a_record_outliving_its_connection_frees_its_buffer() {
         let pool = RecordPool::default();
         let mut v = pool.take(LARGE_RECORD);
-        v.push(1);
+        v.0.push(1);
         let rec = pool.record(v);
         drop(pool);
         assert_eq!(&rec[..], &[1]);

@@ -12,14 +12,20 @@ use crate::limit::Limit;
 use tracing::Instrument;
 
 use crate::backchannel::Backchannels;
+use crate::budget::{ConnMemory, ReserveFn, DEFAULT_MAX_CONNECTION_MEMORY, DEFAULT_MAX_MEMORY};
 use crate::conn::{Connection, OpenAs, ServeLimits, Side};
 use crate::service::Services;
 use crate::tcp::{TcpConfig, TcpTransport};
 use crate::transport::Transport;
 use crate::util::lock;
+use rpcrdma_sync::{Budget, MemoryAccount};
 
 /// Default of [`ServerConfig::callback_reconnect_wait`]: 30 s.
 pub const DEFAULT_CALLBACK_WAIT: Duration = Duration::from_secs(30);
+
+/// Default of [`ServerConfig::stall_timeout`]: 10 s, as the RPC-over-RDMA
+/// engine's.
+pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Server limits. Defaults are documented on each field.
 #[derive(Debug, Clone)]
@@ -44,6 +50,21 @@ pub struct ServerConfig {
     /// The first reverse-direction XID (default: a random value). All
     /// reverse-direction calls of the server share one XID space.
     pub first_callback_xid: Option<u32>,
+    /// The memory budget the server's TCP connections charge
+    /// ([`crate::budget`]): give the one its RPC-over-RDMA listener draws
+    /// from (`rpcrdma_engine::MemoryBudget` implements
+    /// [`MemoryAccount`]) for one limit over every transport. Default
+    /// `None`: a budget of its own of
+    /// [`crate::budget::DEFAULT_MAX_MEMORY`] (512 MiB).
+    pub memory: Option<Arc<dyn MemoryAccount>>,
+    /// Most a TCP connection may hold for its client before no more of
+    /// its calls are read (default
+    /// [`crate::budget::DEFAULT_MAX_CONNECTION_MEMORY`], 64 MiB).
+    pub max_connection_memory: u64,
+    /// A TCP connection whose queued replies make no progress (the client
+    /// reads none) for this long is dropped with a warning (default
+    /// [`DEFAULT_STALL_TIMEOUT`], 10 s).
+    pub stall_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -55,6 +76,9 @@ impl Default for ServerConfig {
             tcp: TcpConfig::default(),
             callback_reconnect_wait: DEFAULT_CALLBACK_WAIT,
             first_callback_xid: None,
+            memory: None,
+            max_connection_memory: DEFAULT_MAX_CONNECTION_MEMORY,
+            stall_timeout: DEFAULT_STALL_TIMEOUT,
         }
     }
 }
@@ -63,6 +87,9 @@ struct Inner {
     services: Arc<Services>,
     config: ServerConfig,
     global: Arc<Limit>,
+    memory: Arc<dyn MemoryAccount>,
+    /// A call's reservation for its reply, from the programs' bounds.
+    reserve: Arc<ReserveFn>,
     connections: Mutex<Vec<Connection>>,
     stop: watch::Sender<bool>,
     listeners: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -103,10 +130,21 @@ impl Server {
         let (stop, _) = watch::channel(false);
         let backchannels =
             Backchannels::new(config.callback_reconnect_wait, config.first_callback_xid);
+        let services = Arc::new(services);
+        let memory = config
+            .memory
+            .clone()
+            .unwrap_or_else(|| Arc::new(Budget::new(DEFAULT_MAX_MEMORY)));
+        let bounds = services.clone();
+        let reserve: Arc<ReserveFn> = Arc::new(move |prog, vers, proc_, args: &[u8]| {
+            bounds.reply_reserve(prog, vers, proc_, args)
+        });
         Self {
             inner: Arc::new(Inner {
-                services: Arc::new(services),
+                services,
                 global: Arc::new(Limit::new(config.max_in_flight)),
+                memory,
+                reserve,
                 backchannels,
                 config,
                 connections: Mutex::new(Vec::new()),
@@ -119,6 +157,12 @@ impl Server {
     /// The programs served.
     pub fn services(&self) -> &Arc<Services> {
         &self.inner.services
+    }
+
+    /// The memory budget the server's TCP connections charge
+    /// ([`ServerConfig::memory`]).
+    pub fn memory(&self) -> &Arc<dyn MemoryAccount> {
+        &self.inner.memory
     }
 
     /// The server's registry of clients ready for reverse-direction calls
@@ -205,7 +249,26 @@ impl Server {
                             continue;
                         }
                     };
-                    let transport = match TcpTransport::new(stream, &server.inner.config.tcp) {
+                    let inner = &server.inner;
+                    let Some(memory) = ConnMemory::admit(
+                        inner.memory.clone(),
+                        inner.config.max_connection_memory,
+                        inner.reserve.clone(),
+                    ) else {
+                        tracing::warn!(
+                            %peer,
+                            in_use = inner.memory.in_use(),
+                            limit = inner.memory.limit(),
+                            "refusing a connection: the server's memory budget is full (--max-memory)"
+                        );
+                        continue;
+                    };
+                    let transport = match TcpTransport::serving(
+                        stream,
+                        &inner.config.tcp,
+                        memory,
+                        inner.config.stall_timeout,
+                    ) {
                         Ok(t) => t,
                         Err(e) => {
                             tracing::warn!(%peer, error = %e, "cannot set up connection");

@@ -18,6 +18,7 @@ use std::task::{Context, Poll};
 use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder, XdrError};
 
 use crate::auth::Credential;
+use crate::budget::{ReplyBoundFn, DEFAULT_REPLY_RESERVE};
 use crate::codec::{Marshal, Unmarshal};
 use crate::conn::Connection;
 use crate::drc::{ArgsSum, CallKey, ClientId, Lookup, ReplyCache};
@@ -141,6 +142,7 @@ impl AuthPolicy {
 pub struct Version {
     procs: BTreeMap<u32, Arc<Handler>>,
     non_idempotent: BTreeSet<u32>,
+    reply_bound: Option<Arc<ReplyBoundFn>>,
 }
 
 impl fmt::Debug for Version {
@@ -222,6 +224,34 @@ impl Version {
     /// Whether `proc_` was declared non-idempotent.
     pub fn is_non_idempotent(&self, proc_: u32) -> bool {
         self.non_idempotent.contains(&proc_)
+    }
+
+    /// Declares the largest results each procedure can produce, from its
+    /// number and its arguments (XDR after the call header, possibly
+    /// malformed: answer `None` or a safe bound): a server's TCP
+    /// connection reserves that much of its memory budget for the reply
+    /// before it hands the call to the handler ([`crate::budget`]), so
+    /// that calls with large replies cannot pile up beyond the budget.
+    /// Without a bound (`None`) a call reserves
+    /// [`crate::budget::DEFAULT_REPLY_RESERVE`].
+    ///
+    /// ```
+    /// use rpcrdma_oncrpc::Services;
+    /// let mut services = Services::new();
+    /// // Procedure 1 returns at most the count its arguments start with.
+    /// services.program(0x2000_0001, 1).reply_bound(|proc_, args| match (proc_, args) {
+    ///     (1, [a, b, c, d, ..]) => Some(u64::from(u32::from_be_bytes([*a, *b, *c, *d])) + 4),
+    ///     _ => None,
+    /// });
+    /// let header = rpcrdma_oncrpc::msg::MAX_ACCEPTED_REPLY_HEADER as u64;
+    /// assert_eq!(services.reply_reserve(0x2000_0001, 1, 1, &[0, 1, 0, 0]), 65540 + header);
+    /// ```
+    pub fn reply_bound(
+        &mut self,
+        bound: impl Fn(u32, &[u8]) -> Option<u64> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.reply_bound = Some(Arc::new(bound));
+        self
     }
 }
 
@@ -307,6 +337,21 @@ impl Services {
             .or_default()
             .entry(vers)
             .or_default()
+    }
+
+    /// What a call to (prog, vers, proc) with `args` reserves for its
+    /// reply on a TCP connection: the whole reply message, from the
+    /// program's [`Version::reply_bound`], or
+    /// [`crate::budget::DEFAULT_REPLY_RESERVE`].
+    pub fn reply_reserve(&self, prog: u32, vers: u32, proc_: u32, args: &[u8]) -> u64 {
+        self.programs
+            .get(&prog)
+            .and_then(|vs| vs.get(&vers))
+            .and_then(|v| v.reply_bound.as_ref())
+            .and_then(|bound| bound(proc_, args))
+            .map_or(DEFAULT_REPLY_RESERVE, |b| {
+                b.saturating_add(crate::msg::MAX_ACCEPTED_REPLY_HEADER as u64)
+            })
     }
 
     /// Whether no program is registered.

@@ -7,6 +7,11 @@
 //! sender could not write at once, so a caller that gives up on a call can
 //! never leave half a record on the wire. Reads go through the
 //! [`Deframer`], which enforces the maximum record size before buffering.
+//!
+//! A server's connections ([`TcpTransport::serving`]) count what their
+//! peer makes them hold against the server's memory budget and stop
+//! handing up calls while over it (`budget.rs`); one whose replies make no
+//! progress for the stall timeout is dropped.
 
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -14,7 +19,9 @@ use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
+use crate::budget::{ConnMemory, Held};
 use crate::util::lock;
 use bytes::{BufMut, Bytes, BytesMut};
 use rpcrdma_xdr::Payload;
@@ -25,7 +32,7 @@ use crate::client::{Client, ClientConfig};
 use crate::error::{RecordError, RpcError, TransportError};
 use crate::msg::{peek_kind, MsgType};
 use crate::record::{frame, Deframer, DEFAULT_MAX_RECORD, MAX_FRAGMENT_LEN};
-use crate::record_pool::{RecordPool, LARGE_RECORD};
+use crate::record_pool::{Charged, RecordPool, LARGE_RECORD};
 use crate::transport::{CallHints, Connector, Received, Transport};
 
 /// Most bytes reserved in the receive buffer at once, whatever a fragment
@@ -65,11 +72,36 @@ impl Default for TcpConfig {
 
 struct ReadSide {
     buf: BytesMut,
+    /// The charge for `buf`'s capacity (a server's connection).
+    buf_held: Option<Held>,
     deframer: Deframer,
     /// A large single-fragment record being read into a buffer of its own
     /// (`record_pool`), with its length.
-    body: Option<(Vec<u8>, usize)>,
+    body: Option<(Charged, usize)>,
     pool: RecordPool,
+    /// A call received and waiting for room in the memory budget before
+    /// it is handed up; whether its buffer carries its own charge.
+    waiting: Option<(Bytes, bool)>,
+}
+
+impl ReadSide {
+    /// Charges `buf`'s capacity as it is now.
+    fn sync_buf(&mut self) {
+        let cap = self.buf.capacity() as u64;
+        if let Some(h) = self.buf_held.as_mut() {
+            if h.octets() != cap {
+                h.resize(cap);
+            }
+        }
+    }
+}
+
+/// What a server's TCP connection keeps for a received call until its
+/// reply is sent: the call's charge to the memory budget (its record and
+/// the reservation for its reply). Nothing on a client.
+#[derive(Debug, Default)]
+pub struct TcpCall {
+    held: Option<Held>,
 }
 
 struct Shared {
@@ -91,7 +123,9 @@ struct WriteState {
     /// The writer task owns the socket's send side (it has queued records
     /// or is writing one); senders must queue behind it.
     busy: bool,
-    queue: VecDeque<(Payload, usize)>,
+    /// Records, the octets of each already written, and each one's charge
+    /// to the memory budget (a server's replies).
+    queue: VecDeque<(Payload, usize, Option<Held>)>,
     closing: bool,
     failed: bool,
 }
@@ -103,6 +137,11 @@ struct WriteSide {
     /// Wakes senders waiting for queue space.
     space: Notify,
     max_fragment: usize,
+    /// A server's connection: drop it when its queued replies make no
+    /// progress for this long.
+    stall: Option<Duration>,
+    /// For the log line of a drop.
+    peer: String,
 }
 
 /// One TCP connection carrying RPC records both ways.
@@ -119,6 +158,7 @@ pub struct TcpTransport {
     peer: String,
     peer_addr: Option<SocketAddr>,
     max_record: usize,
+    memory: Option<Arc<ConnMemory>>,
 }
 
 impl std::fmt::Debug for TcpTransport {
@@ -133,6 +173,26 @@ impl TcpTransport {
     /// Wraps a connected stream (sets `TCP_NODELAY`, starts the writer
     /// task; must run inside a tokio runtime).
     pub fn new(stream: TcpStream, config: &TcpConfig) -> std::io::Result<Self> {
+        Self::build(stream, config, None)
+    }
+
+    /// A server's connection: what its peer makes it hold is charged to
+    /// `memory`, it hands up no call while over budget, and it is dropped
+    /// when its replies make no progress for `stall` (`budget.rs`).
+    pub(crate) fn serving(
+        stream: TcpStream,
+        config: &TcpConfig,
+        memory: Arc<ConnMemory>,
+        stall: Duration,
+    ) -> std::io::Result<Self> {
+        Self::build(stream, config, Some((memory, stall)))
+    }
+
+    fn build(
+        stream: TcpStream,
+        config: &TcpConfig,
+        memory: Option<(Arc<ConnMemory>, Duration)>,
+    ) -> std::io::Result<Self> {
         stream.set_nodelay(true)?;
         let peer_addr = stream.peer_addr().ok();
         let peer = match peer_addr {
@@ -149,21 +209,32 @@ impl TcpTransport {
             work: Notify::new(),
             space: Notify::new(),
             max_fragment: config.max_fragment,
+            stall: memory.as_ref().map(|(_, stall)| *stall),
+            peer: peer.clone(),
         });
         tokio::spawn(writer(stream.clone(), write.clone(), shared.clone()));
+        let memory = memory.map(|(m, _)| m);
+        let mut rs = ReadSide {
+            buf: BytesMut::with_capacity(64 * 1024),
+            buf_held: memory.as_ref().map(|m| m.charge(0)),
+            deframer: Deframer::new(config.max_record),
+            body: None,
+            pool: match &memory {
+                Some(m) => RecordPool::charged(m.clone()),
+                None => RecordPool::default(),
+            },
+            waiting: None,
+        };
+        rs.sync_buf();
         Ok(Self {
             stream,
-            read: tokio::sync::Mutex::new(ReadSide {
-                buf: BytesMut::with_capacity(64 * 1024),
-                deframer: Deframer::new(config.max_record),
-                body: None,
-                pool: RecordPool::default(),
-            }),
+            read: tokio::sync::Mutex::new(rs),
             write,
             shared,
             peer,
             peer_addr,
             max_record: config.max_record,
+            memory,
         })
     }
 
@@ -180,7 +251,10 @@ impl TcpTransport {
 
     /// Sends one record. Cancel-safe: once this has queued or started the
     /// record, the record is written whole even if the future is dropped.
-    async fn send(&self, message: Payload) -> Result<(), TransportError> {
+    /// `call` is the charge of the call this replies to: given back once
+    /// the reply is handed over (what the socket did not take is charged
+    /// until it is written).
+    async fn send(&self, message: Payload, call: Option<Held>) -> Result<(), TransportError> {
         let len = message.stream_len();
         if len > self.max_record {
             return Err(TransportError::MessageTooLarge {
@@ -217,19 +291,68 @@ impl TcpTransport {
                         drop(slices);
                         drop(segments);
                         drop(pieces);
+                        let held = self.reply_charge(call.is_some(), total - written);
                         st.busy = true;
-                        st.queue.push_back((message, written));
+                        st.queue.push_back((message, written, held));
                         self.write.work.notify_one();
                     }
                     return Ok(());
                 }
                 if st.queue.len() < WRITE_QUEUE {
-                    st.queue.push_back((message, 0));
+                    let held = self.reply_charge(call.is_some(), len);
+                    st.queue.push_back((message, 0, held));
                     self.write.work.notify_one();
                     return Ok(());
                 }
             }
             space.await;
+        }
+    }
+
+    /// The charge of a reply's `unwritten` octets, on a server's
+    /// connection.
+    fn reply_charge(&self, reply: bool, unwritten: usize) -> Option<Held> {
+        match &self.memory {
+            Some(m) if reply => Some(m.charge_work(unwritten as u64)),
+            _ => None,
+        }
+    }
+
+    /// Waits until the memory budget has room for this connection, or it
+    /// closes (`Closed`).
+    async fn room(&self) -> Result<(), TransportError> {
+        let Some(m) = &self.memory else {
+            return Ok(());
+        };
+        if m.has_room() {
+            return Ok(());
+        }
+        let closed = async {
+            loop {
+                let notified = self.shared.notify.notified();
+                if self.shared.closed.load(Ordering::Acquire) {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        if m.wait_for_room(closed).await {
+            Ok(())
+        } else {
+            Err(TransportError::Closed)
+        }
+    }
+
+    /// Hands up a call, charging its record (unless its buffer carries
+    /// its own charge) and the reservation for its reply.
+    fn call(&self, message: Bytes, pooled: bool) -> Received<TcpCall> {
+        let held = self.memory.as_ref().map(|m| {
+            let own = if pooled { 0 } else { message.len() as u64 };
+            m.charge_work(own + m.reply_reserve(&message))
+        });
+        Received::Call {
+            message: Payload::inline_only(message),
+            context: TcpCall { held },
         }
     }
 }
@@ -277,7 +400,11 @@ impl TcpTransport {
     /// hands it out. Cancel-safe: what was read stays in `rs.body`.
     async fn read_body(&self, rs: &mut ReadSide) -> Result<Bytes, TransportError> {
         loop {
-            let Some((body, len)) = rs.body.as_mut() else {
+            if rs.body.as_ref().is_some_and(|((b, _), len)| b.len() < *len) {
+                // No more of it while over budget.
+                self.room().await?;
+            }
+            let Some(((body, held), len)) = rs.body.as_mut() else {
                 unreachable!("read_body without a record in progress");
             };
             let len = *len;
@@ -287,6 +414,9 @@ impl TcpTransport {
             }
             if body.capacity() == body.len() {
                 body.reserve_exact((len - body.len()).min(READ_RESERVE_CAP));
+                if let Some(h) = held.as_mut() {
+                    h.resize(body.capacity() as u64);
+                }
             }
             let room = (len - body.len()).min(body.capacity() - body.len());
             if self.read_some(&mut (&mut *body).limit(room)).await? == 0 {
@@ -340,8 +470,9 @@ impl Drop for TcpTransport {
 }
 
 impl Transport for TcpTransport {
-    /// TCP needs no per-call state.
-    type CallContext = ();
+    /// A server's connection keeps each call's charge to the memory
+    /// budget until the reply is sent; nothing otherwise.
+    type CallContext = TcpCall;
 
     async fn send_call(
         &self,
@@ -349,21 +480,41 @@ impl Transport for TcpTransport {
         message: Payload,
         _hints: &CallHints,
     ) -> Result<(), TransportError> {
-        self.send(message).await
+        self.send(message, None).await
     }
 
-    async fn send_reply(&self, _context: (), message: Payload) -> Result<(), TransportError> {
-        self.send(message).await
+    async fn send_reply(&self, context: TcpCall, message: Payload) -> Result<(), TransportError> {
+        let call = match context.held {
+            Some(h) => Some(h),
+            // A server's reply always carries its call's charge (possibly
+            // of nothing), so that the unwritten part is charged.
+            None => self.memory.as_ref().map(|m| m.charge_work(0)),
+        };
+        self.send(message, call).await
     }
 
-    async fn recv(&self) -> Result<Received<()>, TransportError> {
+    fn retire_call(&self, context: TcpCall) {
+        drop(context);
+    }
+
+    async fn recv(&self) -> Result<Received<TcpCall>, TransportError> {
         let mut guard = self.read.lock().await;
         let rs = &mut *guard;
         loop {
-            let decoded = if rs.body.is_some() {
-                Ok(Some(self.read_body(rs).await?))
+            if rs.waiting.is_some() {
+                // A call waits for room in the memory budget: no new call
+                // is handed up until then.
+                self.room().await?;
+                if let Some((record, pooled)) = rs.waiting.take() {
+                    return Ok(self.call(record, pooled));
+                }
+            }
+            let (decoded, pooled) = if rs.body.is_some() {
+                (Ok(Some(self.read_body(rs).await?)), true)
             } else {
-                rs.deframer.decode(&mut rs.buf)
+                let d = rs.deframer.decode(&mut rs.buf);
+                rs.sync_buf();
+                (d, false)
             };
             match decoded {
                 Err(e) => {
@@ -373,10 +524,13 @@ impl Transport for TcpTransport {
                 }
                 Ok(Some(record)) => match peek_kind(&record) {
                     Some((_, MsgType::CALL)) => {
-                        return Ok(Received::Call {
-                            message: Payload::inline_only(record),
-                            context: (),
-                        })
+                        if self.memory.is_some() {
+                            // Through the budget's gate (cancel-safe: the
+                            // call waits in `rs`).
+                            rs.waiting = Some((record, pooled));
+                            continue;
+                        }
+                        return Ok(self.call(record, pooled));
                     }
                     Some((xid, MsgType::REPLY)) => {
                         return Ok(Received::Reply {
@@ -398,16 +552,21 @@ impl Transport for TcpTransport {
                             // Read it into a pooled buffer of its own: the
                             // bytes here first, the rest from the socket.
                             let mut body = rs.pool.take(len.min(rs.buf.len() + READ_RESERVE_CAP));
-                            body.extend_from_slice(&rs.buf);
+                            body.0.extend_from_slice(&rs.buf);
                             rs.buf.clear();
                             rs.deframer.fragment_taken();
                             rs.body = Some((body, len));
                             continue;
                         }
                     }
+                    // No more of a record while over budget.
+                    self.room().await?;
                     let want = rs.deframer.wanted(&rs.buf).min(READ_RESERVE_CAP);
                     rs.buf.reserve(want);
-                    if self.read_some(&mut rs.buf).await? == 0 {
+                    rs.sync_buf();
+                    let n = self.read_some(&mut rs.buf).await;
+                    rs.sync_buf();
+                    if n? == 0 {
                         rs.deframer.finish(&rs.buf)?;
                         return Err(TransportError::Closed);
                     }
@@ -455,14 +614,18 @@ async fn writer(stream: Arc<TcpStream>, write: Arc<WriteSide>, shared: Arc<Share
                 Vec::new()
             } else {
                 st.busy = true;
-                st.queue.iter().take(WRITE_BATCH).cloned().collect()
+                st.queue
+                    .iter()
+                    .take(WRITE_BATCH)
+                    .map(|(p, skip, _)| (p.clone(), *skip))
+                    .collect()
             }
         };
         if batch.is_empty() {
             work.await;
             continue;
         }
-        let result = write_batch(&stream, &batch, write.max_fragment).await;
+        let result = write_batch(&stream, &batch, write.max_fragment, write.stall).await;
         let mut st = lock(&write.state);
         match result {
             Ok(()) => {
@@ -471,6 +634,24 @@ async fn writer(stream: Arc<TcpStream>, write: Arc<WriteSide>, shared: Arc<Share
                 }
                 drop(st);
                 write.space.notify_waiters();
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                let held: u64 = st
+                    .queue
+                    .iter()
+                    .filter_map(|(_, _, h)| h.as_ref())
+                    .map(Held::octets)
+                    .sum();
+                tracing::warn!(
+                    peer = %write.peer,
+                    replies = st.queue.len(),
+                    held,
+                    "dropping a client that has read none of its replies for {:?} (they count against the server's memory budget: --max-memory, --max-connection-memory)",
+                    write.stall.unwrap_or_default(),
+                );
+                st.failed = true;
+                st.queue.clear();
+                break;
             }
             Err(e) => {
                 tracing::debug!(error = %e, "write failed; closing");
@@ -490,10 +671,13 @@ async fn writer(stream: Arc<TcpStream>, write: Arc<WriteSide>, shared: Arc<Share
     shutdown_write(&stream);
 }
 
+/// Writes a batch; with `stall`, fails with `TimedOut` when the socket
+/// takes nothing for that long.
 async fn write_batch(
     stream: &TcpStream,
     batch: &[(Payload, usize)],
     max_fragment: usize,
+    stall: Option<Duration>,
 ) -> std::io::Result<()> {
     let pieces: Vec<Vec<&[u8]>> = batch.iter().map(|(p, _)| p.pieces()).collect();
     let segments: Vec<Vec<_>> = pieces.iter().map(|p| frame(p, max_fragment)).collect();
@@ -514,7 +698,13 @@ async fn write_batch(
     let total: usize = slices.iter().map(|s| s.len()).sum();
     let mut done = 0;
     while done < total {
-        stream.writable().await?;
+        match stall {
+            Some(stall) => match tokio::time::timeout(stall, stream.writable()).await {
+                Ok(r) => r?,
+                Err(_) => return Err(std::io::ErrorKind::TimedOut.into()),
+            },
+            None => stream.writable().await?,
+        }
         done = try_write_slices(stream, &slices, done)?;
     }
     Ok(())

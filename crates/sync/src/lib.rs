@@ -8,6 +8,9 @@
 //!   poll on every message than a watch channel or a `tokio::sync::Notify`
 //!   (no future state, no allocation once the waker is stored), and
 //!   usable from synchronous code on either side.
+//! * [`MemoryAccount`]: a memory limit that the connections of every
+//!   transport of a server charge (what peers' requests make it hold),
+//!   with [`Budget`], its plain implementation (`account.rs`).
 //! * [`lock`]: locks a [`std::sync::Mutex`], ignoring poisoning. The state
 //!   these locks guard is kept consistent at every step (no invariant is
 //!   left half-updated across a call that could panic), so a panic in
@@ -31,6 +34,10 @@
 //! assert!(!s.is_set(), "the waiter consumed the notification");
 //! # }
 //! ```
+
+mod account;
+
+pub use account::{Budget, MemoryAccount};
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -32,6 +32,14 @@ pub struct ListenConfig<O> {
     /// cost to fit the shared memory budget
     /// ([`EngineConfig::connection_cost`]).
     pub max_connections: usize,
+    /// The memory budget every connection draws from; `None` (the
+    /// default): a budget of its own of
+    /// [`EngineConfig::max_shared_memory`] octets. Give the one the
+    /// server's other listeners charge (it implements
+    /// [`rpcrdma_sync::MemoryAccount`]: hand a clone to
+    /// `rpcrdma_oncrpc::ServerConfig::memory`) to put every transport
+    /// under one limit.
+    pub budget: Option<MemoryBudget>,
 }
 
 impl<O: Default> Default for ListenConfig<O> {
@@ -41,6 +49,7 @@ impl<O: Default> Default for ListenConfig<O> {
             options: O::default(),
             caps: QpCaps::default(),
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            budget: None,
         }
     }
 }
@@ -112,7 +121,10 @@ pub async fn serve_rdma<D: Device + Clone>(
             source,
         })?;
     let local = listener.local_addr();
-    let budget = MemoryBudget::new(config.engine.max_shared_memory);
+    let budget = config
+        .budget
+        .clone()
+        .unwrap_or_else(|| MemoryBudget::new(config.engine.max_shared_memory));
     let shared = budget.clone();
     let cost = config.engine.connection_cost(config.caps);
     let (stop, mut stop_rx) = watch::channel(false);

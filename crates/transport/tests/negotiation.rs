@@ -40,6 +40,7 @@ async fn server(versions: VersionRange) -> (Server, SocketAddr) {
             options: no_delay(),
             caps: QpCaps::default(),
             max_connections: rpcrdma_transport::DEFAULT_MAX_CONNECTIONS,
+            budget: None,
         },
     )
     .await

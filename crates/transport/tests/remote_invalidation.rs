@@ -28,6 +28,7 @@ async fn pair(server_dev: CountingDevice, client_dev: CountingDevice) -> (bool, 
             options: Options::default(),
             caps: caps(),
             max_connections: rpcrdma_transport::DEFAULT_MAX_CONNECTIONS,
+            budget: None,
         },
     )
     .await

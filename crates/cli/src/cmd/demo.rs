@@ -87,6 +87,7 @@ async fn demo<D: Device + Clone>(
         options: setup.options.clone(),
         caps: args.rdma.caps(),
         max_connections: rpcrdma_transport::DEFAULT_MAX_CONNECTIONS,
+        budget: None,
     };
     let svc = serve_rdma(&server, dev.clone(), args.listen, listen)
         .await

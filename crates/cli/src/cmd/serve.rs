@@ -8,6 +8,9 @@ use anyhow::Context;
 use clap::Args;
 use rpcrdma_demoprog::{serve_demo, PROGRAM, VERSION};
 use rpcrdma_oncrpc::rpcbind::Rpcbind;
+use std::sync::Arc;
+
+use rpcrdma_engine::MemoryBudget;
 use rpcrdma_oncrpc::{Server, ServerConfig, Services};
 use rpcrdma_transport::{serve_rdma, ListenConfig, RdmaService};
 use rpcrdma_verbs::Device;
@@ -41,16 +44,19 @@ pub(crate) struct ServeArgs {
     rdma: RdmaOpts,
 }
 
-/// The memory budget of a server's RPC-over-RDMA connections
-/// (`rpcrdma serve` and `rpcrdma nfs serve`).
+/// The memory budget of a server's connections, RPC-over-RDMA and TCP
+/// alike (`rpcrdma serve` and `rpcrdma nfs serve`).
 #[derive(Debug, Args)]
 pub(crate) struct MemoryOpts {
-    /// Most memory all RPC-over-RDMA connections together may hold: a
-    /// number of bytes with an optional K, M, G or T suffix (binary: 512M
-    /// is 512 MiB). It holds clients' calls (Read chunk sinks, room
-    /// reserved for replies that go through Write and Reply chunks, reply
-    /// data in flight, idle sink buffers) and each connection's fixed
-    /// cost, charged when it is accepted: its receive buffers ((credits
+    /// Most memory all connections together, RPC-over-RDMA and TCP, may
+    /// hold: a number of bytes with an optional K, M, G or T suffix
+    /// (binary: 512M is 512 MiB). It holds clients' calls (Read chunk
+    /// sinks, room reserved for replies that go through Write and Reply
+    /// chunks, reply data in flight, idle sink buffers; over TCP: records
+    /// being read, calls in progress with room for their replies, replies
+    /// the client has not read yet) and each connection's fixed cost,
+    /// charged when it is accepted (a TCP connection: 16 KiB and its
+    /// receive buffer), for RDMA: its receive buffers ((credits
     /// granted + reverse-direction calls) x receive size: 72 x 4 KiB by
     /// default), one inline reply per credit (64 x up to 4 KiB) and 64 KiB
     /// for its queue pair and tasks, 608 KiB with the defaults. Calls
@@ -64,7 +70,9 @@ pub(crate) struct MemoryOpts {
     /// Most memory one connection may hold (same syntax; at least 4K, at
     /// most --max-memory; a 1 MiB WRITE in flight needs 1 MiB of it, a
     /// 1 MiB READ the room its Write and Reply chunks offer, about 2 MiB
-    /// from `rpcrdma call`).
+    /// from `rpcrdma call`). A TCP client over it is not read from until
+    /// its replies drain, and is dropped with a warning when it reads
+    /// none of them for 10 s.
     #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
     pub(crate) max_connection_memory: u64,
     /// How far one connection reads ahead (same syntax): the Read chunk
@@ -138,13 +146,30 @@ impl MemoryOpts {
         )
     }
 
+    /// The server's one memory budget, of --max-memory: its RPC-over-RDMA
+    /// listener ([`Self::listen_config`]) and its TCP connections
+    /// ([`Self::server_config`]) all charge it.
+    pub(crate) fn budget(&self) -> MemoryBudget {
+        MemoryBudget::new(self.max_memory)
+    }
+
+    /// The ONC RPC server's configuration: its TCP connections charge
+    /// `budget`, each within --max-connection-memory.
+    pub(crate) fn server_config(&self, budget: &MemoryBudget) -> ServerConfig {
+        let mut cfg = ServerConfig::default();
+        cfg.memory = Some(Arc::new(budget.clone()));
+        cfg.max_connection_memory = self.per_connection();
+        cfg
+    }
+
     /// The listener's configuration: the server engine of `rdma` with this
     /// budget ([`set_memory_limits`]), the provider's `options` and the
-    /// queue pair sizes.
+    /// queue pair sizes; its connections charge `budget`.
     pub(crate) fn listen_config<O>(
         &self,
         rdma: &RdmaOpts,
         options: O,
+        budget: &MemoryBudget,
     ) -> anyhow::Result<ListenConfig<O>> {
         let mut engine = rdma.server();
         set_memory_limits(&mut engine, self.max_memory, self.max_connection_memory)?;
@@ -155,6 +180,7 @@ impl MemoryOpts {
             options,
             caps: rdma.caps(),
             max_connections: self.max_connections,
+            budget: Some(budget.clone()),
         })
     }
 }
@@ -223,8 +249,11 @@ async fn serve<D: Device + Clone>(
 ) -> anyhow::Result<ExitCode> {
     let mut services = Services::new();
     serve_demo(&mut services);
-    let server = Server::new(services, ServerConfig::default());
-    let cfg = a.memory.listen_config(&a.rdma, setup.options.clone())?;
+    let budget = a.memory.budget();
+    let server = Server::new(services, a.memory.server_config(&budget));
+    let cfg = a
+        .memory
+        .listen_config(&a.rdma, setup.options.clone(), &budget)?;
     let svc = serve_rdma(&server, dev, listen, cfg)
         .await
         .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?;

@@ -40,6 +40,42 @@ pub const NON_IDEMPOTENT: [u32; 10] = [
     p::nfs_v3::NFSPROC3_LINK,
 ];
 
+/// Most octets of an NFSv3 reply besides its data or entries (status,
+/// attributes, counts, verifiers).
+const REPLY_FIXED: u64 = 512;
+
+/// The largest results of an NFSv3 procedure, from its arguments
+/// ([`rpcrdma_oncrpc::Version::reply_bound`]): READ its count (at most
+/// [`crate::fs::MAX_IO`]), READDIR and READDIRPLUS their count (at most
+/// the 1 MiB the server builds), READLINK the longest target; the rest fit
+/// the default reservation. Malformed arguments: `None` (they are answered
+/// with `GARBAGE_ARGS`).
+pub fn reply_bound(proc_: u32, args: &[u8]) -> Option<u64> {
+    use p::nfs_v3 as v;
+    let word = |at: usize| -> Option<u64> {
+        let b = args.get(at..at.checked_add(4)?)?;
+        Some(u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])))
+    };
+    // Every one of these starts with the file handle: length, bytes
+    // padded to 4.
+    let fh_end = |()| -> Option<usize> {
+        let len = usize::try_from(word(0)?).ok()?;
+        (len <= crate::fs::NFS3_FHSIZE).then(|| 4 + len.div_ceil(4) * 4)
+    };
+    let io = u64::from(crate::fs::MAX_IO);
+    let dir = nfs::MAX_READDIR_REPLY as u64;
+    match proc_ {
+        // fh, offset (8), count.
+        v::NFSPROC3_READ => Some(REPLY_FIXED + word(fh_end(())? + 8)?.min(io)),
+        // fh, cookie (8), verifier (8), count.
+        v::NFSPROC3_READDIR => Some(REPLY_FIXED + word(fh_end(())? + 16)?.min(dir)),
+        // fh, cookie, verifier, dircount, maxcount.
+        v::NFSPROC3_READDIRPLUS => Some(REPLY_FIXED + word(fh_end(())? + 20)?.min(dir)),
+        v::NFSPROC3_READLINK => Some(REPLY_FIXED + crate::fs::MAX_LINK_TARGET as u64 + 4),
+        _ => None,
+    }
+}
+
 /// Registers NFSv3 and MOUNT v3 for `export` in `services`, with a
 /// duplicate request cache for the non-idempotent NFS procedures.
 ///
@@ -66,6 +102,70 @@ pub fn register_with(services: &mut Services, export: Arc<Export>, cache: ReplyC
     p::nfs_v3::register(services, nfs);
     services
         .program(p::nfs_v3::PROGRAM, p::nfs_v3::VERSION)
-        .non_idempotent(NON_IDEMPOTENT);
+        .non_idempotent(NON_IDEMPOTENT)
+        .reply_bound(reply_bound);
     m::mount_v3::register(services, Arc::new(MountService::new(export)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use rpcrdma_oncrpc::Marshal;
+    use rpcrdma_xdr::PayloadEncoder;
+
+    fn enc(v: &impl Marshal) -> Vec<u8> {
+        let mut pe = PayloadEncoder::new();
+        v.marshal(&mut pe.encoder());
+        pe.finish().flatten().to_vec()
+    }
+
+    #[test]
+    fn reply_bounds_follow_the_counts_asked_within_the_servers_limits() {
+        use p::nfs_v3 as v;
+        let fh = p::NfsFh3 {
+            data: Bytes::from(vec![1u8; 37]),
+        };
+        let read = |count| {
+            enc(&p::Read3args {
+                file: fh.clone(),
+                offset: 9,
+                count,
+            })
+        };
+        assert_eq!(reply_bound(v::NFSPROC3_READ, &read(4096)), Some(512 + 4096));
+        assert_eq!(
+            reply_bound(v::NFSPROC3_READ, &read(u32::MAX)),
+            Some(512 + u64::from(crate::fs::MAX_IO))
+        );
+        let rd = enc(&p::Readdir3args {
+            dir: fh.clone(),
+            cookie: 0,
+            cookieverf: [0; 8],
+            count: 8192,
+        });
+        assert_eq!(reply_bound(v::NFSPROC3_READDIR, &rd), Some(512 + 8192));
+        let rdp = enc(&p::Readdirplus3args {
+            dir: fh.clone(),
+            cookie: 0,
+            cookieverf: [0; 8],
+            dircount: 100,
+            maxcount: u32::MAX,
+        });
+        assert_eq!(
+            reply_bound(v::NFSPROC3_READDIRPLUS, &rdp),
+            Some(512 + (1 << 20))
+        );
+        // Cut short, or a handle longer than NFSv3 allows: no bound (the
+        // call gets GARBAGE_ARGS).
+        let r = read(10);
+        for cut in 0..r.len() {
+            assert_eq!(reply_bound(v::NFSPROC3_READ, &r[..cut]), None, "cut {cut}");
+        }
+        let mut long = r.clone();
+        long[..4].copy_from_slice(&65u32.to_be_bytes());
+        assert_eq!(reply_bound(v::NFSPROC3_READ, &long), None);
+        assert_eq!(reply_bound(v::NFSPROC3_GETATTR, &r), None);
+        assert!(reply_bound(v::NFSPROC3_READLINK, &[]).unwrap() > 4096);
+    }
 }

@@ -16,7 +16,7 @@ use crate::proto::nfs3 as p;
 /// attributes, cookie verifier, the list's end marker and `eof`.
 const READDIR_OVERHEAD: usize = 4 + 88 + 8 + 4 + 4;
 /// The largest READDIR(PLUS) reply we build, whatever the client offers.
-const MAX_READDIR_REPLY: usize = 1 << 20;
+pub(super) const MAX_READDIR_REPLY: usize = 1 << 20;
 
 /// NFSv3 on an export.
 #[derive(Debug)]

@@ -225,6 +225,7 @@ impl Harness {
             options: Options::default(),
             caps: caps(),
             max_connections: rpcrdma_transport::DEFAULT_MAX_CONNECTIONS,
+            budget: None,
         };
         let svc = serve_rdma(
             &server,

@@ -307,6 +307,7 @@ pub(crate) async fn server<D: Device + Clone>(
         options,
         caps: args.rdma.caps(),
         max_connections: rpcrdma_transport::DEFAULT_MAX_CONNECTIONS,
+        budget: None,
     };
     let svc = serve_rdma(&server, dev, SocketAddr::new(args.listen_ip, 0), listen).await?;
     let rpc_tcp = server.serve_tcp("127.0.0.1:0").await?;

@@ -11,7 +11,7 @@ use clap::Args;
 use rpcrdma_nfs3::fs::{Export, ExportConfig, IdentityMode, Squash};
 use rpcrdma_nfs3::proto::{mount3, nfs3};
 use rpcrdma_oncrpc::rpcbind::Rpcbind;
-use rpcrdma_oncrpc::{Server, ServerConfig, Services};
+use rpcrdma_oncrpc::{Server, Services};
 use rpcrdma_transport::serve_rdma;
 use rpcrdma_verbs::Device;
 
@@ -132,9 +132,12 @@ async fn serve<D: Device + Clone>(
         Arc::new(Export::open(cfg).with_context(|| format!("cannot export {}", a.dir.display()))?);
     let mut services = Services::new();
     rpcrdma_nfs3::server::register(&mut services, export.clone());
-    let server = Server::new(services, ServerConfig::default());
+    let budget = a.memory.budget();
+    let server = Server::new(services, a.memory.server_config(&budget));
 
-    let lcfg = a.memory.listen_config(&a.rdma, setup.options.clone())?;
+    let lcfg = a
+        .memory
+        .listen_config(&a.rdma, setup.options.clone(), &budget)?;
     let svc = serve_rdma(&server, dev, listen, lcfg)
         .await
         .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?;

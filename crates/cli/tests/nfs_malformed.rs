@@ -23,10 +23,9 @@ use rpcrdma_nfs3::client::{local_credential, NfsClient};
 use rpcrdma_nfs3::proto::nfs3 as p;
 use rpcrdma_oncrpc::msg::{AuthFlavor, AuthStat, OpaqueAuth};
 use rpcrdma_oncrpc::tcp::TcpConnector;
-use rpcrdma_oncrpc::{CallHints, Client, ClientConfig, Credential, Marshal, RpcError, Unmarshal};
+use rpcrdma_oncrpc::{CallHints, Client, ClientConfig, Credential, RpcError};
 use rpcrdma_softiwarp::SoftIwarp;
 use rpcrdma_transport::RdmaConnector;
-use rpcrdma_xdr::{Decoder, Encoder, XdrError};
 
 const NFS: u32 = 100_003;
 const MIB: usize = 1 << 20;
@@ -46,7 +45,7 @@ const BADHANDLE: u32 = 10001;
 const TOOSMALL: u32 = 10005;
 
 mod common;
-use common::NfsServed as Served;
+use common::{NfsServed as Served, Raw, Status, X};
 
 fn serve(name: &str) -> Served {
     Served::start(
@@ -85,55 +84,6 @@ async fn root_handle(s: &Served, nfs: Client) -> Vec<u8> {
     .unwrap();
     let (c, _) = NfsClient::mount(nfs, mount, b"/").await.unwrap();
     c.root().as_bytes().to_vec()
-}
-
-/// Arguments as raw XDR (the client pads them to a multiple of 4).
-struct Raw(Vec<u8>);
-impl Marshal for Raw {
-    fn marshal(&self, enc: &mut Encoder<'_>) {
-        enc.put_fixed_opaque(&self.0);
-    }
-}
-
-/// The `nfsstat3` that starts every NFSv3 result; the rest is skipped.
-#[derive(Debug, PartialEq)]
-struct Status(u32);
-impl Unmarshal for Status {
-    fn unmarshal(dec: &mut Decoder<'_>) -> Result<Self, XdrError> {
-        let s = dec.get_u32()?;
-        let _ = dec.take_rest_bytes();
-        Ok(Status(s))
-    }
-}
-
-/// XDR by hand.
-#[derive(Default, Clone)]
-struct X(Vec<u8>);
-impl X {
-    fn u32(mut self, v: u32) -> Self {
-        self.0.extend_from_slice(&v.to_be_bytes());
-        self
-    }
-    fn u64(mut self, v: u64) -> Self {
-        self.0.extend_from_slice(&v.to_be_bytes());
-        self
-    }
-    fn fixed(mut self, b: &[u8]) -> Self {
-        self.0.extend_from_slice(b);
-        self
-    }
-    /// Variable-length opaque or string: length, bytes, padding.
-    fn opaque(self, b: &[u8]) -> Self {
-        let pad = (4 - b.len() % 4) % 4;
-        self.u32(b.len() as u32).fixed(b).fixed(&[0; 3][..pad])
-    }
-    /// `sattr3` that sets nothing.
-    fn no_sattr(self) -> Self {
-        self.u32(0).u32(0).u32(0).u32(0).u32(0).u32(0)
-    }
-    fn dirop(self, fh: &[u8], name: &[u8]) -> Self {
-        self.opaque(fh).opaque(name)
-    }
 }
 
 async fn call(c: &Client, proc_: u32, args: &X) -> Result<Status, RpcError> {

@@ -72,9 +72,14 @@ pub(crate) struct MemoryOpts {
     /// 1 MiB READ the room its Write and Reply chunks offer, about 2 MiB
     /// from `rpcrdma call`). A TCP client over it is not read from until
     /// its replies drain, and is dropped with a warning when it reads
-    /// none of them for 10 s.
+    /// none of them for --stall-timeout.
     #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
     pub(crate) max_connection_memory: u64,
+    /// Seconds a connection may hold memory without progress before it
+    /// is closed with a warning: an RDMA peer that answers none of our
+    /// RDMA Reads or Sends, a TCP client that reads none of its replies.
+    #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub(crate) stall_timeout: u64,
     /// How far one connection reads ahead (same syntax): the Read chunk
     /// data of calls being pulled and not yet handed to the program stays
     /// within this window; a further call with Read chunks waits until
@@ -159,6 +164,7 @@ impl MemoryOpts {
         let mut cfg = ServerConfig::default();
         cfg.memory = Some(Arc::new(budget.clone()));
         cfg.max_connection_memory = self.per_connection();
+        cfg.stall_timeout = std::time::Duration::from_secs(self.stall_timeout);
         cfg
     }
 
@@ -175,6 +181,7 @@ impl MemoryOpts {
         set_memory_limits(&mut engine, self.max_memory, self.max_connection_memory)?;
         // (The parser refuses 0.)
         engine.read_window = self.read_window.resolve();
+        engine.stall_timeout = std::time::Duration::from_secs(self.stall_timeout);
         Ok(ListenConfig {
             engine,
             options,

@@ -1,5 +1,6 @@
 //! Helpers shared by the CLI's integration tests: big-endian XDR words,
-//! and `rpcrdma nfs serve` started on free ports in a directory of its own.
+//! XDR arguments by hand ([`X`], [`Raw`]) and the status of a reply
+//! ([`Status`]), and `rpcrdma nfs serve` started on free ports in a directory of its own.
 #![allow(dead_code)] // each test file uses the part it needs
 
 use std::io::{BufRead, BufReader};
@@ -7,12 +8,64 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
+use rpcrdma_oncrpc::{Marshal, Unmarshal};
+use rpcrdma_xdr::{Decoder, Encoder, XdrError};
+
 /// The `rpcrdma` binary under test.
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_rpcrdma");
 
 /// XDR words, big-endian, as bytes.
 pub(crate) fn words(ws: &[u32]) -> Vec<u8> {
     ws.iter().flat_map(|w| w.to_be_bytes()).collect()
+}
+
+/// Arguments as raw XDR (the client pads them to a multiple of 4).
+pub(crate) struct Raw(pub(crate) Vec<u8>);
+impl Marshal for Raw {
+    fn marshal(&self, enc: &mut Encoder<'_>) {
+        enc.put_fixed_opaque(&self.0);
+    }
+}
+
+/// The `nfsstat3` that starts every NFSv3 result; the rest is skipped.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Status(pub(crate) u32);
+impl Unmarshal for Status {
+    fn unmarshal(dec: &mut Decoder<'_>) -> Result<Self, XdrError> {
+        let s = dec.get_u32()?;
+        let _ = dec.take_rest_bytes();
+        Ok(Status(s))
+    }
+}
+
+/// XDR by hand.
+#[derive(Default, Clone)]
+pub(crate) struct X(pub(crate) Vec<u8>);
+impl X {
+    pub(crate) fn u32(mut self, v: u32) -> Self {
+        self.0.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+    pub(crate) fn u64(mut self, v: u64) -> Self {
+        self.0.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+    pub(crate) fn fixed(mut self, b: &[u8]) -> Self {
+        self.0.extend_from_slice(b);
+        self
+    }
+    /// Variable-length opaque or string: length, bytes, padding.
+    pub(crate) fn opaque(self, b: &[u8]) -> Self {
+        let pad = (4 - b.len() % 4) % 4;
+        self.u32(b.len() as u32).fixed(b).fixed(&[0; 3][..pad])
+    }
+    /// `sattr3` that sets nothing.
+    pub(crate) fn no_sattr(self) -> Self {
+        self.u32(0).u32(0).u32(0).u32(0).u32(0).u32(0)
+    }
+    pub(crate) fn dirop(self, fh: &[u8], name: &[u8]) -> Self {
+        self.opaque(fh).opaque(name)
+    }
 }
 
 /// `127.0.0.1:port`.

@@ -311,6 +311,18 @@ pub struct Rejection {
     pub error: HeaderError,
     /// What the receiver sends (or that it sends nothing).
     pub verdict: Verdict,
+    /// The message's direction, when its bytes tell it: Version Two's
+    /// `rdma_direction` (`rdma_optdir` of an `RDMA2_OPTIONAL`); in Version
+    /// One, after a header whose chunk lists decode, the RPC `msg_type` of
+    /// an `RDMA_MSG`, or the chunk an `RDMA_NOMSG` carries its message in
+    /// (a Position-Zero Read chunk: CALL; only a Reply chunk: REPLY).
+    /// `None` when they do not, or when the header and the RPC message
+    /// disagree ([`HeaderError::DirectionMismatch`]). A message whose bytes say REPLY is never
+    /// answered (its [`Verdict`] is [`Verdict::Discard`], spec note W14):
+    /// an error names only an XID, which its receiver matches against its
+    /// own calls, those of the other direction (RFC 8166 §5.5: a
+    /// requester silently discards a reply whose header it rejects).
+    pub direction: Option<Direction>,
 }
 
 impl Rejection {
@@ -338,8 +350,17 @@ fn word(buf: &[u8], i: usize) -> Option<u32> {
     Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
 }
 
-fn reject(buf: &[u8], cfg: &DecodeConfig, error: HeaderError) -> Rejection {
+fn reject(buf: &Bytes, cfg: &DecodeConfig, error: HeaderError) -> Rejection {
+    // A header and an RPC message that disagree on the direction tell
+    // none: such a message is answered like one whose direction is unknown.
+    let direction = match error {
+        HeaderError::DirectionMismatch { .. } => None,
+        _ => rejected_direction(buf, cfg),
+    };
     let body = match error.action() {
+        // A REPLY is never answered (spec note W14): the error would name
+        // an XID of the other direction at its receiver.
+        _ if direction == Some(Direction::Reply) => None,
         Action::ReplyVers => Some(ErrorBody::Vers {
             low: cfg.versions.low(),
             high: cfg.versions.high(),
@@ -363,7 +384,42 @@ fn reject(buf: &[u8], cfg: &DecodeConfig, error: HeaderError) -> Rejection {
         }
         _ => Verdict::Discard,
     };
-    Rejection { error, verdict }
+    Rejection {
+        error,
+        verdict,
+        direction,
+    }
+}
+
+/// The direction of a message that failed validation, as far as its bytes
+/// tell it (see [`Rejection::direction`]).
+fn rejected_direction(buf: &Bytes, cfg: &DecodeConfig) -> Option<Direction> {
+    let vers = word(buf, 1)?;
+    if !cfg.versions.contains(vers) {
+        // Nothing in a version we do not speak can be trusted.
+        return None;
+    }
+    let proc_ = Proc(word(buf, 3)?);
+    let direction_word = |w: u32| match w {
+        0 => Some(Direction::Call),
+        1 => Some(Direction::Reply),
+        _ => None,
+    };
+    if vers == v2::VERSION {
+        // rdma_direction, or rdma_optdir: the first word of the body.
+        return match proc_ {
+            Proc::MSG | Proc::NOMSG | Proc::OPTIONAL => direction_word(word(buf, 4)?),
+            _ => None,
+        };
+    }
+    let mut dec = Decoder::from_bytes(buf);
+    dec.skip(16).ok()?;
+    match V1Header::decode_body(&mut dec, proc_, &cfg.limits).ok()? {
+        V1Body::Msg(_) => direction_word(word(buf.get(dec.position()..)?, 1)?),
+        V1Body::NoMsg(c) if c.has_position_zero() => Some(Direction::Call),
+        V1Body::NoMsg(c) if c.reads.is_empty() && c.reply.is_some() => Some(Direction::Reply),
+        _ => None,
+    }
 }
 
 /// Decodes one received RPC-over-RDMA message (transport header plus

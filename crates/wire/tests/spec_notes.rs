@@ -213,6 +213,75 @@ fn w12_limits_are_named_and_enforced() {
     );
 }
 
+/// W14: a message whose bytes say it is a REPLY is never answered (RFC
+/// 8166 §5.5: "a Version One requester MUST silently discard the
+/// message"; an error names only an XID, which its receiver matches
+/// against its own calls, those of the other direction). Version Two says
+/// the direction in the header; Version One in the RPC `msg_type` after a
+/// header that decodes, or by the chunk an `RDMA_NOMSG` carries. Where the
+/// bytes do not tell (the chunk lists do not decode, or header and RPC
+/// message disagree), the -04 text's "an RDMA_ERROR procedure MUST be
+/// generated" stands.
+#[test]
+fn w14_replies_are_never_answered() {
+    let cfg = DecodeConfig::default();
+    let verdict = |m: &str| {
+        let r = decode(&h(m), &cfg).unwrap_err();
+        (
+            r.direction,
+            r.reply_bytes().map(hex::encode).unwrap_or_default(),
+        )
+    };
+    let discard = |d: Direction| (Some(d), String::new());
+    // Version Two: RDMA2_MSG REPLY whose RPC XID differs (the issue's
+    // bytes: answered "00000005 00000002 ... 00000004 00000002" before).
+    assert_eq!(
+        verdict("00000005 00000002 00000040 00000000 00000001 00000000 00000000 00000000 00000006 00000001"),
+        discard(Direction::Reply)
+    );
+    // ... the same as a CALL is answered.
+    assert_eq!(
+        verdict("00000005 00000002 00000040 00000000 00000000 00000000 00000000 00000000 00000006 00000000"),
+        (
+            Some(Direction::Call),
+            "0000000500000002000000400000000400000002".to_owned()
+        )
+    );
+    // RDMA2_NOMSG REPLY without its Reply chunk; RDMA2_OPTIONAL REPLY of an
+    // unsupported type (draft §3.1 answers CALLs: an error is a REPLY).
+    assert_eq!(
+        verdict("00000011 00000002 00000001 00000001 00000001 00000000 00000000 00000000"),
+        discard(Direction::Reply)
+    );
+    assert_eq!(
+        verdict("00000005 00000002 00000007 00000005 00000001 00000009 00000000"),
+        discard(Direction::Reply)
+    );
+    // Header and RPC message disagree: unknown, answered.
+    assert_eq!(
+        verdict("00000005 00000002 00000001 00000000 00000001 00000000 00000000 00000000 00000005 00000000").1,
+        "0000000500000002000000010000000400000002"
+    );
+    // Version One: RDMA_MSG whose RPC msg_type is REPLY.
+    assert_eq!(
+        verdict("00000007 00000001 00000040 00000000 00000000 00000000 00000000 00000008 00000001"),
+        discard(Direction::Reply)
+    );
+    // A Write list whose present flag is 2: nothing tells, answered.
+    assert_eq!(
+        verdict("0000000a 00000001 00000040 00000000 00000000 00000002 00000000 0000000a 00000001"),
+        (None, "0000000a00000001000000400000000400000002".to_owned())
+    );
+    // Unsupported versions are answered ERR_VERS whatever follows (W1).
+    assert_eq!(
+        verdict("00000009 00000003 00000020 00000000 00000000 00000000 00000000 00000009 00000001"),
+        (
+            None,
+            "00000009000000030000002000000004000000010000000100000002".to_owned()
+        )
+    );
+}
+
 #[test]
 fn d1_v2_body_uses_chunk_lists_with_direction() {
     // `rpcrdma2_chunks` is undefined; `rpcrdma2_chunk_lists` begins with rdma_direction.

@@ -3,8 +3,9 @@
 
 use bytes::Bytes;
 use rpcrdma_wire::{
-    decode, Action, ChunkLists, DecodeConfig, ErrorBody, ErrorCredits, ErrorMessageDefect, Header,
-    HeaderError, Limits, ReadSegment, Segment, V1Body, V1Header, Verdict, VersionRange, WriteChunk,
+    decode, Action, ChunkLists, DecodeConfig, Direction, ErrorBody, ErrorCredits,
+    ErrorMessageDefect, Header, HeaderError, Limits, ReadSegment, Segment, V1Body, V1Header,
+    Verdict, VersionRange, WriteChunk,
 };
 use rpcrdma_xdr::Encode;
 
@@ -653,14 +654,36 @@ fn nomsg_whose_chunks_cannot_hold_the_payload_is_badheader() {
 
 #[test]
 fn nomsg_followed_by_bytes_is_badheader() {
-    let bytes =
-        h(&(prefix(XID, 1, 1, 1) + &w(0) + &w(0) + &w(1) + &w(1) + &hloo(7, 2000, 0) + RPC_CALL));
+    // A Long call (Position-Zero Read chunk) followed by bytes.
+    let bytes = h(&(prefix(XID, 1, 1, 1)
+        + &w(1)
+        + &w(0)
+        + &hloo(7, 2000, 0)
+        + &w(0)
+        + &w(0)
+        + &w(0)
+        + RPC_CALL));
     assert_eq!(
         assert_badheader(&bytes, XID, 1, 1),
         HeaderError::UnexpectedPayload {
             proc_name: "RDMA_NOMSG",
             len: 24
         }
+    );
+    // With only a Reply chunk it is a reply (E8), never answered (W14).
+    let bytes =
+        h(&(prefix(XID, 1, 1, 1) + &w(0) + &w(0) + &w(1) + &w(1) + &hloo(7, 2000, 0) + RPC_CALL));
+    let r = rejected(&bytes);
+    assert_eq!(
+        r.error,
+        HeaderError::UnexpectedPayload {
+            proc_name: "RDMA_NOMSG",
+            len: 24
+        }
+    );
+    assert_eq!(
+        (r.verdict, r.direction),
+        (Verdict::Discard, Some(Direction::Reply))
     );
 }
 

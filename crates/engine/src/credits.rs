@@ -51,6 +51,11 @@ impl Credits {
         self.granted
     }
 
+    /// The most this requester will use: what it asks for in every call.
+    pub(crate) fn max(&self) -> u32 {
+        self.max
+    }
+
     /// The current grant.
     pub(crate) fn granted(&self) -> u32 {
         self.granted

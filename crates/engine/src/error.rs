@@ -153,6 +153,16 @@ pub enum EngineError {
         /// The timeout.
         timeout: std::time::Duration,
     },
+    /// The peer kept sending messages that must be answered with an
+    /// `RDMA_ERROR` (RFC 8166 §5.5) while it drained none of our Sends:
+    /// the answers waiting for the send queue passed `limit` work
+    /// requests. Owed answers are never dropped; the connection is closed
+    /// instead (spec note E27).
+    #[error("the peer keeps sending messages that must be answered while our send queue backs up (more than {limit} work requests waiting); closing the connection")]
+    AnswerBacklog {
+        /// The backlog that was passed.
+        limit: usize,
+    },
     /// The peer broke the protocol in a way that cannot be answered per call.
     #[error("peer protocol violation: {0}")]
     Protocol(&'static str),

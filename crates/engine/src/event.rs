@@ -77,8 +77,14 @@ pub enum Event {
     Negotiated {
         /// The version in use.
         version: u32,
-        /// Whether a client fell back from Version Two after `ERR_VERS`.
+        /// Whether a client fell back from its first version (Version
+        /// Two) after the responder's `RDMA_ERROR` answering it.
         fell_back: bool,
+        /// The error it fell back on: `ERR_VERS` (the responder lacks the
+        /// version, draft-cel-01 §5.2: remember it for later connections)
+        /// or another (it refused the message; nothing to remember, spec
+        /// note E25). `None` without a fallback.
+        cause: Option<rpcrdma_wire::ErrCode>,
     },
     /// A Version Two optional feature changed state on this connection
     /// (became active, or was dropped: unsupported by the peer, refused,

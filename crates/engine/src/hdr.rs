@@ -2,7 +2,7 @@
 
 use rpcrdma_wire::prefix::PREFIX_LEN;
 use rpcrdma_wire::v2::Direction;
-use rpcrdma_wire::{ChunkLists, ErrorBody, Header, V1Body, V1Header, V2Body, V2Header, WriteChunk};
+use rpcrdma_wire::{ChunkLists, Header, V1Body, V1Header, V2Body, V2Header, WriteChunk};
 
 /// The encoded length of what [`chunked`] builds in `version` with
 /// `reads` Read segments and these Write and Reply chunks, without
@@ -41,23 +41,6 @@ pub(crate) fn chunked(
             V2Body::Msg { direction, chunks }
         };
         Header::V2(V2Header { xid, credits, body })
-    }
-}
-
-/// `RDMA_ERROR` / `RDMA2_ERROR` in `version`.
-pub(crate) fn error(version: u32, xid: u32, credits: u32, body: ErrorBody) -> Header {
-    if version == 1 {
-        Header::V1(V1Header {
-            xid,
-            credits,
-            body: V1Body::Error(body),
-        })
-    } else {
-        Header::V2(V2Header {
-            xid,
-            credits,
-            body: V2Body::Error(body),
-        })
     }
 }
 

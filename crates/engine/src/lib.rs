@@ -29,12 +29,16 @@
 //!   sent; a send queue that stalls closes the connection
 //!   (`docs/engine.md`).
 //! * **Errors** (§5.5): invalid headers get the `RDMA_ERROR` the wire crate
-//!   prescribes; `RDMA_ERROR`s are honoured per call; RDMA operational
-//!   errors end the connection (sticky [`EngineError`]).
+//!   prescribes (the failing message's XID and version), always, unless
+//!   they are replies, which are never answered and end the call they name;
+//!   `RDMA_ERROR`s are honoured per call; calls we will not take for lack
+//!   of resources get an RPC `SYSTEM_ERR`; RDMA operational errors end the
+//!   connection (sticky [`EngineError`]).
 //! * **Versions**: a client probes with Version Two (one credit, at most
-//!   1024 bytes) and falls back on `ERR_VERS`; a server answers in the
-//!   version of each call; thresholds follow the version when no private
-//!   data says otherwise.
+//!   1024 bytes) and falls back on `ERR_VERS` (or, at once, on any other
+//!   error answering the probe); a server answers in the version of each
+//!   call; thresholds follow the version when no private data says
+//!   otherwise.
 //! * **Version Two optional features** (draft-cel-01 §3.1, §3.3): a
 //!   registry of supported `RDMA2_OPTIONAL` types ([`OptionalFeature`],
 //!   [`Engine::register_feature`]) feeding the decoder, so unknown types are
@@ -116,4 +120,7 @@ pub use features::{
     TRANSPORT_PROPERTIES_LEN,
 };
 pub use marshal::ReplyHints;
+/// The `rdma_err` word of an `RDMA_ERROR` (in [`CallError::RdmaError`] and
+/// [`Event::Negotiated`]).
+pub use rpcrdma_wire::ErrCode;
 pub use stats::Stats;

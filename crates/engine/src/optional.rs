@@ -32,7 +32,7 @@ use crate::config::Role;
 use crate::conn::{Engine, VersionState};
 use crate::error::ApiError;
 use crate::event::Event;
-use crate::features::{FeatureContext, FeatureState, OptionalFeature};
+use crate::features::{FeatureContext, FeatureError, FeatureState, OptionalFeature};
 
 /// One of our `RDMA2_OPTIONAL` CALLs awaiting its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -302,6 +302,27 @@ impl<P: ProtectionDomain> Engine<P> {
                 other => FeatureState::Refused(other.code()),
             };
             self.set_feature_state(call.slot, state);
+        }
+        true
+    }
+
+    /// A REPLY whose header the decoder rejected names `xid`: if it
+    /// answers one of our offers, the feature is dropped as malformed
+    /// (spec note X4; nothing is sent back, W14), the offer's credit comes
+    /// back and `true` is returned.
+    pub(crate) fn on_rejected_optional_reply(&mut self, xid: u32) -> bool {
+        let Some(call) = self.opt_calls.remove(&xid) else {
+            return false;
+        };
+        self.credits.put();
+        if !call.abandoned {
+            tracing::debug!(xid, "malformed optional REPLY; feature dropped");
+            self.set_feature_state(
+                call.slot,
+                FeatureState::Malformed(FeatureError::Malformed(
+                    "the answer's transport header could not be decoded",
+                )),
+            );
         }
         true
     }

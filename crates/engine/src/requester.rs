@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use rpcrdma_verbs::{MrBuffer, ProtectionDomain};
-use rpcrdma_wire::{ChunkLists, ErrorBody};
+use rpcrdma_wire::{ChunkLists, ErrCode, ErrorBody};
 use rpcrdma_xdr::Payload;
 
 use crate::config::{Role, VersionPolicy};
@@ -210,10 +210,20 @@ impl<P: ProtectionDomain> Engine<P> {
         } = pending;
         let t = self.thresholds();
         let adj = self.adjustments;
-        let credits = match self.cfg.role {
-            Role::Client => self.cfg.credits_request,
-            Role::Server => self.cfg.backchannel_credits.max(1),
-        };
+        // What we ask for is what we posted receives for: every reply of
+        // ours in flight takes one (RFC 8166 §3.3.1, RFC 8167 §4.1; spec
+        // note E29).
+        let credits = self.credits.max();
+        // A reverse-direction call whose largest reply the Upper Layer
+        // does not state goes inline and expects its reply inline: no
+        // Reply chunk of `max_message` (E16) to a client that may not take
+        // reverse-direction chunks (the Linux client does not; spec note
+        // E28).
+        let mut hints = hints;
+        if self.cfg.role == Role::Server && hints.max_reply.is_none() {
+            let header = crate::hdr::chunked_len(version, 0, &[], None) as u32;
+            hints.max_reply = Some(self.thresholds().recv.saturating_sub(header));
+        }
         let params = CallParams {
             version,
             xid,
@@ -259,12 +269,17 @@ impl<P: ProtectionDomain> Engine<P> {
         );
     }
 
-    pub(crate) fn settle(&mut self, version: u32, fell_back: bool) {
+    /// The version is settled: `cause` is the error of the responder that
+    /// made a client fall back from its first version (`None` otherwise).
+    pub(crate) fn settle(&mut self, version: u32, cause: Option<rpcrdma_wire::ErrCode>) {
         self.version = VersionState::Settled(version);
         self.refresh_derived();
         self.deadline = None;
-        self.events
-            .push_back(Event::Negotiated { version, fell_back });
+        self.events.push_back(Event::Negotiated {
+            version,
+            fell_back: cause.is_some(),
+            cause,
+        });
     }
 
     pub(crate) fn release_call_mrs(&mut self, call: OutCall<P::Mr>) {
@@ -302,7 +317,7 @@ impl<P: ProtectionDomain> Engine<P> {
         self.credits.grant(head.credits);
         if self.version == VersionState::Probing {
             self.seed_opt_xid(xid);
-            self.settle(head.vers, false);
+            self.settle(head.vers, None);
         }
         if call.released {
             self.pump_calls(now);
@@ -447,6 +462,46 @@ impl<P: ProtectionDomain> Engine<P> {
         Ok((Payload::from_write_chunks(inline, data), form))
     }
 
+    /// A received message whose header we rejected and whose bytes say it
+    /// is a REPLY (its `rdma_xid` and `rdma_vers`). It is never answered
+    /// (spec note W14: an error would name an XID of the other direction
+    /// at the peer, and end one of the peer's calls that has nothing to do
+    /// with it). If it names one of our calls, that call ends now with
+    /// [`CallError::BadReply`] and its credit comes back: the responder
+    /// answered it, and no other reply will come (spec note E24). Nothing
+    /// else in it is used (not its credit value).
+    pub(crate) fn on_rejected_reply(&mut self, now: Instant, xid: u32, vers: u32) {
+        if self.on_rejected_optional_reply(xid) {
+            self.pump_calls(now);
+            return;
+        }
+        let Some(call) = self.calls.remove(&xid) else {
+            self.stats.unmatched_replies += 1;
+            tracing::debug!(xid, "rejected reply matches no outstanding call; dropped");
+            return;
+        };
+        self.credits.put();
+        if self.version == VersionState::Probing {
+            // The responder answered our first message in its version: that
+            // settles it, as any reply does (no timeout to wait for).
+            self.seed_opt_xid(xid);
+            self.settle(vers, None);
+        }
+        let released = call.released;
+        self.release_call_mrs(call);
+        if !released && self.failed.is_none() {
+            tracing::debug!(
+                xid,
+                "the reply's transport header is malformed; the call fails"
+            );
+            self.events.push_back(Event::CallFailed {
+                xid,
+                error: CallError::BadReply("the reply's transport header is malformed"),
+            });
+        }
+        self.pump_calls(now);
+    }
+
     /// An `RDMA_ERROR` naming `xid`.
     pub(crate) fn on_rdma_error(&mut self, xid: u32, body: ErrorBody) {
         if self.on_optional_error(xid, body) {
@@ -460,45 +515,94 @@ impl<P: ProtectionDomain> Engine<P> {
         // value is ignored (RFC 8167 §4.1).
         self.credits.put();
         let released = call.released;
-        let retry = call.retry.take();
+        let retry = call.retry.take().filter(|_| !released);
         let version = call.version;
         self.release_call_mrs(call);
-        if released || self.failed.is_some() {
+        if self.failed.is_some() {
             return;
         }
-        let probing = self.version == VersionState::Probing;
-        match body {
-            ErrorBody::Vers { low, high } if probing => {
-                let fallback = (low..=high.min(2))
-                    .rev()
-                    .find(|v| *v != version && self.cfg.versions.contains(*v));
-                match (fallback, self.cfg.client_version, retry) {
-                    (Some(v), VersionPolicy::Negotiate, Some(pending)) => {
-                        tracing::info!(
-                            from = version,
-                            to = v,
-                            "responder lacks the version; falling back"
-                        );
-                        self.settle(v, true);
-                        self.queue.push_front(*pending);
-                    }
-                    _ => {
-                        self.events.push_back(Event::CallFailed {
-                            xid,
-                            error: CallError::Version { low, high },
-                        });
-                        self.fail(EngineError::NoCommonVersion { low, high });
-                    }
+        if self.version == VersionState::Probing {
+            // The answer to our first message settles the version now,
+            // whatever it is and even if the upper layer gave up on the
+            // call (then it is not sent again): never a timeout (spec
+            // notes E12, E25).
+            self.on_probe_error(xid, version, body, retry, released);
+            return;
+        }
+        if released {
+            return;
+        }
+        let error = match body {
+            ErrorBody::Vers { low, high } => CallError::Version { low, high },
+            other => CallError::RdmaError { code: other.code() },
+        };
+        self.events.push_back(Event::CallFailed { xid, error });
+    }
+
+    /// The responder answered our first message (`xid`, sent in
+    /// `version`) with an `RDMA_ERROR`. `ERR_VERS` whose range holds a
+    /// version we speak: fall back to it (draft-cel-01 §5.2). Any other
+    /// error: the responder refused the message, not necessarily the
+    /// version; a negotiating client that speaks Version One falls back to
+    /// it at once, and otherwise the version it used is settled and the
+    /// call fails with the error (spec note E25). Either way the call is
+    /// sent again (same XID) in the version fallen back to, unless the
+    /// upper layer released it.
+    fn on_probe_error(
+        &mut self,
+        xid: u32,
+        version: u32,
+        body: ErrorBody,
+        retry: Option<Box<Pending>>,
+        released: bool,
+    ) {
+        let negotiate = self.cfg.client_version == VersionPolicy::Negotiate;
+        let fallback = match body {
+            ErrorBody::Vers { low, high } => (low..=high.min(2))
+                .rev()
+                .find(|v| *v != version && self.cfg.versions.contains(*v)),
+            _ => Some(1).filter(|&v| v != version && self.cfg.versions.contains(v)),
+        }
+        .filter(|_| negotiate);
+        match (fallback, body) {
+            (Some(v), _) => {
+                if body.code() == ErrCode::VERS {
+                    tracing::info!(
+                        from = version,
+                        to = v,
+                        "responder lacks the version; falling back"
+                    );
+                } else {
+                    tracing::warn!(
+                        from = version,
+                        to = v,
+                        error = ?body.code().name(),
+                        "responder refused the first message; falling back"
+                    );
+                }
+                self.settle(v, Some(body.code()));
+                if let Some(pending) = retry {
+                    self.queue.push_front(*pending);
                 }
             }
-            ErrorBody::Vers { low, high } => self.events.push_back(Event::CallFailed {
-                xid,
-                error: CallError::Version { low, high },
-            }),
-            other => self.events.push_back(Event::CallFailed {
-                xid,
-                error: CallError::RdmaError { code: other.code() },
-            }),
+            (None, ErrorBody::Vers { low, high }) => {
+                if !released {
+                    self.events.push_back(Event::CallFailed {
+                        xid,
+                        error: CallError::Version { low, high },
+                    });
+                }
+                self.fail(EngineError::NoCommonVersion { low, high });
+            }
+            (None, other) => {
+                self.settle(version, None);
+                if !released {
+                    self.events.push_back(Event::CallFailed {
+                        xid,
+                        error: CallError::RdmaError { code: other.code() },
+                    });
+                }
+            }
         }
     }
 }

@@ -267,7 +267,7 @@ impl<P: ProtectionDomain> Engine<P> {
             return;
         }
         if self.version == VersionState::Unknown {
-            self.settle(version, false);
+            self.settle(version, None);
             self.pump_calls(now);
         }
         self.stats.calls_received += 1;
@@ -308,15 +308,16 @@ impl<P: ProtectionDomain> Engine<P> {
 
         if self.incoming.len() as u32 >= self.grant {
             // The requester exceeded our grant (RFC 8166 §4.3.1): answer
-            // with an RPC-level error rather than spend memory on it.
+            // with an RPC-level error rather than spend memory on it, an
+            // RDMA_NOMSG call too: the reply needs only the XID, which the
+            // transport header carries (spec note E26).
             self.stats.credit_overruns += 1;
             tracing::debug!(xid, grant = self.grant, "credit overrun");
             if self.overloaded() {
                 // Our sends are backed up: the overrun goes unanswered
-                // rather than growing the backlog (E3, E14).
+                // rather than growing the backlog (E3, E14; the answer is
+                // one §4.3.1 allows, not one it requires, E27).
                 self.stats.answers_dropped += 1;
-            } else if nomsg {
-                self.send_error(version, xid, ErrorBody::BadHeader);
             } else {
                 self.reply_rpc_error(call, SYSTEM_ERR);
             }
@@ -379,9 +380,16 @@ impl<P: ProtectionDomain> Engine<P> {
             last_pos = Some(*position);
         }
         if total > u64::from(self.cfg.max_message) {
-            self.stats.bad_messages += 1;
-            tracing::debug!(xid, total, "call's Read chunks exceed max_message");
-            self.send_error(version, xid, ErrorBody::BadHeader);
+            // More than the largest message we accept: a resource refusal,
+            // answered at the RPC level as every call that can never fit
+            // (spec note E26).
+            self.stats.calls_refused_too_large += 1;
+            tracing::debug!(
+                xid,
+                total,
+                "call's Read chunks exceed max_message; answering SYSTEM_ERR"
+            );
+            self.reply_rpc_error(call, SYSTEM_ERR);
             return;
         }
         let need = total + room;
@@ -565,7 +573,7 @@ impl<P: ProtectionDomain> Engine<P> {
             Some(m) => (std::mem::take(&mut m.groups), std::mem::take(&mut m.bufs)),
             None => (Vec::new(), Vec::new()),
         };
-        let (xid, version) = (call.xid, call.version);
+        let xid = call.xid;
         if groups.is_empty() {
             let event = deliver_inline(token, call);
             self.events.push_back(event);
@@ -573,7 +581,7 @@ impl<P: ProtectionDomain> Engine<P> {
         }
 
         let mut reads = Vec::new();
-        let mut pulls = Vec::with_capacity(groups.len());
+        let mut pulls: Vec<Pull<P::Mr>> = Vec::with_capacity(groups.len());
         for ((position, segs), buf) in groups.into_iter().zip(bufs) {
             let len: usize = segs.iter().map(|s| s.length as usize).sum();
             // The whole buffer is registered (a pooled one may be longer
@@ -581,14 +589,21 @@ impl<P: ProtectionDomain> Engine<P> {
             let mr = match self.pd.register_mut(buf, Access::LOCAL_WRITE) {
                 Ok(mr) => mr,
                 Err(e) => {
-                    tracing::warn!(xid, error = %e, "cannot register a Read sink");
+                    // A resource of ours failed: an RPC-level SYSTEM_ERR,
+                    // as for every call we cannot take (spec note E26).
+                    tracing::warn!(xid, error = %e, "cannot register a Read sink; answering SYSTEM_ERR");
                     if let Some(mut call) = self.incoming.remove(&token) {
                         let more = call.more();
-                        more.pulls = pulls;
                         self.reads_ahead = self.reads_ahead.saturating_sub(more.need);
-                        self.finish_call(call);
+                        for p in pulls {
+                            if let Some(mr) = p.mr {
+                                self.drop_mr(mr);
+                            }
+                        }
+                        if self.failed.is_none() {
+                            self.reply_rpc_error(call, SYSTEM_ERR);
+                        }
                     }
-                    self.send_error(version, xid, ErrorBody::BadHeader);
                     return;
                 }
             };

@@ -33,8 +33,10 @@ pub struct Stats {
     /// Calls the upper layer retired without answering
     /// ([`crate::Engine::retire_call`]).
     pub calls_retired: u64,
-    /// Answers not sent because our send queue was backed up (`RDMA_ERROR`
-    /// for bad messages, `SYSTEM_ERR` for calls beyond the grant).
+    /// Answers not sent because our send queue was backed up: the
+    /// `SYSTEM_ERR` replies to calls beyond our grant (RFC 8166 §4.3.1
+    /// allows them, it does not require them). Owed answers (`RDMA_ERROR`)
+    /// are never dropped (spec note E27).
     pub answers_dropped: u64,
     /// Sends posted unsignaled: nobody waits for their completion, so the
     /// provider reports one only if they fail (a send queue completes in
@@ -77,6 +79,9 @@ pub struct Stats {
     /// Received calls refused because their Read chunks and largest
     /// reply (Write and Reply chunks) could never fit the memory budget.
     pub calls_refused_for_memory: u64,
+    /// Received calls refused (answered `SYSTEM_ERR`) because their Read
+    /// chunks hold more than [`crate::EngineConfig::max_message`].
+    pub calls_refused_too_large: u64,
     /// Replies answered `SYSTEM_ERR` instead because their RDMA-written
     /// data exceeded what their call reserved (only a reply larger than
     /// `max_message` can).

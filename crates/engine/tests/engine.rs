@@ -522,7 +522,8 @@ fn v2_client_falls_back_to_v1_server() {
         neg,
         Some(Event::Negotiated {
             version: 1,
-            fell_back: true
+            fell_back: true,
+            cause: Some(ErrCode::VERS)
         })
     ));
     assert_eq!(pair.client.engine.info().version, Some(1));

@@ -984,15 +984,21 @@ fn registry_carries_several_features_and_refuses_unknown_types() {
     assert_ne!(&offers[0][0..4], &offers[1][0..4]);
 
     // An unknown type is answered RDMA2_ERR_INVAL_OPTION by the decoder
-    // (§3.1), in either direction, and reaches no feature.
+    // (§3.1) when it is a CALL, and reaches no feature. A REPLY is never
+    // answered (spec note W14: an error answers a call, §4.2.2).
     for (xid, dir) in [(0x77u32, Direction::Call), (0x78, Direction::Reply)] {
+        let before = pair.server.sent.len();
         pair.inject(false, &optional_msg(xid, 3, dir, 77, b"x", &[]));
         pair.drive();
-        let last = pair.server.sent.last().unwrap().0.clone();
-        assert_eq!(
-            hex(&last),
-            format!("{xid:08x} 00000002 00000040 00000004 00000003")
-        );
+        let sent: Vec<String> = pair.server.sent[before..]
+            .iter()
+            .map(|(b, _)| hex(b))
+            .collect();
+        let want = match dir {
+            Direction::Call => vec![format!("{xid:08x} 00000002 00000040 00000004 00000003")],
+            Direction::Reply => vec![],
+        };
+        assert_eq!(sent, want);
     }
     assert_eq!(pair.server.engine.stats().options_received, 2);
 

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use rpcrdma_engine::{Engine, EngineConfig, EngineError, VersionPolicy};
+use rpcrdma_engine::{Engine, EngineConfig, EngineError, ErrCode, VersionPolicy};
 use rpcrdma_oncrpc::{Connector, TransportError};
 use rpcrdma_sync::lock;
 use rpcrdma_verbs::{Device, QpCaps, QpParams, QueuePair};
@@ -16,7 +16,10 @@ use crate::transport::{Hooks, RdmaTransport};
 
 /// Remembers responders that answered a Version Two probe with `ERR_VERS`
 /// (or never answered it), so later connections to them start with
-/// Version One instead of negotiating again. Cheap to clone; clones share.
+/// Version One instead of negotiating again (draft-cel-01 §5.2). A probe
+/// refused with another error (`ERR_BADHEADER`) makes the connection fall
+/// back at once but is not remembered: it does not say the responder lacks
+/// Version Two (spec note E25). Cheap to clone; clones share.
 #[derive(Debug, Clone, Default)]
 pub struct VersionMemory {
     v1_only: Arc<Mutex<HashMap<SocketAddr, bool>>>,
@@ -85,14 +88,27 @@ impl<D: Device> ConnectorHandle<D> {
 }
 
 impl<D: Device> RdmaConnector<D> {
-    /// A connector to `addr` with `config` (role must be client).
+    /// A connector to `addr` with `config` (role must be client). Its
+    /// queue pairs' receive queue holds, unless [`Self::caps`] says
+    /// otherwise, a receive for every credit `config` asks for plus one for
+    /// every reverse-direction call it grants (RFC 8167 §4.3.1): with the
+    /// defaults 128 + 8, so the client asks for 128 credits and grants 8
+    /// (spec note E29).
     pub fn new(device: D, addr: SocketAddr, config: EngineConfig) -> Self {
+        let caps = QpCaps {
+            recv_depth: QpCaps::default().recv_depth.max(
+                config
+                    .credits_request
+                    .saturating_add(config.backchannel_credits),
+            ),
+            ..QpCaps::default()
+        };
         Self {
             device,
             addr,
             config,
             options: D::Options::default(),
-            caps: QpCaps::default(),
+            caps,
             memory: VersionMemory::new(),
             current: Arc::new(Mutex::new(None)),
         }
@@ -152,8 +168,8 @@ impl<D: Device> RdmaConnector<D> {
         let engine = Engine::new(cfg, pd, qp.caps(), Some(&peer_private))?;
         let (m1, m2, addr) = (self.memory.clone(), self.memory.clone(), self.addr);
         let hooks = Hooks {
-            on_negotiated: Some(Box::new(move |_v, fell_back| {
-                if fell_back {
+            on_negotiated: Some(Box::new(move |_v, cause| {
+                if cause == Some(ErrCode::VERS) {
                     m1.set_lacks_v2(addr);
                 }
             })),

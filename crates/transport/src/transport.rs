@@ -101,8 +101,9 @@ impl<D: Device> std::fmt::Debug for RdmaTransport<D> {
     }
 }
 
-/// Called with the settled version and whether it was a fallback.
-pub(crate) type NegotiatedHook = Box<dyn Fn(u32, bool) + Send + Sync>;
+/// Called with the settled version and the error a client fell back on
+/// (`None`: no fallback).
+pub(crate) type NegotiatedHook = Box<dyn Fn(u32, Option<rpcrdma_engine::ErrCode>) + Send + Sync>;
 /// Called with the error that ended the connection.
 pub(crate) type FatalHook = Box<dyn Fn(&EngineError) + Send + Sync>;
 
@@ -491,11 +492,15 @@ impl<D: Device> RdmaTransport<D> {
                         error: TransportError::Backend(Box::new(RdmaError::Call(error))),
                     }));
                 }
-                Event::Negotiated { version, fell_back } => {
-                    tracing::debug!(version, fell_back, "RPC-over-RDMA version settled");
+                Event::Negotiated {
+                    version,
+                    fell_back,
+                    cause,
+                } => {
+                    tracing::debug!(version, fell_back, ?cause, "RPC-over-RDMA version settled");
                     s.negotiated = Some((version, fell_back));
                     if let Some(f) = &self.inner.on_negotiated {
-                        f(version, fell_back);
+                        f(version, cause);
                     }
                 }
                 Event::Fatal(e) => {

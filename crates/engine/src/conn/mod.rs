@@ -750,15 +750,21 @@ impl<P: ProtectionDomain> Engine<P> {
 
 /// How many calls we may have in flight and how many we grant, within a
 /// receive queue of `recv_depth` (RFC 8167 §4.3: one receive per call in
-/// flight plus one per credit granted). The forward direction keeps its
-/// share first; the reverse direction gets what is left.
+/// flight plus one per credit granted). On a server the forward direction
+/// keeps its grant first and its reverse-direction calls get what is left
+/// (§4.3.2: no fewer receives than the credits it grants). On a client the
+/// reverse-direction credits are the minimum it posts and each forward
+/// call takes one more (§4.3.1): its grant is kept first, and it asks for
+/// only as many forward credits as it has receives left for (spec note
+/// E29).
 pub(crate) fn credit_split(cfg: &EngineConfig, recv_depth: u32) -> (u32, u32) {
     let depth = recv_depth.max(2);
     let bc = cfg.backchannel_credits;
     match cfg.role {
         Role::Client => {
-            let req = cfg.credits_request.min(depth - 1).max(1);
-            (req, bc.min(depth - req))
+            let bc = bc.min(depth - 1);
+            let req = cfg.credits_request.min(depth - bc).max(1);
+            (req, bc)
         }
         Role::Server => {
             let grant = cfg.credits_grant.min(depth - 1).max(1);

@@ -10,7 +10,6 @@ use rpcrdma_wire::v2::Direction;
 use rpcrdma_wire::{decode_owned, decode_plain, ChunkLists, ErrorBody, Header, Message, Proc};
 
 use super::{Engine, MsgHead};
-use crate::hdr;
 
 impl<P: ProtectionDomain> Engine<P> {
     pub(crate) fn top_up_receives(&mut self) {
@@ -76,21 +75,26 @@ impl<P: ProtectionDomain> Engine<P> {
             );
             return;
         }
+        // rdma_xid and rdma_vers, for a rejected reply (the decoder takes
+        // the buffer).
+        let (xid, vers) = (word(&buf, 0), word(&buf, 1));
         let msg = match decode_owned(buf, &self.decode_cfg) {
             Ok(m) => m,
             Err(rej) => {
                 self.stats.bad_messages += 1;
-                tracing::debug!(error = %rej.error, "rejected a received message");
-                if self.overloaded() {
-                    // A peer flooding us with bad messages while our sends
-                    // back up gets no answers (E14).
-                    self.stats.answers_dropped += 1;
+                tracing::debug!(error = %rej.error, direction = ?rej.direction, "rejected a received message");
+                if rej.direction == Some(Direction::Reply) {
+                    // Never answered (W14); it still ends its call (E24).
+                    if let (Some(xid), Some(vers)) = (xid, vers) {
+                        self.on_rejected_reply(now, xid, vers);
+                    }
                     return;
                 }
+                // Owed, whatever our send backlog (E27); the error reply
+                // is the decoder's, byte for byte: the failing message's
+                // XID and version (E23).
                 if let Some(reply) = rej.reply() {
-                    self.stats.rdma_errors_sent += 1;
-                    let h = hdr::error(reply.vers, reply.xid, reply.credits, reply.body);
-                    self.push_send(&h, Vec::new(), None);
+                    self.send_error_reply(reply);
                 }
                 return;
             }
@@ -186,4 +190,10 @@ fn v1_msg_direction(payload: &[u8]) -> Option<Direction> {
         Some([0, 0, 0, 1]) => Some(Direction::Reply),
         _ => None,
     }
+}
+
+/// The big-endian word at index `i` of `buf`, if there is one.
+fn word(buf: &[u8], i: usize) -> Option<u32> {
+    let b = buf.get(i * 4..i * 4 + 4)?;
+    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
 }

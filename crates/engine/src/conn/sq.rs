@@ -3,11 +3,11 @@
 //! reply holds until its Send completes.
 
 use rpcrdma_verbs::{ProtectionDomain, SendOp, SendWr, Sge};
-use rpcrdma_wire::{ErrorBody, Header};
+use rpcrdma_wire::{ErrorBody, ErrorReply, Header};
 use rpcrdma_xdr::Encode;
 
 use super::{Engine, Held, Wr};
-use crate::hdr;
+use crate::error::EngineError;
 
 /// Capacity of each block of the header arena.
 const HDR_ARENA_BLOCK: usize = 4096;
@@ -114,15 +114,20 @@ impl<P: ProtectionDomain> Engine<P> {
     /// alone). Nobody waits for its completion, so it may go unsignaled
     /// ([`Self::pump_sq`]).
     #[inline]
-    pub(crate) fn push_send(&mut self, header: &Header, sges: Vec<Sge>, invalidate: Option<u32>) {
+    pub(crate) fn push_send<H: Encode + ?Sized>(
+        &mut self,
+        header: &H,
+        sges: Vec<Sge>,
+        invalidate: Option<u32>,
+    ) {
         let wr_id = self.next_wr;
         self.next_wr += 1;
         self.push_send_as(header, sges, invalidate, wr_id, false);
     }
 
-    pub(crate) fn push_send_as(
+    pub(crate) fn push_send_as<H: Encode + ?Sized>(
         &mut self,
-        header: &Header,
+        header: &H,
         mut sges: Vec<Sge>,
         invalidate: Option<u32>,
         wr_id: u64,
@@ -191,20 +196,63 @@ impl<P: ProtectionDomain> Engine<P> {
         }
     }
 
-    /// Sends an `RDMA_ERROR`.
+    /// Sends an `RDMA_ERROR` / `RDMA2_ERROR` with our grant as its credit
+    /// value (spec note W2), in `version`: the version of the message it
+    /// answers, whatever that is (RFC 8166 §5.5).
     pub(crate) fn send_error(&mut self, version: u32, xid: u32, body: ErrorBody) {
-        let h = hdr::error(version, xid, self.grant.max(1), body);
+        self.send_error_reply(&ErrorReply {
+            xid,
+            vers: version,
+            credits: self.grant.max(1),
+            body,
+        });
+    }
+
+    /// Sends an error reply exactly as given: its `rdma_xid` and
+    /// `rdma_vers` are the failing message's own (RFC 8166 §5.5; an
+    /// `ERR_VERS` answering version 3 says version 3, spec note E23).
+    ///
+    /// Error answers are owed (RFC 8166 §5.5.1, §5.5.2; draft-cel-01
+    /// §3.1): they are sent whatever the send backlog. What bounds them is
+    /// the connection: a peer that keeps sending messages to be answered
+    /// while it drains none of our Sends is cut off once the backlog
+    /// passes [`Self::answer_backlog_limit`] (spec note E27).
+    pub(crate) fn send_error_reply(&mut self, reply: &ErrorReply) {
         self.stats.rdma_errors_sent += 1;
-        self.push_send(&h, Vec::new(), None);
+        self.push_send(reply, Vec::new(), None);
+        let limit = self.answer_backlog_limit();
+        if self.sq_backlog.len() > limit {
+            tracing::warn!(
+                backlog = self.sq_backlog.len(),
+                limit,
+                "the peer keeps sending messages that must be answered while our sends back up; closing the connection"
+            );
+            self.fail(EngineError::AnswerBacklog { limit });
+        }
     }
 
     /// Too much is waiting for the send queue: received calls wait before
-    /// they are processed, and answers nobody is owed (`RDMA_ERROR`s for
-    /// bad messages, `SYSTEM_ERR` for calls beyond the grant) are not sent.
-    /// Receives stay posted for every credit granted whatever the backlog
-    /// (RFC 8166 §3.3.1, RFC 8167 §4.3.2; spec note E14): a conforming
-    /// requester never finds none.
+    /// they are processed, and answers nobody is owed (`SYSTEM_ERR` for
+    /// calls beyond the grant, which RFC 8166 §4.3.1 only allows) are not
+    /// sent. Receives stay posted for every credit granted whatever the
+    /// backlog (RFC 8166 §3.3.1, RFC 8167 §4.3.2; spec note E14): a
+    /// conforming requester never finds none.
     pub(crate) fn overloaded(&self) -> bool {
-        self.sq_backlog.len() > 4 * self.sq_limit as usize + self.recv_target as usize
+        self.sq_backlog.len() > self.overload_mark()
+    }
+
+    /// The send backlog beyond which the connection is [overloaded](Self::overloaded).
+    fn overload_mark(&self) -> usize {
+        4 * self.sq_limit as usize + self.recv_target as usize
+    }
+
+    /// The send backlog beyond which an owed error answer closes the
+    /// connection instead (spec note E27): the overload mark plus one
+    /// answer for every receive we post. Past the mark no new call is
+    /// processed, so what still grows the backlog is the peer's stream of
+    /// messages that must be answered; a peer within its credits cannot
+    /// have that many unanswered.
+    pub(crate) fn answer_backlog_limit(&self) -> usize {
+        self.overload_mark() + self.recv_target as usize
     }
 }

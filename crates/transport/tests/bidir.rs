@@ -377,17 +377,25 @@ async fn forward_and_reverse_calls_share_an_xid_over_tcp() {
 /// The server grants two forward credits. The client fills both with
 /// calls the server does not answer and queues a third; while they are
 /// held, the server completes reverse calls — more of them than the one
-/// reverse credit the client grants, so they also queue and flow in
-/// their own direction. Only then are the forward calls released.
+/// reverse credit this client is configured to grant, so they also queue
+/// and flow in their own direction. Only then are the forward calls
+/// released.
 #[tokio::test]
 async fn reverse_calls_flow_while_forward_credits_are_exhausted() {
     bounded(async {
         let mut engine = EngineConfig::server();
         engine.credits_grant = 2;
         let rig = Rig::with(Net::Rdma, ServerConfig::default(), engine).await;
-        let (client, handle) = rig.client(true, ClientConfig::default());
+        let mut client_engine = EngineConfig::client();
+        client_engine.backchannel_credits = 1;
+        let connector = RdmaConnector::new(rig.dev.clone(), rig.addr, client_engine);
+        let handle = connector.handle();
+        let mut config = ClientConfig::default();
+        config.services = Arc::new(client_services(rig.probe.clone()));
+        config.reconnect_delay = Duration::from_millis(1);
+        let client = Client::new(connector, config);
         ready(&client, 31).await; // also learns the grant of 2
-        let t = handle.unwrap().transport().unwrap();
+        let t = handle.transport().unwrap();
         assert_eq!(t.info().credits_granted, 2);
 
         let mut holds = Vec::new();
@@ -439,8 +447,9 @@ async fn reverse_calls_flow_while_forward_credits_are_exhausted() {
         let server_t = rig.svc.as_ref().unwrap().connections()[0].clone();
         let s = server_t.stats();
         assert_eq!((s.replies_short, s.replies_sent), (8, 1), "{s:?}");
-        // The client grants one reverse credit, so the reverse calls
-        // queued for it too, in their own direction.
+        // The client grants one reverse credit (configured; the default
+        // is 8), so the reverse calls queued for it too, in their own
+        // direction.
         assert_eq!(server_t.info().credits_granted, 1);
         assert!(s.credit_waits >= 7, "{s:?}");
 
@@ -636,4 +645,78 @@ async fn a_call_dropped_while_waiting_leaves_the_reverse_direction_served() {
         rig.shutdown().await;
     })
     .await;
+}
+
+// ----- reverse-direction calls towards a client without chunks (issue 35, D3)
+
+/// A reverse-direction call made through `Connection::client()` with no
+/// `max_results` hint (how an NFSv4.1 server's CB_NULL and CB_COMPOUND are
+/// made) goes, over RDMA, as a Short `RDMA_MSG` whose three chunk lists
+/// are empty: what the Linux client takes as a reverse call
+/// (`rpcrdma_is_bcall`; it offers no reverse-direction chunks). It used to
+/// carry a Reply chunk of `max_message` (16 MiB), which the Linux client
+/// does not recognise as a call (spec note E28). The bytes are read off
+/// the wire through a relay, both when Version Two is negotiated and on
+/// Version One.
+#[tokio::test]
+async fn reverse_call_without_max_results_goes_inline_over_rdma() {
+    use rpcrdma_engine::VersionPolicy;
+    use rpcrdma_testkit::mpa;
+    use rpcrdma_testkit::relay::{Direction, Relay};
+
+    for policy in [VersionPolicy::Negotiate, VersionPolicy::V1] {
+        let (reverse_xid, rec) = bounded(async {
+            let rig = Rig::new(Net::Rdma).await;
+            let relay = Relay::start(rig.addr).unwrap();
+            let mut cfg = EngineConfig::client();
+            cfg.client_version = policy;
+            let connector = RdmaConnector::new(rig.dev.clone(), relay.local_addr(), cfg);
+            let mut config = ClientConfig::default();
+            config.services = Arc::new(client_services(rig.probe.clone()));
+            let client = Client::new(connector, config);
+            // SAME_XID declares readiness and calls back with
+            // `CallHints::new()`: no maximum stated.
+            let seen: u64 = client
+                .call(TPROG, 1, tp::SAME_XID, &35u64, &CallHints::new())
+                .await
+                .unwrap();
+            let server_side = rig.svc.as_ref().unwrap().connections();
+            let stats = server_side.first().expect("one connection").stats();
+            assert_eq!(stats.calls_short, 1, "{policy:?}: {stats:?}");
+            assert_eq!(stats.registrations, 0, "{policy:?}: {stats:?}");
+            drop(server_side);
+            drop(client);
+            rig.shutdown().await;
+            while !relay.connections().first().is_some_and(|c| c.finished) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            (seen as u32, relay.connections().remove(0))
+        })
+        .await;
+        let (_, _, (_, to_client)) = mpa::read_connection(
+            &rec.stream(Direction::ToServer),
+            &rec.stream(Direction::ToClient),
+        )
+        .expect("an MPA connection");
+        let word = |m: &[u8], i: usize| u32::from_be_bytes(m[4 * i..4 * i + 4].try_into().unwrap());
+        let call = to_client
+            .iter()
+            .find(|m| m.len() >= 16 && word(m, 0) == reverse_xid && word(m, 3) == 0)
+            .expect("the reverse call on the wire");
+        let vers = word(call, 1);
+        // xid, vers, credits, RDMA_MSG, [rdma_direction CALL], three empty
+        // chunk lists, then the RPC call: its XID and CALL.
+        let lists_at = if vers == 1 { 4 } else { 5 };
+        if vers == 2 {
+            assert_eq!(word(call, 4), 0, "rdma_direction CALL");
+        }
+        assert_eq!(
+            (0..5).map(|i| word(call, lists_at + i)).collect::<Vec<_>>(),
+            vec![0, 0, 0, reverse_xid, 0],
+            "{policy:?}: no chunk lists; got {call:02x?}"
+        );
+        assert_eq!(vers, if policy == VersionPolicy::V1 { 1 } else { 2 });
+        // It asks for the server's reverse-direction credits (8).
+        assert_eq!(word(call, 2), 8);
+    }
 }

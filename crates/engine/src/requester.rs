@@ -254,6 +254,7 @@ impl<P: ProtectionDomain> Engine<P> {
         self.credits.take();
         if probing && version == 2 && self.cfg.client_version == VersionPolicy::Negotiate {
             self.deadline = Some(now + self.cfg.negotiation_timeout);
+            self.probe_out = true;
         }
         tracing::trace!(xid, form = plan.form.name(), "call sent");
         self.push_send(&plan.header, plan.pieces, None);
@@ -273,6 +274,7 @@ impl<P: ProtectionDomain> Engine<P> {
     /// made a client fall back from its first version (`None` otherwise).
     pub(crate) fn settle(&mut self, version: u32, cause: Option<rpcrdma_wire::ErrCode>) {
         self.version = VersionState::Settled(version);
+        self.probe_out = false;
         self.refresh_derived();
         self.deadline = None;
         self.events.push_back(Event::Negotiated {
@@ -556,6 +558,8 @@ impl<P: ProtectionDomain> Engine<P> {
         retry: Option<Box<Pending>>,
         released: bool,
     ) {
+        // Answered, whatever follows.
+        self.probe_out = false;
         let negotiate = self.cfg.client_version == VersionPolicy::Negotiate;
         let fallback = match body {
             ErrorBody::Vers { low, high } => (low..=high.min(2))

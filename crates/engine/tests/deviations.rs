@@ -778,3 +778,39 @@ fn d7_credit_numbers_agree_with_the_default_queue() {
     pair.drive();
     assert!(sent_since(&pair.server, before)[0].starts_with("00000009 00000002 00000008 00000000"));
 }
+
+/// Of the same kind (draft-cel-01 §5.2: a requester may assume the
+/// responder lacks Version Two "if the initial negotiation message is lost
+/// or dropped"): a probe left unanswered when the connection ends is
+/// reported (`Engine::probe_unanswered`), so that the transport's
+/// `VersionMemory` starts the next connection in Version One instead of
+/// probing a responder that drops the connection on every probe. Any
+/// answer clears it.
+#[test]
+fn d4_a_probe_lost_with_its_connection_is_reported() {
+    let mut pair = Pair::new();
+    assert!(!pair.client.engine.probe_unanswered());
+    pair.send_call(0x26, call(0x26, 0, &[], None), ReplyHints::default());
+    assert!(pair.client.engine.probe_unanswered());
+    pair.drop_next_send(true).expect("the probe");
+    pair.client
+        .engine
+        .close(EngineError::Protocol("the peer left"));
+    assert!(pair.client.engine.probe_unanswered());
+
+    // Answered (a reply, an ERR_VERS, any other error): not lost.
+    let mut pair = Pair::new();
+    settle(&mut pair, 1);
+    assert!(!pair.client.engine.probe_unanswered());
+    for err in [vec![4u32, 1, 1, 1], vec![4, 2]] {
+        let mut pair = Pair::new();
+        pair.send_call(0x27, call(0x27, 0, &[], None), ReplyHints::default());
+        pair.drop_next_send(true).expect("the probe");
+        pair.inject(true, &words(&[&[0x27u32, 2, 64][..], &err].concat()));
+        assert!(!pair.client.engine.probe_unanswered(), "{err:?}");
+    }
+    // A Version One client sends no probe.
+    let mut pair = Pair::with(PairOptions::v1());
+    pair.send_call(0x28, call(0x28, 0, &[], None), ReplyHints::default());
+    assert!(!pair.client.engine.probe_unanswered());
+}

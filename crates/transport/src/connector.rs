@@ -15,8 +15,10 @@ use crate::error::RdmaError;
 use crate::transport::{Hooks, RdmaTransport};
 
 /// Remembers responders that answered a Version Two probe with `ERR_VERS`
-/// (or never answered it), so later connections to them start with
-/// Version One instead of negotiating again (draft-cel-01 §5.2). A probe
+/// (or never answered it: no answer within the negotiation timeout, or
+/// the connection lost with the probe unanswered), so later connections
+/// to them start with Version One instead of negotiating again
+/// (draft-cel-01 §5.2). A probe
 /// refused with another error (`ERR_BADHEADER`) makes the connection fall
 /// back at once but is not remembered: it does not say the responder lacks
 /// Version Two (spec note E25). Cheap to clone; clones share.
@@ -173,8 +175,11 @@ impl<D: Device> RdmaConnector<D> {
                     m1.set_lacks_v2(addr);
                 }
             })),
-            on_fatal: Some(Box::new(move |e| {
-                if matches!(e, EngineError::NegotiationTimeout) {
+            on_fatal: Some(Box::new(move |e, probe_unanswered| {
+                // The probe was lost (draft-cel-01 §5.2): no answer in time,
+                // or the responder dropped the connection on it (not our
+                // own close).
+                if probe_unanswered && !matches!(e, EngineError::Closed) {
                     m2.set_lacks_v2(addr);
                 }
             })),

@@ -104,8 +104,10 @@ impl<D: Device> std::fmt::Debug for RdmaTransport<D> {
 /// Called with the settled version and the error a client fell back on
 /// (`None`: no fallback).
 pub(crate) type NegotiatedHook = Box<dyn Fn(u32, Option<rpcrdma_engine::ErrCode>) + Send + Sync>;
-/// Called with the error that ended the connection.
-pub(crate) type FatalHook = Box<dyn Fn(&EngineError) + Send + Sync>;
+/// Called with the error that ended the connection and whether the
+/// client's Version Two probe was still unanswered then
+/// ([`Engine::probe_unanswered`]).
+pub(crate) type FatalHook = Box<dyn Fn(&EngineError, bool) + Send + Sync>;
 
 /// Callbacks a connector installs to learn the outcome of negotiation.
 pub(crate) struct Hooks {
@@ -505,7 +507,7 @@ impl<D: Device> RdmaTransport<D> {
                 }
                 Event::Fatal(e) => {
                     if let Some(f) = &self.inner.on_fatal {
-                        f(&e);
+                        f(&e, s.engine.probe_unanswered());
                     }
                     return Some(Err(fatal_error(&e)));
                 }

@@ -310,3 +310,85 @@ async fn the_default_connector_asks_for_128_and_grants_8() {
     let first = &seg.payload;
     assert_eq!(&first[4..12], &[0, 0, 0, 2, 0, 0, 0, 128]);
 }
+
+/// Of the same kind as issue 35's D4: a Version One responder that drops
+/// the connection when it sees a version it does not know (instead of
+/// answering `ERR_VERS`). The probe is then lost with its connection; the
+/// client remembers the responder as lacking Version Two (draft-cel-01
+/// §5.2: "if the initial negotiation message is lost or dropped"), and its
+/// reconnection speaks Version One, where the call completes. Without the
+/// memory every reconnection probed again and was dropped again, until the
+/// call gave up.
+#[tokio::test]
+async fn a_responder_dropping_the_probe_gets_version_one_next() {
+    let dev = SoftIwarp::new();
+    let listener = dev
+        .listen("127.0.0.1:0".parse().unwrap(), no_delay())
+        .await
+        .unwrap();
+    let addr = listener.local_addr();
+    let dev2 = dev.clone();
+    let responder = tokio::spawn(async move {
+        let mut versions = Vec::new();
+        loop {
+            let req = listener.accept().await.expect("request");
+            let pd = dev2.alloc_pd().expect("protection domain");
+            let cq = dev2.create_cq(512).expect("completion queue");
+            let ours = Bytes::copy_from_slice(&EngineConfig::server().private_data().to_bytes());
+            let qp = req
+                .accept(QpParams::new(&pd, &cq, no_delay()), ours)
+                .await
+                .expect("accept");
+            for i in 0..8 {
+                qp.post_recv(rpcrdma_verbs::RecvWr {
+                    wr_id: i,
+                    buf: bytes::BytesMut::zeroed(4096),
+                })
+                .unwrap();
+            }
+            let word =
+                |m: &[u8], i: usize| u32::from_be_bytes(m[4 * i..4 * i + 4].try_into().unwrap());
+            let first = next_message(&cq).await;
+            let (xid, vers) = (word(&first, 0), word(&first, 1));
+            versions.push(vers);
+            if vers != 1 {
+                // Not a version it knows: it drops the connection.
+                qp.disconnect().await;
+                continue;
+            }
+            let reply: Bytes = [xid, 1, 64, 0, 0, 0, 0, xid, 1, 0, 0, 0, 0]
+                .iter()
+                .flat_map(|w| w.to_be_bytes())
+                .collect();
+            qp.post_send(rpcrdma_verbs::SendWr::send(
+                100,
+                vec![rpcrdma_verbs::Sge::Bytes(reply)],
+            ))
+            .unwrap();
+            return (versions, qp, cq, pd);
+        }
+    });
+
+    let memory = VersionMemory::new();
+    let mut cfg = client_cfg(VersionPolicy::Negotiate);
+    cfg.negotiation_timeout = Duration::from_secs(3600);
+    let connector = RdmaConnector::new(dev, addr, cfg)
+        .options(no_delay())
+        .version_memory(memory.clone());
+    let handle = connector.handle();
+    let mut ccfg = ClientConfig::default();
+    ccfg.reconnect_delay = Duration::from_millis(10);
+    let client = Client::connect(connector, ccfg).await.expect("connect");
+    tokio::time::timeout(PATIENCE, DemoClient::new(client).null())
+        .await
+        .expect("NULL in time")
+        .expect("NULL answered on the reconnection");
+    assert!(memory.lacks_v2(addr), "the lost probe was remembered");
+    let t = handle.transport().expect("the second connection");
+    assert_eq!(t.negotiated(), Some((1, false)));
+    let (versions, _qp, _cq, _pd) = tokio::time::timeout(PATIENCE, responder)
+        .await
+        .expect("responder done")
+        .unwrap();
+    assert_eq!(versions, vec![2, 1]);
+}

@@ -72,6 +72,10 @@ pub struct Engine<P: ProtectionDomain> {
     pub(crate) remote_inv: bool,
     pub(crate) decode_cfg: DecodeConfig,
     pub(crate) version: VersionState,
+    /// A negotiating client's Version Two probe is out and nothing has
+    /// answered it yet (kept after the connection fails: see
+    /// [`Engine::probe_unanswered`]).
+    pub(crate) probe_out: bool,
     /// The inline thresholds in effect and the active features' combined
     /// adjustments: derived from the version, the private data and the
     /// features' states, recomputed ([`Self::refresh_derived`]) whenever
@@ -275,6 +279,7 @@ impl<P: ProtectionDomain> Engine<P> {
             remote_inv,
             decode_cfg,
             version,
+            probe_out: false,
             thresholds: InlineThresholds { send: 0, recv: 0 },
             adjustments: Adjustments::default(),
             deadline: None,
@@ -387,6 +392,18 @@ impl<P: ProtectionDomain> Engine<P> {
             return None;
         }
         self.mem_blocked
+    }
+
+    /// Whether this client sent its Version Two probe and nothing answered
+    /// it: no reply, no `RDMA_ERROR`, before the connection failed (or
+    /// yet). draft-cel-01 §5.2 lets a requester then assume the responder
+    /// lacks Version Two ("if the initial negotiation message is lost or
+    /// dropped"): a responder that drops the connection on a version it
+    /// does not know would otherwise see the probe on every reconnection
+    /// (spec note E25). The transport's `VersionMemory` asks this when a
+    /// connection ends.
+    pub fn probe_unanswered(&self) -> bool {
+        self.probe_out
     }
 
     /// Whether nothing is in flight or queued in either direction.

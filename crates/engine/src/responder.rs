@@ -366,13 +366,11 @@ impl<P: ProtectionDomain> Engine<P> {
                     || last_pos.is_some_and(|p| p != 0 && *position <= p);
                 if misplaced {
                     // A chunk position outside the Payload stream: the
-                    // arguments cannot be parsed (RFC 8166 §5.5.2).
+                    // arguments cannot be parsed (RFC 8166 §5.5.2: "SHOULD
+                    // return a RPC_GARBAGEARGS reply"), an RDMA_NOMSG call
+                    // too: the reply needs only the XID (spec note E7).
                     self.stats.bad_messages += 1;
-                    if nomsg {
-                        self.send_error(version, xid, ErrorBody::BadHeader);
-                    } else {
-                        self.reply_rpc_error(call, GARBAGE_ARGS);
-                    }
+                    self.reply_rpc_error(call, GARBAGE_ARGS);
                     return;
                 }
                 stream_end += round_up(len as usize) as u64;

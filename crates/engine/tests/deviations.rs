@@ -814,3 +814,30 @@ fn d4_a_probe_lost_with_its_connection_is_reported() {
     pair.send_call(0x28, call(0x28, 0, &[], None), ReplyHints::default());
     assert!(!pair.client.engine.probe_unanswered());
 }
+
+/// Of the same kind as D6: a Read chunk whose Position lies outside the
+/// Payload stream is a mismatch between chunk offsets and the stream, for
+/// which §5.5.2 says a responder "SHOULD return a RPC_GARBAGEARGS reply";
+/// an `RDMA_NOMSG` (Long) call gets it too — the reply needs only the XID,
+/// which the transport header carries — where it used to get
+/// `ERR_BADHEADER` (spec note E7).
+#[test]
+fn d6_a_long_call_with_a_misplaced_chunk_gets_garbage_args() {
+    let mut pair = Pair::with(PairOptions::v1());
+    // RDMA_NOMSG: a 100-byte Position-Zero chunk, and a chunk at 4096.
+    pair.inject(
+        false,
+        &words(&[
+            0x31, 1, 8, 1, 1, 0, 0x77, 100, 0, 0, 1, 4096, 0x78, 16, 0, 0, 0, 0, 0,
+        ]),
+    );
+    pair.drive();
+    assert_eq!(
+        sent_since(&pair.server, 0),
+        vec![
+            "00000031 00000001 00000040 00000000 00000000 00000000 00000000 00000031 00000001 00000000 00000000 00000000 00000004"
+                .to_owned()
+        ]
+    );
+    assert_eq!(pair.server.engine.stats().rdma_reads, 0);
+}

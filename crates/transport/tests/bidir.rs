@@ -655,9 +655,10 @@ async fn a_call_dropped_while_waiting_leaves_the_reverse_direction_served() {
 /// are empty: what the Linux client takes as a reverse call
 /// (`rpcrdma_is_bcall`; it offers no reverse-direction chunks). It used to
 /// carry a Reply chunk of `max_message` (16 MiB), which the Linux client
-/// does not recognise as a call (spec note E28). The bytes are read off
-/// the wire through a relay, both when Version Two is negotiated and on
-/// Version One.
+/// does not recognise as a call (spec note E28). Both ways of calling
+/// back are checked (`Connection::client()` in a procedure, and
+/// `Server::backchannels()`); the bytes are read off the wire through a
+/// relay, both when Version Two is negotiated and on Version One.
 #[tokio::test]
 async fn reverse_call_without_max_results_goes_inline_over_rdma() {
     use rpcrdma_engine::VersionPolicy;
@@ -665,7 +666,7 @@ async fn reverse_call_without_max_results_goes_inline_over_rdma() {
     use rpcrdma_testkit::relay::{Direction, Relay};
 
     for policy in [VersionPolicy::Negotiate, VersionPolicy::V1] {
-        let (reverse_xid, rec) = bounded(async {
+        let (reverse_xids, rec) = bounded(async {
             let rig = Rig::new(Net::Rdma).await;
             let relay = Relay::start(rig.addr).unwrap();
             let mut cfg = EngineConfig::client();
@@ -680,9 +681,18 @@ async fn reverse_call_without_max_results_goes_inline_over_rdma() {
                 .call(TPROG, 1, tp::SAME_XID, &35u64, &CallHints::new())
                 .await
                 .unwrap();
+            // And through `Backchannels`, the same way.
+            let back = rig
+                .server
+                .backchannels()
+                .client(35u64, ClientConfig::default());
+            let seen_too: u32 = back
+                .call(CBPROG, 1, cb::XID, &(), &CallHints::new())
+                .await
+                .unwrap();
             let server_side = rig.svc.as_ref().unwrap().connections();
             let stats = server_side.first().expect("one connection").stats();
-            assert_eq!(stats.calls_short, 1, "{policy:?}: {stats:?}");
+            assert_eq!(stats.calls_short, 2, "{policy:?}: {stats:?}");
             assert_eq!(stats.registrations, 0, "{policy:?}: {stats:?}");
             drop(server_side);
             drop(client);
@@ -690,7 +700,7 @@ async fn reverse_call_without_max_results_goes_inline_over_rdma() {
             while !relay.connections().first().is_some_and(|c| c.finished) {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
-            (seen as u32, relay.connections().remove(0))
+            ([seen as u32, seen_too], relay.connections().remove(0))
         })
         .await;
         let (_, _, (_, to_client)) = mpa::read_connection(
@@ -699,24 +709,26 @@ async fn reverse_call_without_max_results_goes_inline_over_rdma() {
         )
         .expect("an MPA connection");
         let word = |m: &[u8], i: usize| u32::from_be_bytes(m[4 * i..4 * i + 4].try_into().unwrap());
-        let call = to_client
-            .iter()
-            .find(|m| m.len() >= 16 && word(m, 0) == reverse_xid && word(m, 3) == 0)
-            .expect("the reverse call on the wire");
-        let vers = word(call, 1);
-        // xid, vers, credits, RDMA_MSG, [rdma_direction CALL], three empty
-        // chunk lists, then the RPC call: its XID and CALL.
-        let lists_at = if vers == 1 { 4 } else { 5 };
-        if vers == 2 {
-            assert_eq!(word(call, 4), 0, "rdma_direction CALL");
+        for reverse_xid in reverse_xids {
+            let call = to_client
+                .iter()
+                .find(|m| m.len() >= 16 && word(m, 0) == reverse_xid && word(m, 3) == 0)
+                .expect("the reverse call on the wire");
+            let vers = word(call, 1);
+            // xid, vers, credits, RDMA_MSG, [rdma_direction CALL], three
+            // empty chunk lists, then the RPC call: its XID and CALL.
+            let lists_at = if vers == 1 { 4 } else { 5 };
+            if vers == 2 {
+                assert_eq!(word(call, 4), 0, "rdma_direction CALL");
+            }
+            assert_eq!(
+                (0..5).map(|i| word(call, lists_at + i)).collect::<Vec<_>>(),
+                vec![0, 0, 0, reverse_xid, 0],
+                "{policy:?}: no chunk lists; got {call:02x?}"
+            );
+            assert_eq!(vers, if policy == VersionPolicy::V1 { 1 } else { 2 });
+            // It asks for the server's reverse-direction credits (8).
+            assert_eq!(word(call, 2), 8);
         }
-        assert_eq!(
-            (0..5).map(|i| word(call, lists_at + i)).collect::<Vec<_>>(),
-            vec![0, 0, 0, reverse_xid, 0],
-            "{policy:?}: no chunk lists; got {call:02x?}"
-        );
-        assert_eq!(vers, if policy == VersionPolicy::V1 { 1 } else { 2 });
-        // It asks for the server's reverse-direction credits (8).
-        assert_eq!(word(call, 2), 8);
     }
 }

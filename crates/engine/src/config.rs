@@ -83,14 +83,20 @@ pub struct EngineConfig {
     /// The version a client starts with (ignored by a server).
     pub client_version: VersionPolicy,
     /// Credits a requester asks for in each call (RFC 8166 §3.3.1); also
-    /// the most it will ever use, whatever a responder grants.
+    /// the most it will ever use, whatever a responder grants. A client
+    /// asks for fewer when its receive queue cannot hold a receive for each
+    /// of them besides those it keeps for reverse-direction calls
+    /// ([`Self::backchannel_credits`], kept first, RFC 8167 §4.3.1): with
+    /// a queue of 128, 120 (spec note E29).
     pub credits_request: u32,
     /// Credits a responder grants in each reply; never zero.
     pub credits_grant: u32,
     /// Reverse-direction credits: on a client, how many reverse-direction
     /// calls it can take at once (and receive buffers it adds for them,
-    /// RFC 8167 §4.3.1); on a server, how many it asks for. Zero disables
-    /// the reverse direction.
+    /// RFC 8167 §4.3.1; within its receive queue less one, before its
+    /// forward credits); on a server, how many it asks for (within what its
+    /// receive queue holds beyond its grant). Zero disables the reverse
+    /// direction.
     pub backchannel_credits: u32,
     /// Our largest Send (RFC 8797 Send Size). 1024..=262144.
     pub inline_send: u32,

@@ -272,7 +272,7 @@ impl<P: ProtectionDomain> Engine<P> {
 
     /// The version is settled: `cause` is the error of the responder that
     /// made a client fall back from its first version (`None` otherwise).
-    pub(crate) fn settle(&mut self, version: u32, cause: Option<rpcrdma_wire::ErrCode>) {
+    pub(crate) fn settle(&mut self, version: u32, cause: Option<ErrCode>) {
         self.version = VersionState::Settled(version);
         self.probe_out = false;
         self.refresh_derived();
@@ -465,19 +465,25 @@ impl<P: ProtectionDomain> Engine<P> {
     }
 
     /// A received message whose header we rejected and whose bytes say it
-    /// is a REPLY (its `rdma_xid` and `rdma_vers`). It is never answered
+    /// is a REPLY (its `rdma_xid` and `rdma_vers`; `optional`: an
+    /// `RDMA2_OPTIONAL`, which can answer only an offer). It is never answered
     /// (spec note W14: an error would name an XID of the other direction
     /// at the peer, and end one of the peer's calls that has nothing to do
     /// with it). If it names one of our calls, that call ends now with
     /// [`CallError::BadReply`] and its credit comes back: the responder
     /// answered it, and no other reply will come (spec note E24). Nothing
     /// else in it is used (not its credit value).
-    pub(crate) fn on_rejected_reply(&mut self, now: Instant, xid: u32, vers: u32) {
+    pub(crate) fn on_rejected_reply(&mut self, now: Instant, xid: u32, vers: u32, optional: bool) {
         if self.on_rejected_optional_reply(xid) {
             self.pump_calls(now);
             return;
         }
-        let Some(call) = self.calls.remove(&xid) else {
+        let call = if optional {
+            None
+        } else {
+            self.calls.remove(&xid)
+        };
+        let Some(call) = call else {
             self.stats.unmatched_replies += 1;
             tracing::debug!(xid, "rejected reply matches no outstanding call; dropped");
             return;

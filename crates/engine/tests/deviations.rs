@@ -841,3 +841,34 @@ fn d6_a_long_call_with_a_misplaced_chunk_gets_garbage_args() {
     );
     assert_eq!(pair.server.engine.stats().rdma_reads, 0);
 }
+
+/// W14/E24's limit: a rejected `RDMA2_OPTIONAL` REPLY can answer only an
+/// offer. One that names the XID of a forward call (an unknown type here)
+/// is dropped without touching that call, which then completes normally.
+#[test]
+fn d2_a_rejected_optional_reply_never_ends_a_call() {
+    let mut pair = Pair::new();
+    settle(&mut pair, 1);
+    pair.send_call(0x50, call(0x50, 0, &[], None), ReplyHints::default());
+    pair.drive();
+    let Some(Event::Call { token, .. }) = pair
+        .server
+        .take_event(|e| matches!(e, Event::Call { xid: 0x50, .. }))
+    else {
+        panic!("no call")
+    };
+    let before = pair.client.sent.len();
+    pair.inject(true, &words(&[0x50, 2, 64, 5, 1, 77, 0]));
+    pair.drive();
+    assert_eq!(sent_since(&pair.client, before), Vec::<String>::new());
+    assert!(outcome(&mut pair, 0x50).is_none());
+    pair.server
+        .engine
+        .send_reply(token, reply(0x50, &[], None))
+        .unwrap();
+    pair.drive();
+    assert!(matches!(
+        outcome(&mut pair, 0x50),
+        Some(Event::Reply { .. })
+    ));
+}

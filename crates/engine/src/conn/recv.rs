@@ -75,9 +75,9 @@ impl<P: ProtectionDomain> Engine<P> {
             );
             return;
         }
-        // rdma_xid and rdma_vers, for a rejected reply (the decoder takes
-        // the buffer).
-        let (xid, vers) = (word(&buf, 0), word(&buf, 1));
+        // rdma_xid, rdma_vers and rdma_proc, for a rejected reply (the
+        // decoder takes the buffer).
+        let (xid, vers, proc_) = (word(&buf, 0), word(&buf, 1), word(&buf, 3));
         let msg = match decode_owned(buf, &self.decode_cfg) {
             Ok(m) => m,
             Err(rej) => {
@@ -86,7 +86,8 @@ impl<P: ProtectionDomain> Engine<P> {
                 if rej.direction == Some(Direction::Reply) {
                     // Never answered (W14); it still ends its call (E24).
                     if let (Some(xid), Some(vers)) = (xid, vers) {
-                        self.on_rejected_reply(now, xid, vers);
+                        let optional = proc_ == Some(Proc::OPTIONAL.0);
+                        self.on_rejected_reply(now, xid, vers, optional);
                     }
                     return;
                 }

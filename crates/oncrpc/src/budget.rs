@@ -30,11 +30,11 @@
 //! [`crate::ServerConfig::max_in_flight_per_connection`] of them.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 
-use rpcrdma_sync::MemoryAccount;
+use rpcrdma_sync::{MemoryAccount, Signal};
 
 /// Default [`crate::ServerConfig::memory`] limit when the server is given
 /// no account: 512 MiB, as `rpcrdma serve --max-memory`.
@@ -60,6 +60,12 @@ pub type ReplyBoundFn = dyn Fn(u32, &[u8]) -> Option<u64> + Send + Sync;
 /// The reservation for a call's reply, from `(prog, vers, proc, args)`.
 pub(crate) type ReserveFn = dyn Fn(u32, u32, u32, &[u8]) -> u64 + Send + Sync;
 
+/// The step in which a connection takes memory from the shared account
+/// and gives it back: small charges (a NULL call's record, a short reply)
+/// come out of the part it already took, with no lock. A connection holds
+/// at most two steps more than it uses.
+const STEP: u64 = 32 << 10;
+
 /// One connection's account: its own limit, drawing on the shared one.
 pub(crate) struct ConnMemory {
     shared: Arc<dyn MemoryAccount>,
@@ -69,9 +75,16 @@ pub(crate) struct ConnMemory {
     /// Of those, the octets of calls in progress and replies not yet
     /// written: what the connection gives back without reading more.
     work: AtomicU64,
+    /// Octets taken from the shared account besides the fixed cost (at
+    /// least what is charged beyond it, in steps).
+    taken: AtomicU64,
     /// The fixed cost (held for the connection's life).
     base: u64,
     reserve: Arc<ReserveFn>,
+    /// The reader waits for room: local releases must wake it (they
+    /// need not reach the shared account).
+    blocked: AtomicBool,
+    released: Signal,
 }
 
 impl fmt::Debug for ConnMemory {
@@ -100,8 +113,11 @@ impl ConnMemory {
             limit,
             used: AtomicU64::new(base),
             work: AtomicU64::new(0),
+            taken: AtomicU64::new(0),
             base,
             reserve,
+            blocked: AtomicBool::new(false),
+            released: Signal::new(),
         }))
     }
 
@@ -144,8 +160,8 @@ impl ConnMemory {
     /// shrank).
     pub(crate) fn adjust(&self, from: u64, to: u64) {
         if to > from {
-            self.used.fetch_add(to - from, Ordering::Relaxed);
-            self.shared.charge_over(to - from);
+            let used = self.used.fetch_add(to - from, Ordering::Relaxed) + (to - from);
+            self.cover(used);
         } else if from > to {
             self.give_back(from - to);
         }
@@ -153,56 +169,120 @@ impl ConnMemory {
 
     fn give_back(&self, n: u64) {
         if n > 0 {
-            self.used.fetch_sub(n, Ordering::Relaxed);
-            self.shared.give_back(n);
+            let used = self.used.fetch_sub(n, Ordering::Relaxed) - n;
+            self.trim(used);
+            // Pairs with the fence in `wait_for_room`: either the waiter
+            // sees this release, or this sees the waiter.
+            fence(Ordering::SeqCst);
+            if self.blocked.load(Ordering::Relaxed) {
+                self.released.notify();
+            }
         }
     }
 
-    /// Whether the connection may take more: below its own limit (unless
-    /// it has no call or reply to give back: then waiting could not help,
-    /// and what it reads is bounded by the largest record), and the
-    /// shared budget not full (a connection holding calls or replies must
-    /// leave the headroom free).
-    pub(crate) fn has_room(&self) -> bool {
+    /// Takes steps from the shared account until what is charged beyond
+    /// the fixed cost is covered.
+    fn cover(&self, used: u64) {
+        let need = used.saturating_sub(self.base);
+        loop {
+            let t = self.taken.load(Ordering::Acquire);
+            if need <= t {
+                return;
+            }
+            let more = (need - t).div_ceil(STEP) * STEP;
+            if self
+                .taken
+                .compare_exchange(t, t + more, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                self.shared.charge_over(more);
+                return;
+            }
+        }
+    }
+
+    /// Gives steps back to the shared account when more than two are
+    /// spare.
+    fn trim(&self, used: u64) {
+        let need = used.saturating_sub(self.base);
+        loop {
+            let t = self.taken.load(Ordering::Acquire);
+            if t <= need + 2 * STEP {
+                return;
+            }
+            let keep = need.div_ceil(STEP) * STEP + STEP;
+            if self
+                .taken
+                .compare_exchange(t, keep, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                self.shared.give_back(t - keep);
+                return;
+            }
+        }
+    }
+
+    /// Whether the connection may take `n` more octets of work: below its
+    /// own limit (unless it has no call or reply to give back: then
+    /// waiting could not help, and what it reads is bounded by the
+    /// largest record), and either already covered by what it took from
+    /// the shared account or the shared account not full (a connection
+    /// holding calls or replies must leave the headroom free).
+    pub(crate) fn has_room(&self, n: u64) -> bool {
         let work = self.work.load(Ordering::Relaxed);
-        if work > 0 && self.used() >= self.limit {
+        let used = self.used();
+        if work > 0 && used >= self.limit {
             return false;
+        }
+        if used.saturating_sub(self.base) + n <= self.taken.load(Ordering::Acquire) {
+            return true;
         }
         let leave = if work > 0 { self.shared.headroom() } else { 0 };
         self.shared.in_use() < self.shared.limit().saturating_sub(leave)
     }
 
-    /// Waits until [`Self::has_room`], or `closed` resolves (then
+    /// Waits until [`Self::has_room`] for `n`, or `closed` resolves (then
     /// `false`).
     pub(crate) async fn wait_for_room(
         &self,
+        n: u64,
         closed: impl std::future::Future<Output = ()>,
     ) -> bool {
         tokio::pin!(closed);
-        loop {
+        self.blocked.store(true, Ordering::Relaxed);
+        let out = loop {
+            fence(Ordering::SeqCst);
             let seen = self.shared.epoch();
-            if self.has_room() {
-                return true;
+            self.released.take();
+            if self.has_room(n) {
+                break true;
             }
             let released = std::future::poll_fn(|cx| {
                 if closed.as_mut().poll(cx).is_ready() {
                     return Poll::Ready(false);
                 }
+                if self.released.poll_wait(cx).is_ready() {
+                    return Poll::Ready(true);
+                }
                 self.shared.poll_released(seen, cx).map(|()| true)
             })
             .await;
             if !released {
-                return false;
+                break false;
             }
-        }
+        };
+        self.blocked.store(false, Ordering::Relaxed);
+        out
     }
 }
 
 impl Drop for ConnMemory {
     fn drop(&mut self) {
-        // The fixed cost, held for the connection's life (every other
-        // charge holds the connection's account, so this is the last).
-        self.shared.give_back(self.base);
+        // The fixed cost and what was taken, held for the connection's
+        // life (every other charge holds the connection's account, so
+        // this is the last).
+        self.shared
+            .give_back(self.base + self.taken.load(Ordering::Acquire));
     }
 }
 
@@ -310,24 +390,24 @@ mod tests {
         let shared = Arc::new(Budget::new(1000 << 10));
         let c = conn(&shared, 100 << 10);
         assert_eq!(shared.in_use(), TCP_CONNECTION_COST);
-        assert!(c.has_room());
+        assert!(c.has_room(0));
         let b = c.charge(90 << 10);
-        assert!(c.has_room(), "buffers alone: waiting could not help");
+        // Taken from the shared account in steps of 32 KiB.
+        assert_eq!(shared.in_use(), TCP_CONNECTION_COST + (96 << 10));
+        assert!(c.has_room(0), "buffers alone: waiting could not help");
         let h = c.charge_work(1);
         assert_eq!(c.used(), TCP_CONNECTION_COST + (90 << 10) + 1);
-        assert!(!c.has_room(), "at its own limit");
+        assert!(!c.has_room(0), "at its own limit");
         drop((h, b));
-        assert!(c.has_room());
+        assert!(c.has_room(0));
+        // Given back, but for a step kept for the next charges.
+        assert!(shared.in_use() <= TCP_CONNECTION_COST + (64 << 10));
         c.adjust(0, 10);
         c.adjust(10, 4);
         assert_eq!(c.used(), TCP_CONNECTION_COST + 4);
         c.adjust(4, 0);
         drop(c);
-        assert_eq!(
-            shared.in_use(),
-            0,
-            "the fixed cost goes with the connection"
-        );
+        assert_eq!(shared.in_use(), 0, "everything goes with the connection");
     }
 
     #[test]
@@ -335,11 +415,17 @@ mod tests {
         let shared = Arc::new(Budget::new(800 << 10)); // headroom 100 KiB
         let busy = conn(&shared, 800 << 10);
         let honest = conn(&shared, 800 << 10);
-        let _h = busy.charge_work((800 << 10) - (100 << 10) - 2 * TCP_CONNECTION_COST);
-        assert!(!busy.has_room(), "the last eighth is not for it");
-        assert!(honest.has_room(), "a connection holding nothing gets in");
-        let _g = honest.charge_work(100 << 10);
-        assert!(!honest.has_room());
+        // 672 KiB (21 steps): the shared account then holds 704 KiB.
+        let _h = busy.charge_work(672 << 10);
+        assert_eq!(shared.in_use(), 704 << 10);
+        assert!(busy.has_room(0), "what it took still covers it");
+        assert!(!busy.has_room(1), "the last eighth is not for it");
+        assert!(
+            honest.has_room(1 << 10),
+            "a connection holding nothing gets in"
+        );
+        let _g = honest.charge_work(96 << 10);
+        assert!(!honest.has_room(1));
         // A connection whose cost would take the reserve is refused.
         let reserve: Arc<ReserveFn> = Arc::new(|_, _, _, _: &[u8]| 0);
         assert!(ConnMemory::admit(shared.clone(), 1 << 20, reserve).is_none());
@@ -352,13 +438,13 @@ mod tests {
         let h = c.charge_work(50 << 10);
         let waiter = {
             let c = c.clone();
-            tokio::spawn(async move { c.wait_for_room(std::future::pending()).await })
+            tokio::spawn(async move { c.wait_for_room(1, std::future::pending()).await })
         };
         tokio::task::yield_now().await;
         assert!(!waiter.is_finished());
         drop(h);
         assert!(waiter.await.unwrap());
         let _h = c.charge_work(50 << 10);
-        assert!(!c.wait_for_room(async {}).await, "closed while waiting");
+        assert!(!c.wait_for_room(1, async {}).await, "closed while waiting");
     }
 }

@@ -172,29 +172,29 @@ mod tests {
         let shared = Arc::new(Budget::new(1 << 30));
         let reserve: Arc<crate::budget::ReserveFn> = Arc::new(|_, _, _, _: &[u8]| 0);
         let mem = ConnMemory::admit(shared.clone(), 1 << 30, reserve).unwrap();
-        let base = shared.in_use();
+        let base = mem.used();
         let pool = RecordPool::charged(mem.clone());
         let (mut v, held) = pool.take(LARGE_RECORD);
         let cap = v.capacity() as u64;
-        assert_eq!(shared.in_use() - base, cap, "being filled");
+        assert_eq!(mem.used() - base, cap, "being filled");
         v.push(1);
         let rec = pool.record((v, held));
-        assert_eq!(shared.in_use() - base, cap, "handed up");
+        assert_eq!(mem.used() - base, cap, "handed up");
         drop(rec);
         assert_eq!(pool.kept(), 1);
-        assert_eq!(shared.in_use() - base, cap, "kept idle");
+        assert_eq!(mem.used() - base, cap, "kept idle");
         // Taken again and grown: the charge follows the capacity.
         let (v, held) = pool.take(4 * LARGE_RECORD);
-        assert_eq!(shared.in_use() - base, v.capacity() as u64);
+        assert_eq!(mem.used() - base, v.capacity() as u64);
         drop((v, held));
-        assert_eq!(shared.in_use(), base, "freed");
+        assert_eq!(mem.used(), base, "freed");
         // Kept buffers are given back with the pool.
         let (mut v, held) = pool.take(LARGE_RECORD);
         v.push(1);
         drop(pool.record((v, held)));
-        assert!(shared.in_use() > base);
+        assert!(mem.used() > base);
         drop(pool);
-        assert_eq!(shared.in_use(), base);
+        assert_eq!(mem.used(), base);
         drop(mem);
         assert_eq!(shared.in_use(), 0);
     }

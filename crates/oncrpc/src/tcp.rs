@@ -80,8 +80,8 @@ struct ReadSide {
     body: Option<(Charged, usize)>,
     pool: RecordPool,
     /// A call received and waiting for room in the memory budget before
-    /// it is handed up; whether its buffer carries its own charge.
-    waiting: Option<(Bytes, bool)>,
+    /// it is handed up, with the charge it will take.
+    waiting: Option<(Bytes, u64)>,
 }
 
 impl ReadSide {
@@ -318,13 +318,13 @@ impl TcpTransport {
         }
     }
 
-    /// Waits until the memory budget has room for this connection, or it
-    /// closes (`Closed`).
-    async fn room(&self) -> Result<(), TransportError> {
+    /// Waits until the memory budget has room for `n` more octets of this
+    /// connection's work, or it closes (`Closed`).
+    async fn room(&self, n: u64) -> Result<(), TransportError> {
         let Some(m) = &self.memory else {
             return Ok(());
         };
-        if m.has_room() {
+        if m.has_room(n) {
             return Ok(());
         }
         let closed = async {
@@ -336,20 +336,29 @@ impl TcpTransport {
                 notified.await;
             }
         };
-        if m.wait_for_room(closed).await {
+        if m.wait_for_room(n, closed).await {
             Ok(())
         } else {
             Err(TransportError::Closed)
         }
     }
 
-    /// Hands up a call, charging its record (unless its buffer carries
-    /// its own charge) and the reservation for its reply.
-    fn call(&self, message: Bytes, pooled: bool) -> Received<TcpCall> {
-        let held = self.memory.as_ref().map(|m| {
-            let own = if pooled { 0 } else { message.len() as u64 };
-            m.charge_work(own + m.reply_reserve(&message))
-        });
+    /// What a call takes from the budget while it runs: its record
+    /// (unless its buffer carries its own charge) and the reservation for
+    /// its reply.
+    fn call_charge(&self, message: &[u8], pooled: bool) -> u64 {
+        match &self.memory {
+            Some(m) => {
+                let own = if pooled { 0 } else { message.len() as u64 };
+                own + m.reply_reserve(message)
+            }
+            None => 0,
+        }
+    }
+
+    /// Hands up a call, charging it `charge` octets.
+    fn call(&self, message: Bytes, charge: u64) -> Received<TcpCall> {
+        let held = self.memory.as_ref().map(|m| m.charge_work(charge));
         Received::Call {
             message: Payload::inline_only(message),
             context: TcpCall { held },
@@ -402,7 +411,7 @@ impl TcpTransport {
         loop {
             if rs.body.as_ref().is_some_and(|((b, _), len)| b.len() < *len) {
                 // No more of it while over budget.
-                self.room().await?;
+                self.room(0).await?;
             }
             let Some(((body, held), len)) = rs.body.as_mut() else {
                 unreachable!("read_body without a record in progress");
@@ -504,9 +513,10 @@ impl Transport for TcpTransport {
             if rs.waiting.is_some() {
                 // A call waits for room in the memory budget: no new call
                 // is handed up until then.
-                self.room().await?;
-                if let Some((record, pooled)) = rs.waiting.take() {
-                    return Ok(self.call(record, pooled));
+                let need = rs.waiting.as_ref().map_or(0, |(_, n)| *n);
+                self.room(need).await?;
+                if let Some((record, charge)) = rs.waiting.take() {
+                    return Ok(self.call(record, charge));
                 }
             }
             let (decoded, pooled) = if rs.body.is_some() {
@@ -524,13 +534,14 @@ impl Transport for TcpTransport {
                 }
                 Ok(Some(record)) => match peek_kind(&record) {
                     Some((_, MsgType::CALL)) => {
+                        let charge = self.call_charge(&record, pooled);
                         if self.memory.is_some() {
                             // Through the budget's gate (cancel-safe: the
                             // call waits in `rs`).
-                            rs.waiting = Some((record, pooled));
+                            rs.waiting = Some((record, charge));
                             continue;
                         }
-                        return Ok(self.call(record, pooled));
+                        return Ok(self.call(record, charge));
                     }
                     Some((xid, MsgType::REPLY)) => {
                         return Ok(Received::Reply {
@@ -560,7 +571,7 @@ impl Transport for TcpTransport {
                         }
                     }
                     // No more of a record while over budget.
-                    self.room().await?;
+                    self.room(0).await?;
                     let want = rs.deframer.wanted(&rs.buf).min(READ_RESERVE_CAP);
                     rs.buf.reserve(want);
                     rs.sync_buf();

@@ -297,9 +297,14 @@ fn the_backchannel_state_shows_in_the_status_flags() {
     let q = s.sequence(&sid, 3, 0, 0, ConnId(2), now).unwrap();
     assert_eq!(q.status_flags, 0);
     s.finish(&sid, 0, None);
-    let (bc, seq) = s.backchannel(c).unwrap();
-    assert_eq!((bc.conn, bc.cb_program, seq), (ConnId(2), 0x4000_0000, 1));
-    assert_eq!(s.backchannel(c).unwrap().1, 2, "CB_SEQUENCE ids advance");
+    let bc = s.backchannel(c).unwrap();
+    assert_eq!((bc.conn, bc.cb_program), (ConnId(2), 0x4000_0000));
+    assert_eq!(s.cb_sequence(&bc.session), Some(1));
+    assert_eq!(
+        s.cb_sequence(&bc.session),
+        Some(2),
+        "CB_SEQUENCE ids advance"
+    );
     // The connection goes: path down.
     s.conn_lost(ConnId(2));
     assert!(s.backchannel(c).is_none());

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use rpcrdma_oncrpc::{ReplyCache, ReplyCacheConfig, Services};
 
 pub use mount::MountService;
-pub use nfs::NfsService;
+pub use nfs::{ChangeGuard, NfsService};
 
 use crate::fs::Export;
 use crate::proto::mount3 as m;
@@ -97,8 +97,22 @@ pub fn register(services: &mut Services, export: Arc<Export>) {
 
 /// [`register`] with the cache's limits.
 pub fn register_with(services: &mut Services, export: Arc<Export>, cache: ReplyCacheConfig) {
+    register_guarded(services, export, cache, None);
+}
+
+/// [`register_with`], asking `guard` before each change (NFSv4
+/// delegations: [`ChangeGuard`]).
+pub fn register_guarded(
+    services: &mut Services,
+    export: Arc<Export>,
+    cache: ReplyCacheConfig,
+    guard: Option<Arc<ChangeGuard>>,
+) {
     services.set_reply_cache(Arc::new(ReplyCache::new(cache)));
-    let nfs = Arc::new(NfsService::new(export.clone()));
+    let nfs = Arc::new(match guard {
+        Some(g) => NfsService::with_guard(export.clone(), g),
+        None => NfsService::new(export.clone()),
+    });
     p::nfs_v3::register(services, nfs);
     services
         .program(p::nfs_v3::PROGRAM, p::nfs_v3::VERSION)

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use rpcrdma_oncrpc::{CallInfo, Credential, ProcError};
 
 use crate::convert::{self as c, entry3_len, post_op_attr_len, post_op_fh_len, status};
-use crate::fs::{Caller, DirEntry, Export, NfsError};
+use crate::fs::{Caller, DirEntry, Export, FileHandle, NfsError};
 use crate::proto::nfs3 as p;
 
 /// Bytes of a READDIR(PLUS) reply besides its entries: status, directory
@@ -18,10 +18,42 @@ const READDIR_OVERHEAD: usize = 4 + 88 + 8 + 4 + 4;
 /// The largest READDIR(PLUS) reply we build, whatever the client offers.
 pub(super) const MAX_READDIR_REPLY: usize = 1 << 20;
 
+/// Asked before NFSv3 changes a file (WRITE, SETATTR, REMOVE, RENAME,
+/// LINK): `false` holds the change (`NFS3ERR_JUKEBOX`, the client retries).
+/// NFSv4 delegations use it: a file another client holds a delegation of
+/// is not changed until the delegation is returned.
+pub type ChangeGuard = dyn Fn(&FileHandle) -> bool + Send + Sync;
+
 /// NFSv3 on an export.
-#[derive(Debug)]
 pub struct NfsService {
     export: Arc<Export>,
+    guard: Option<Arc<ChangeGuard>>,
+}
+
+impl std::fmt::Debug for NfsService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NfsService")
+            .field("export", &self.export)
+            .field("guard", &self.guard.is_some())
+            .finish()
+    }
+}
+
+/// Whether the guard holds a change to the object `name` in `dir`.
+fn held_name(
+    guard: &Option<Arc<ChangeGuard>>,
+    x: &Export,
+    who: &Caller,
+    dir: &FileHandle,
+    name: &[u8],
+) -> bool {
+    let Some(g) = guard else {
+        return false;
+    };
+    match x.lookup(who, dir, name).0 {
+        Ok((fh, _)) => !g(&fh),
+        Err(_) => false,
+    }
 }
 
 /// The identity a call acts as.
@@ -35,7 +67,23 @@ fn caller_of(export: &Export, info: &CallInfo) -> Caller {
 impl NfsService {
     /// The service for `export`.
     pub fn new(export: Arc<Export>) -> Self {
-        Self { export }
+        Self {
+            export,
+            guard: None,
+        }
+    }
+
+    /// The service for `export`, asking `guard` before each change.
+    pub fn with_guard(export: Arc<Export>, guard: Arc<ChangeGuard>) -> Self {
+        Self {
+            export,
+            guard: Some(guard),
+        }
+    }
+
+    /// Whether the guard holds a change to `fh`.
+    fn held(&self, fh: &FileHandle) -> bool {
+        self.guard.as_ref().is_some_and(|g| !g(fh))
     }
 
     /// Runs file-system work on the blocking pool.
@@ -92,6 +140,9 @@ impl p::nfs_v3::Server for NfsService {
             )
         };
         let fh = handle!(a.object, fail);
+        if self.held(&fh) {
+            return Ok(fail(NfsError::Jukebox));
+        }
         self.run(&info, move |x, who| {
             let guard = match &a.guard {
                 p::Sattrguard3::True(t) => Some(c::time_of(t)),
@@ -235,6 +286,9 @@ impl p::nfs_v3::Server for NfsService {
         if a.count as usize > a.data.len() {
             return Ok(fail(NfsError::Inval));
         }
+        if self.held(&fh) {
+            return Ok(fail(NfsError::Jukebox));
+        }
         self.run(&info, move |x, who| {
             let data = &a.data[..a.count as usize];
             let out = x.write(who, &fh, a.offset, data, c::stable_of(a.stable));
@@ -376,7 +430,11 @@ impl p::nfs_v3::Server for NfsService {
             )
         };
         let dir = handle!(a.object.dir, fail);
+        let g = self.guard.clone();
         self.run(&info, move |x, who| {
+            if held_name(&g, x, who, &dir, &a.object.name) {
+                return fail(NfsError::Jukebox);
+            }
             let out = x.remove(who, &dir, &a.object.name);
             let dir_wcc = c::wcc(out.wcc);
             match out.result {
@@ -420,7 +478,12 @@ impl p::nfs_v3::Server for NfsService {
         };
         let from = handle!(a.from.dir, fail);
         let to = handle!(a.to.dir, fail);
+        let g = self.guard.clone();
         self.run(&info, move |x, who| {
+            if held_name(&g, x, who, &from, &a.from.name) || held_name(&g, x, who, &to, &a.to.name)
+            {
+                return fail(NfsError::Jukebox);
+            }
             let (r, fw, tw) = x.rename(who, &from, &a.from.name, &to, &a.to.name);
             let (fromdir_wcc, todir_wcc) = (c::wcc(fw), c::wcc(tw));
             match r {
@@ -452,6 +515,9 @@ impl p::nfs_v3::Server for NfsService {
         };
         let file = handle!(a.file, fail);
         let dir = handle!(a.link.dir, fail);
+        if self.held(&file) {
+            return Ok(fail(NfsError::Jukebox));
+        }
         self.run(&info, move |x, who| {
             let (r, attr, w) = x.link(who, &file, &dir, &a.link.name);
             let (file_attributes, linkdir_wcc) = (c::post_op(attr), c::wcc(w));

@@ -73,6 +73,13 @@ impl<R: Clone> State<R> {
         conflict
     }
 
+    /// Recalls the delegations of `file` held by clients other than
+    /// `client` (before `client` changes or removes it): true if any
+    /// stands in the way (answer `NFS4ERR_DELAY`).
+    pub fn recall_others(&mut self, file: &FileHandle, client: ClientId, now: Instant) -> bool {
+        self.recall_conflicting(file, Some(client), now)
+    }
+
     /// The recalls queued since the last call.
     pub fn take_recalls(&mut self) -> Vec<Recall> {
         std::mem::take(&mut self.recalls)

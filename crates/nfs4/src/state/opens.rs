@@ -36,6 +36,9 @@ pub enum Claim {
     Fh,
     /// `CLAIM_PREVIOUS`: reclaiming an open held before a restart.
     Previous,
+    /// `CLAIM_DELEGATE_CUR`, `CLAIM_DELEG_CUR_FH`: an open made under the
+    /// client's delegation of the file (this stateid), handed back.
+    Delegated(StateId),
 }
 
 /// OPEN's arguments, as the state layer needs them.
@@ -80,6 +83,12 @@ impl<R: Clone> State<R> {
         match a.claim {
             Claim::Previous => self.may_reclaim(a.client, now)?,
             Claim::Null | Claim::Fh => self.not_in_grace(now)?,
+            Claim::Delegated(id) => {
+                let s = self.find(a.client, &id)?;
+                if !matches!(s.kind, Kind::Deleg { .. }) || s.file != a.file {
+                    return Err(StateError::BadStateId);
+                }
+            }
         }
         if (a.access & ACCESS_WRITE != 0 || a.deny & ACCESS_READ != 0)
             && self.recall_conflicting(&a.file, Some(a.client), now)

@@ -383,26 +383,35 @@ impl<R: Clone> State<R> {
     }
 
     /// A backchannel of `client` that is up (or being probed), to send a
-    /// callback on; with the next CB_SEQUENCE sequence id of its slot 0.
-    pub fn backchannel(&mut self, client: ClientId) -> Option<(Backchannel, u32)> {
+    /// callback on.
+    pub fn backchannel(&self, client: ClientId) -> Option<Backchannel> {
         let (id, s) = self
             .sessions
-            .iter_mut()
+            .iter()
             .filter(|(_, s)| s.client == client)
             .find(|(_, s)| matches!(s.back, Back::Up(_) | Back::Probing(_)))?;
         let (Back::Up(conn) | Back::Probing(conn)) = s.back else {
             return None;
         };
+        Some(Backchannel {
+            session: *id,
+            conn,
+            cb_program: s.cb_program,
+            attrs: s.back_attrs,
+        })
+    }
+
+    /// The next CB_SEQUENCE sequence id of session `id`'s back channel
+    /// slot 0 (callbacks on a session go one at a time).
+    pub fn cb_sequence(&mut self, id: &SessionId) -> Option<u32> {
+        let s = self.sessions.get_mut(id)?;
         s.cb_seqid = s.cb_seqid.wrapping_add(1);
-        Some((
-            Backchannel {
-                session: *id,
-                conn,
-                cb_program: s.cb_program,
-                attrs: s.back_attrs,
-            },
-            s.cb_seqid,
-        ))
+        Some(s.cb_seqid)
+    }
+
+    /// The fore channel of session `id`.
+    pub fn session_fore(&self, id: &SessionId) -> Option<ChannelAttrs> {
+        self.sessions.get(id).map(|s| s.fore)
     }
 
     /// Whether some session of `client` has a backchannel that answered

@@ -61,6 +61,15 @@ pub(crate) struct ServeArgs {
     /// The anonymous group.
     #[arg(long, default_value_t = 65534)]
     anon_gid: u32,
+    /// The NFS versions served, comma-separated: 3, 4.1, 4.2 (NFSv4.2's
+    /// operations this server lacks answer NFS4ERR_NOTSUPP).
+    #[arg(long, value_name = "LIST", default_value = "3,4.1,4.2", value_parser = parse_versions)]
+    versions: Versions,
+    /// The NFSv4 lease in seconds: a client that renews nothing for this
+    /// long loses its opens, locks and delegations; also the grace period
+    /// after a restart, when the previous clients reclaim theirs.
+    #[arg(long, value_name = "SECS", default_value_t = 90, value_parser = clap::value_parser!(u64).range(5..=3600))]
+    lease: u64,
     /// Exit after this many seconds (default: run until Ctrl-C / SIGTERM).
     #[arg(long)]
     duration: Option<u64>,
@@ -68,6 +77,53 @@ pub(crate) struct ServeArgs {
     memory: MemoryOpts,
     #[command(flatten)]
     rdma: RdmaOpts,
+}
+
+/// The NFS versions `--versions` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Versions {
+    v3: bool,
+    v41: bool,
+    v42: bool,
+}
+
+impl Versions {
+    fn names(&self) -> String {
+        let mut v = Vec::new();
+        if self.v3 {
+            v.push("NFSv3");
+        }
+        if self.v41 {
+            v.push("NFSv4.1");
+        }
+        if self.v42 {
+            v.push("NFSv4.2");
+        }
+        v.join(", ")
+    }
+}
+
+fn parse_versions(s: &str) -> Result<Versions, String> {
+    let mut v = Versions {
+        v3: false,
+        v41: false,
+        v42: false,
+    };
+    for part in s.split(',').map(str::trim) {
+        match part {
+            "3" => v.v3 = true,
+            "4.1" => v.v41 = true,
+            "4.2" => v.v42 = true,
+            "4" | "4.0" => {
+                return Err("NFSv4.0 is not served (NFSv4.1 sessions replace its client IDs and open confirmation); give 4.1 or 4.2".into())
+            }
+            other => return Err(format!("`{other}` is not an NFS version served here: give 3, 4.1 or 4.2, comma-separated")),
+        }
+    }
+    if !(v.v3 || v.v41 || v.v42) {
+        return Err("give at least one NFS version: 3, 4.1 or 4.2".into());
+    }
+    Ok(v)
 }
 
 fn default_state_dir() -> PathBuf {
@@ -131,7 +187,33 @@ async fn serve<D: Device + Clone>(
     let export =
         Arc::new(Export::open(cfg).with_context(|| format!("cannot export {}", a.dir.display()))?);
     let mut services = Services::new();
-    rpcrdma_nfs3::server::register(&mut services, export.clone());
+    let mut guard: Option<Arc<rpcrdma_nfs3::server::ChangeGuard>> = None;
+    if a.versions.v41 || a.versions.v42 {
+        let mut cfg = rpcrdma_nfs4::Nfs4Config::default();
+        cfg.state.lease = std::time::Duration::from_secs(a.lease);
+        cfg.state.grace = cfg.state.lease;
+        cfg.minor_versions = [(a.versions.v41, 1), (a.versions.v42, 2)]
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, m)| *m)
+            .collect();
+        let nfs4 =
+            rpcrdma_nfs4::register(&mut services, export.clone(), cfg).with_context(|| {
+                format!(
+                    "cannot read the NFSv4 client records in {}",
+                    state.display()
+                )
+            })?;
+        guard = Some(Arc::new(nfs4.change_guard()));
+    }
+    if a.versions.v3 {
+        rpcrdma_nfs3::server::register_guarded(
+            &mut services,
+            export.clone(),
+            rpcrdma_oncrpc::ReplyCacheConfig::default(),
+            guard,
+        );
+    }
     let budget = a.memory.budget();
     let server = Server::new(services, a.memory.server_config(&budget));
 
@@ -162,17 +244,27 @@ async fn serve<D: Device + Clone>(
         None => None,
     };
     println!(
-        "serving {} over NFSv3: RPC-over-RDMA ({}) on {rdma_addr}, MOUNT v3 on tcp {mount_addr}{}{}",
+        "serving {} over {}: RPC-over-RDMA ({}) on {rdma_addr}, MOUNT v3 on tcp {mount_addr}{}{}",
         export.root_path().display(),
+        a.versions.names(),
         setup.label,
         tcp_addr.map_or_else(String::new, |t| format!(", NFS over TCP on {t}")),
         if a.read_only { " (read-only)" } else { "" },
     );
-    println!(
-        "mount with: mount -t nfs -o vers=3,proto=rdma,port={},nolock,noacl,mountport={},mountproto=tcp HOST:/ MOUNTPOINT",
-        rdma_addr.port(),
-        mount_addr.port()
-    );
+    if a.versions.v3 {
+        println!(
+            "mount with: mount -t nfs -o vers=3,proto=rdma,port={},nolock,noacl,mountport={},mountproto=tcp HOST:/ MOUNTPOINT",
+            rdma_addr.port(),
+            mount_addr.port()
+        );
+    }
+    if a.versions.v41 || a.versions.v42 {
+        println!(
+            "mount with: mount -t nfs -o vers={},proto=rdma,port={} HOST:/ MOUNTPOINT",
+            if a.versions.v42 { "4.2" } else { "4.1" },
+            rdma_addr.port(),
+        );
+    }
     println!("{}", a.memory.memory_line());
     println!("{}", a.memory.connections_line(&a.rdma));
 

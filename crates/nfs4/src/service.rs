@@ -1,0 +1,436 @@
+//! The NFSv4.1 service: program 100003 version 4 (NULL and COMPOUND) on an
+//! export, its state, its timers, and the callbacks it makes.
+//!
+//! Each COMPOUND runs on tokio's blocking pool (the export does file
+//! I/O) against the state behind one mutex, taken per operation. What an
+//! operation leaves for the async side is done when the COMPOUND ends:
+//!
+//! * **Probes**: a connection just bound as a session's backchannel
+//!   (CREATE_SESSION with `CONN_BACK_CHAN`, BIND_CONN_TO_SESSION) is
+//!   declared ready for reverse-direction calls
+//!   ([`Connection::peer_ready_for_callbacks`]: over RPC-over-RDMA they
+//!   are RFC 8167 calls on the client's own connection) and probed with
+//!   CB_NULL; until it answers, the session's SEQUENCE says
+//!   `CB_PATH_DOWN_SESSION` and no delegation is granted.
+//! * **Recalls**: CB_COMPOUND (CB_SEQUENCE, CB_RECALL) on the holder's
+//!   backchannel, one at a time per session (its slot 0), inline only (no
+//!   Reply chunk: the Linux client offers none for reverse calls).
+//! * **Stable storage**: the confirmed clients' owners
+//!   (`STATE_DIR/nfs4-clients`), rewritten when they change.
+//!
+//! A timer (every second) expires leases, revokes delegations not
+//! returned within a lease of their recall, and ends the grace period.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use rpcrdma_nfs3::fs::{Export, FileHandle};
+use rpcrdma_oncrpc::{
+    AuthSysParams, CallHints, CallInfo, ClientConfig, ClientKey, Connection, Credential, ProcError,
+    Services,
+};
+use rpcrdma_sync::lock;
+
+use crate::compound::{self, wire, CompoundArgs};
+use crate::proto::nfs4 as p;
+use crate::state::{self, ConnId, Recall, SessionId, State};
+
+/// How the server authenticates its callbacks to a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CbAuth {
+    /// AUTH_NONE.
+    None,
+    /// AUTH_SYS with the client's parameters.
+    Sys {
+        /// The machine name.
+        machine: Bytes,
+        /// The uid.
+        uid: u32,
+        /// The gid.
+        gid: u32,
+    },
+}
+
+/// The NFSv4.1 server's settings.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Nfs4Config {
+    /// The state layer's limits and timers.
+    pub state: state::Config,
+    /// Where the confirmed clients are recorded for the grace period
+    /// after a restart (default: `nfs4-clients` in the export's state
+    /// directory).
+    pub records: Option<PathBuf>,
+    /// How long a callback waits for its answer (default 10 s).
+    pub callback_timeout: Duration,
+    /// The minor versions served (default 1 and 2: NFSv4.1 and NFSv4.2);
+    /// a COMPOUND of another is `NFS4ERR_MINOR_VERS_MISMATCH`.
+    pub minor_versions: Vec<u32>,
+}
+
+impl Default for Nfs4Config {
+    fn default() -> Self {
+        Self {
+            state: state::Config::default(),
+            records: None,
+            callback_timeout: Duration::from_secs(10),
+            minor_versions: vec![1, 2],
+        }
+    }
+}
+
+/// What the COMPOUNDs share: the export and the state.
+#[derive(Debug)]
+pub struct Core {
+    pub(crate) export: Arc<Export>,
+    state: Mutex<State<p::Compound4res>>,
+    lease: u32,
+    cb_auth: Mutex<HashMap<SessionId, CbAuth>>,
+    pub(crate) minors: Vec<u32>,
+}
+
+impl Core {
+    /// The state, locked.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State<p::Compound4res>> {
+        lock(&self.state)
+    }
+
+    /// The lease in seconds.
+    pub(crate) fn lease_secs(&self) -> u32 {
+        self.lease
+    }
+
+    pub(crate) fn set_cb_auth(&self, s: SessionId, a: CbAuth) {
+        lock(&self.cb_auth).insert(s, a);
+    }
+
+    pub(crate) fn forget_cb_auth(&self, s: &SessionId) {
+        lock(&self.cb_auth).remove(s);
+    }
+
+    fn credential(&self, s: &SessionId) -> Credential {
+        match lock(&self.cb_auth).get(s) {
+            Some(CbAuth::Sys { machine, uid, gid }) => {
+                let name: String = String::from_utf8_lossy(machine).chars().take(255).collect();
+                AuthSysParams::new(0, name, *uid, *gid, Vec::new())
+                    .map(Credential::Sys)
+                    .unwrap_or(Credential::None)
+            }
+            _ => Credential::None,
+        }
+    }
+}
+
+/// The NFSv4.1 server of one export.
+#[derive(Debug)]
+pub struct Nfs4Server {
+    core: Arc<Core>,
+    conns: Mutex<HashMap<u64, Connection>>,
+    /// One callback at a time per session (its back channel's slot 0).
+    cb_locks: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<()>>>>,
+    records: PathBuf,
+    callback_timeout: Duration,
+}
+
+/// NFSv4 (`NFS4_PROGRAM`, 100003).
+pub const PROGRAM: u32 = 100_003;
+/// Version 4.
+pub const VERSION: u32 = 4;
+
+/// Registers NFSv4.1 (and NFSv4.2, minor version 2) for `export` in
+/// `services` and starts its timer on the current tokio runtime.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use rpcrdma_nfs3::fs::{Export, ExportConfig};
+/// use rpcrdma_oncrpc::{Server, ServerConfig, Services};
+/// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+/// let export = Arc::new(Export::open(ExportConfig::new("/srv/data", "/var/lib/rpcrdma-nfs"))?);
+/// let mut services = Services::new();
+/// let nfs4 = rpcrdma_nfs4::register(&mut services, export, Default::default())?;
+/// let server = Server::new(services, ServerConfig::default());
+/// server.serve_tcp("0.0.0.0:2049").await?;
+/// # drop(nfs4); Ok(()) }
+/// ```
+pub fn register(
+    services: &mut Services,
+    export: Arc<Export>,
+    cfg: Nfs4Config,
+) -> std::io::Result<Arc<Nfs4Server>> {
+    let records = cfg
+        .records
+        .clone()
+        .unwrap_or_else(|| export.config().state_dir.join("nfs4-clients"));
+    let reclaimable = state::load_records(&records)?;
+    if !reclaimable.is_empty() {
+        tracing::info!(
+            clients = reclaimable.len(),
+            grace = ?cfg.state.grace,
+            "NFSv4 grace period: the previous instance's clients may reclaim"
+        );
+    }
+    let boot = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or(1);
+    let lease = cfg.state.lease.as_secs() as u32;
+    let state = State::new(cfg.state, boot, Instant::now(), reclaimable);
+    let server = Arc::new(Nfs4Server {
+        core: Arc::new(Core {
+            export,
+            state: Mutex::new(state),
+            lease,
+            cb_auth: Mutex::new(HashMap::new()),
+            minors: cfg.minor_versions.clone(),
+        }),
+        conns: Mutex::new(HashMap::new()),
+        cb_locks: Mutex::new(HashMap::new()),
+        records,
+        callback_timeout: cfg.callback_timeout,
+    });
+    let s = server.clone();
+    let v = services.program(PROGRAM, VERSION);
+    v.null().proc(1, move |info: CallInfo, args: CompoundArgs| {
+        let s = s.clone();
+        async move { s.compound(info, args).await }
+    });
+    v.reply_bound(reply_bound);
+    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+        let weak = Arc::downgrade(&server);
+        rt.spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                let Some(s) = weak.upgrade() else { break };
+                s.tick();
+            }
+        });
+    }
+    Ok(server)
+}
+
+/// The largest COMPOUND reply (`Version::reply_bound`): READs and READDIRs
+/// are bounded by the session's largest reply, 1 MiB and some.
+fn reply_bound(proc_: u32, _args: &[u8]) -> Option<u64> {
+    (proc_ == 1).then_some((1 << 20) + (16 << 10))
+}
+
+impl Nfs4Server {
+    /// The state (for tests and diagnostics).
+    pub fn state(&self) -> MutexGuard<'_, State<p::Compound4res>> {
+        self.core.lock()
+    }
+
+    async fn compound(
+        self: Arc<Self>,
+        info: CallInfo,
+        args: CompoundArgs,
+    ) -> Result<p::Compound4res, ProcError> {
+        let (cred, principal) = match &info.cred {
+            Credential::Sys(s) => (Some((s.uid(), s.gid(), s.gids())), s.uid()),
+            _ => (None, u32::MAX),
+        };
+        let caller = self.core.export.caller(cred);
+        let conn = ConnId(info.connection.id());
+        self.watch(&info.connection);
+        let core = self.core.clone();
+        let res = tokio::task::spawn_blocking(move || {
+            compound::run(&core, caller, principal, conn, args)
+        })
+        .await
+        .map_err(|_| ProcError::SystemErr)?;
+        self.after(conn);
+        Ok(res)
+    }
+
+    /// Remembers a connection (callbacks go on it), and forgets it with
+    /// its bindings when it closes.
+    fn watch(self: &Arc<Self>, c: &Connection) {
+        let id = c.id();
+        if lock(&self.conns).contains_key(&id) {
+            return;
+        }
+        lock(&self.conns).insert(id, c.clone());
+        let weak = Arc::downgrade(self);
+        let c = c.clone();
+        tokio::spawn(async move {
+            c.closed().await;
+            if let Some(s) = weak.upgrade() {
+                lock(&s.conns).remove(&id);
+                s.core.lock().conn_lost(ConnId(id));
+            }
+        });
+    }
+
+    /// What a COMPOUND left to do: probes, recalls, records.
+    fn after(self: &Arc<Self>, conn: ConnId) {
+        let (probes, recalls, records) = {
+            let mut st = self.core.lock();
+            (st.to_probe(conn), st.take_recalls(), st.take_records())
+        };
+        for (sid, prog) in probes {
+            let s = self.clone();
+            tokio::spawn(async move { s.probe(sid, conn, prog).await });
+        }
+        for r in recalls {
+            let s = self.clone();
+            tokio::spawn(async move { s.recall(r).await });
+        }
+        if let Some(owners) = records {
+            self.save(owners);
+        }
+    }
+
+    fn save(&self, owners: Vec<Vec<u8>>) {
+        let path = self.records.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = state::save_records(&path, &owners) {
+                tracing::error!(path = %path.display(), error = %e, "cannot record the NFSv4 clients: after a restart they could not reclaim their state");
+            }
+        });
+    }
+
+    /// The timer's work.
+    fn tick(self: &Arc<Self>) {
+        let (gone, recalls, records) = {
+            let mut st = self.core.lock();
+            let gone = st.tick(Instant::now());
+            (gone, st.take_recalls(), st.take_records())
+        };
+        for c in gone {
+            tracing::info!(
+                client = format_args!("{:#018x}", c.0),
+                "NFSv4 lease expired: the client's state is gone"
+            );
+        }
+        for r in recalls {
+            let s = self.clone();
+            tokio::spawn(async move { s.recall(r).await });
+        }
+        if let Some(owners) = records {
+            self.save(owners);
+        }
+    }
+
+    fn callback_client(&self, sid: &SessionId, conn: ConnId) -> Option<rpcrdma_oncrpc::Client> {
+        let c = lock(&self.conns).get(&conn.0).cloned()?;
+        if !c.backchannel_ready() {
+            if let Err(e) =
+                c.peer_ready_for_callbacks(ClientKey::new(Bytes::copy_from_slice(&sid.0)))
+            {
+                tracing::warn!(error = %e, "a session's backchannel cannot carry callbacks");
+                return None;
+            }
+        }
+        let mut cfg = ClientConfig::default();
+        cfg.timeout = self.callback_timeout;
+        cfg.max_retransmits = 0;
+        cfg.credential = self.core.credential(sid);
+        Some(c.client(cfg))
+    }
+
+    /// Probes a session's new backchannel with CB_NULL.
+    async fn probe(self: Arc<Self>, sid: SessionId, conn: ConnId, prog: u32) {
+        let up = match self.callback_client(&sid, conn) {
+            Some(c) => match c.null(prog, 1).await {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!(error = %e, "CB_NULL on a session's backchannel failed: callbacks are down");
+                    false
+                }
+            },
+            None => false,
+        };
+        tracing::debug!(up, "NFSv4 backchannel probed");
+        self.core.lock().probed(&sid, conn, up);
+    }
+
+    fn cb_lock(&self, sid: &SessionId) -> Arc<tokio::sync::Mutex<()>> {
+        lock(&self.cb_locks).entry(*sid).or_default().clone()
+    }
+
+    /// Sends CB_RECALL for a delegation.
+    async fn recall(self: Arc<Self>, r: Recall) {
+        let Some(bc) = self.core.lock().backchannel(r.client) else {
+            tracing::warn!(client = format_args!("{:#018x}", r.client.0), "a delegation to recall, but its client has no backchannel: it is revoked if not returned within a lease");
+            return;
+        };
+        let lock = self.cb_lock(&bc.session);
+        let _one = lock.lock().await;
+        // The sequence id is taken under the session's callback lock.
+        let Some(seq) = self.core.lock().cb_sequence(&bc.session) else {
+            return;
+        };
+        let Some(client) = self.callback_client(&bc.session, bc.conn) else {
+            self.core.lock().probed(&bc.session, bc.conn, false);
+            return;
+        };
+        let args = p::CbCompound4args {
+            tag: Bytes::new(),
+            minorversion: 1,
+            callback_ident: 0,
+            argarray: vec![
+                p::NfsCbArgop4::OpCbSequence(p::CbSequence4args {
+                    csa_sessionid: bc.session.0,
+                    csa_sequenceid: seq,
+                    csa_slotid: 0,
+                    csa_highest_slotid: 0,
+                    csa_cachethis: false,
+                    csa_referring_call_lists: Vec::new(),
+                }),
+                p::NfsCbArgop4::OpCbRecall(p::CbRecall4args {
+                    stateid: wire(r.stateid),
+                    truncate: false,
+                    fh: Bytes::copy_from_slice(r.file.as_bytes()),
+                }),
+            ],
+        };
+        let res: Result<p::CbCompound4res, _> = client
+            .call(bc.cb_program, 1, 1, &args, &CallHints::new())
+            .await;
+        match res {
+            Ok(res) if res.status == p::Nfsstat4::Nfs4Ok => {
+                tracing::debug!(
+                    client = format_args!("{:#018x}", r.client.0),
+                    "CB_RECALL sent"
+                );
+            }
+            Ok(res) => {
+                tracing::warn!(status = ?res.status, "the client refused CB_RECALL");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "CB_RECALL failed: the backchannel is down");
+                self.core.lock().probed(&bc.session, bc.conn, false);
+            }
+        }
+    }
+
+    /// A guard for another protocol's changes to a file (NFSv3's WRITE,
+    /// SETATTR, REMOVE, RENAME): `false` while a delegation of it is
+    /// being recalled (answer `NFS3ERR_JUKEBOX`); the recall is sent.
+    pub fn change_guard(self: &Arc<Self>) -> impl Fn(&FileHandle) -> bool + Send + Sync + 'static {
+        let weak = Arc::downgrade(self);
+        move |fh: &FileHandle| {
+            let Some(s) = weak.upgrade() else {
+                return true;
+            };
+            let (ok, recalls) = {
+                let mut st = s.core.lock();
+                let ok = st.outside_change(fh, Instant::now()).is_ok();
+                (ok, st.take_recalls())
+            };
+            if !recalls.is_empty() {
+                if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                    for r in recalls {
+                        let s = s.clone();
+                        rt.spawn(async move { s.recall(r).await });
+                    }
+                }
+            }
+            ok
+        }
+    }
+}

@@ -12,6 +12,7 @@
 #   PAUSE_AT   nfs-fsx --pause-at (the host restarts the server there)
 #   FSX_ARGS   more nfs-fsx options (e.g. --owner-rw when root is squashed)
 #   MOUNT_OPTS more mount options (default none)
+#   VERS       NFS version: 3 (default), 4.1 or 4.2
 #
 # Prints the exerciser's FSX-* lines, "FSX-MOUNT ok|fail" and
 # "FSX-UMOUNT ok|fail"; leaves the model's manifest in
@@ -20,7 +21,11 @@
 # passed.
 M=/mnt/nfs
 mkdir -p /opt/add/out "$M"
-OPTS="vers=3,proto=$PROTO,port=$NFS_PORT,nolock,noacl,mountport=$MNT_PORT,mountproto=tcp${MOUNT_OPTS:+,$MOUNT_OPTS}"
+if [ "${VERS:-3}" = 3 ]; then
+    OPTS="vers=3,proto=$PROTO,port=$NFS_PORT,nolock,noacl,mountport=$MNT_PORT,mountproto=tcp${MOUNT_OPTS:+,$MOUNT_OPTS}"
+else
+    OPTS="vers=$VERS,proto=$PROTO,port=$NFS_PORT${MOUNT_OPTS:+,$MOUNT_OPTS}"
+fi
 echo "FSX-INFO mount -t nfs -o $OPTS $SERVER:/ $M"
 if ! mount -t nfs -o "$OPTS" "$SERVER:/" "$M"; then
     echo "FSX-MOUNT fail"

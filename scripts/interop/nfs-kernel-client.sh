@@ -66,13 +66,21 @@
 #                       every connection of it: before the restart, the
 #                       refused ones, after it
 #   IOP_NFS_SERVE_ARGS  more options for rpcrdma nfs serve (default --mulpdu 1448)
+#   IOP_NFS_VERS        the NFS version the guest mounts: 3 (default), 4.1 or
+#                       4.2 (every run, the workload then adds fcntl and flock
+#                       locks between two processes: nfs-locktest)
+#   IOP_NFS_LEASE       the server's NFSv4 lease and grace period in seconds
+#                       (default 15: the restart of the fsx runs is followed
+#                       by a grace period in which the client reclaims)
 #   plus those of common.sh (RPCRDMA_BIN, IOP_WORK, INTEROP_CACHE ...)
 #
 # Usage: scripts/interop/nfs-kernel-client.sh   (root; Debian 12 x86_64)
 # Exit status 0 only if every check passed. Bounded by timeouts; the guest
 # and the server are stopped on exit.
 set -uo pipefail
+VERS=${IOP_NFS_VERS:-3}
 IOP_NAME=nfs-kernel-client
+[ "$VERS" = 3 ] || IOP_NAME=nfs${VERS}-kernel-client
 # shellcheck source=common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 RP=${IOP_NFS_RDMA_PORT:-20049}
@@ -102,6 +110,16 @@ case " $PROTOS " in
     FSX_BIN=$IOP_WORK/bin/nfs-fsx
     ;;
 esac
+LOCKTEST=
+if [ "$VERS" != 3 ]; then
+    iop_log "building nfs-locktest (cargo build -p rpcrdma-nfs-locktest)"
+    (cd "$IOP_ROOT" && cargo build -q -p rpcrdma-nfs-locktest) ||
+        { iop_result "build nfs-locktest" 1; iop_summary; exit 1; }
+    mkdir -p "$IOP_WORK/bin"
+    strip -o "$IOP_WORK/bin/nfs-locktest" "$(iop_target_dir)/debug/nfs-locktest" 2>/dev/null ||
+        cp "$(iop_target_dir)/debug/nfs-locktest" "$IOP_WORK/bin/nfs-locktest"
+    LOCKTEST=$IOP_WORK/bin/nfs-locktest
+fi
 iop_prepare_guest || { iop_result "prepare the guest" 1; iop_summary; exit 1; }
 
 EXPORT=$IOP_WORK/export
@@ -118,7 +136,8 @@ start_server() {
     touch "$IOP_WORK/server.log"
     before=$(grep -c '^serving' "$IOP_WORK/server.log")
     "$BIN" nfs serve "$EXPORT" --listen "127.0.0.1:$RP" --mount-port "$MP" \
-        --tcp "127.0.0.1:$TP" --state-dir "$STATE" $SQUASH ${IOP_NFS_SERVE_ARGS---mulpdu 1448} \
+        --tcp "127.0.0.1:$TP" --state-dir "$STATE" --lease "${IOP_NFS_LEASE:-15}" \
+        $SQUASH ${IOP_NFS_SERVE_ARGS---mulpdu 1448} \
         >>"$IOP_WORK/server.log" 2>&1 &
     SERVER_PID=$!
     IOP_PIDS+=("$SERVER_PID")
@@ -167,15 +186,19 @@ wire_check_nfs() {
         # data fills the chunk the call offered (packet-rpcrdma.c,
         # add_iwarp_padding), so a short READ at the end of a file shows
         # 1-3 octets short, whoever the server.
+        # NFSv3: procedure 6 and count3; NFSv4: a COMPOUND whose main
+        # operation is READ (25) and its data length.
         tshark -r "$aligned" -Y "frame.number in {$(paste -sd, "$out.frames")}" -T fields \
             -e rpcordma.xid -e nfs.procedure_v3 -e rpcordma.writes_count -e nfs.count3 \
+            -e nfs.main_opcode -e nfs.read.data_length \
             >"$out.replies" 2>/dev/null
         tshark -r "$aligned" -T fields -e rpcordma.xid -e rpcordma.rdma_length \
             -Y "tcp.dstport == $RP && rpcordma.xid in {$(cut -f1 "$out.replies" | cut -d, -f1 | sort -u | paste -sd,)}" \
             >"$out.calls" 2>/dev/null
         known=$(awk -F'\t' 'NR == FNR { if (!($1 in offered)) { m = split($2, l, ","); t = 0
                     for (i = 1; i <= m; i++) t += l[i]; offered[$1] = t }; next }
-                { split($1, x, ","); split($2, p, ","); split($4, c, ",") }
+                { split($1, x, ","); split($2, p, ","); split($4, c, ",")
+                  if ($5 == 25) { p[1] = 6; split($6, c, ",") } }
                 p[1] == 6 && $3 == 1 && c[1] % 4 != 0 && (x[1] in offered) && c[1] < offered[x[1]] { k++ }
                 END { print k + 0 }' "$out.calls" "$out.replies")
         [ "$((known + bad))" = "$(wc -l <"$out.frames")" ] || bad=$((bad + 1))
@@ -226,10 +249,10 @@ fsx_run() {
     local restart=${IOP_NFS_FSX_RESTART_AT-150}
     script=$IOP_WORK/$run.sh
     {
-        echo "SERVER=10.0.2.100 NFS_PORT=$port MNT_PORT=$MP PROTO=$proto RUN=$run"
+        echo "SERVER=10.0.2.100 NFS_PORT=$port MNT_PORT=$MP PROTO=$proto RUN=$run VERS=$VERS"
         echo "SEED=$seed OPS=$ops PROCS=$procs PAUSE_AT=$restart MOUNT_OPTS=${IOP_NFS_FSX_MOUNT_OPTS:-}"
         [ -z "$SQUASH" ] && echo "FSX_ARGS=--owner-rw"
-        echo "export SERVER NFS_PORT MNT_PORT PROTO RUN SEED OPS PROCS PAUSE_AT MOUNT_OPTS FSX_ARGS"
+        echo "export SERVER NFS_PORT MNT_PORT PROTO RUN VERS SEED OPS PROCS PAUSE_AT MOUNT_OPTS FSX_ARGS"
         cat "$HERE/nfs-fsx-guest.sh"
     } >"$script"
     iop_log "guest: nfs-fsx over proto=$proto (port $port; seed $seed, $procs x $ops operations${restart:+, the server restarted after $restart})"
@@ -302,13 +325,14 @@ for run in $PROTOS; do
     fi
     script=$IOP_WORK/workload-$run.sh
     {
-        echo "SERVER=10.0.2.100 NFS_PORT=$port MNT_PORT=$MP PROTO=$proto RUN=$run $sizes"
-        echo "export SERVER NFS_PORT MNT_PORT PROTO RUN BIG_MIB NSMALL NDIR NRANDOM"
+        echo "SERVER=10.0.2.100 NFS_PORT=$port MNT_PORT=$MP PROTO=$proto RUN=$run VERS=$VERS $sizes"
+        echo "export SERVER NFS_PORT MNT_PORT PROTO RUN VERS BIG_MIB NSMALL NDIR NRANDOM"
         cat "$HERE/nfs-workload.sh"
     } >"$script"
     iop_log "guest: workload over proto=$proto (port $port; $sizes)"
     t=$SECONDS
     iop_guest_start "client-$run" exec --port "$port" --fwd "$MP" \
+        ${LOCKTEST:+--add "$LOCKTEST"} \
         --script "$script" --out "$IOP_WORK/out-$run" --timeout 1500
     iop_guest_finish "client-$run" 1700
     rc=$?

@@ -5,6 +5,8 @@
 # variables below in front of a copy of this file.
 #
 #   SERVER     the server's address (10.0.2.100 = the host)
+#   VERS       NFS version: 3 (default), 4.1 or 4.2 (NFSv4 needs no MOUNT
+#              port and no nolock; it adds byte-range lock checks)
 #   NFS_PORT   NFS port (RPC-over-RDMA or TCP)
 #   MNT_PORT   MOUNT v3 port (TCP)
 #   PROTO      rdma | tcp
@@ -37,7 +39,12 @@ fail() { note "WL-FAIL $1${2:+ ($2)}"; FAILS=$((FAILS + 1)); }
 check() { n=$1; shift; if "$@"; then pass "$n"; else fail "$n"; fi; }
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
-OPTS="vers=3,proto=$PROTO,port=$NFS_PORT,nolock,noacl,mountport=$MNT_PORT,mountproto=tcp"
+VERS=${VERS:-3}
+if [ "$VERS" = 3 ]; then
+    OPTS="vers=3,proto=$PROTO,port=$NFS_PORT,nolock,noacl,mountport=$MNT_PORT,mountproto=tcp"
+else
+    OPTS="vers=$VERS,proto=$PROTO,port=$NFS_PORT"
+fi
 note "WL-INFO mount -t nfs -o $OPTS $SERVER:$EXPORT $M"
 if ! mount -t nfs -o "$OPTS" "$SERVER:$EXPORT" "$M"; then
     fail "mount $PROTO"
@@ -210,7 +217,23 @@ drop_caches
 check "rename over an existing file" sh -c "[ \"\$(cat '$D/r2')\" = one ] && [ ! -e '$D/r1' ]"
 check "exclusive create refuses an existing name" sh -c "! (set -C; echo x >'$D/r2') 2>/dev/null"
 
-# 11. Clean up (except the big file, which the host compares) and unmount.
+# 11. NFSv4: fcntl byte-range and flock whole-file locks between two
+#     processes (nfs-locktest; the kernel client sends LOCK, LOCKT, LOCKU).
+if [ "$VERS" != 3 ]; then
+    echo lock >"$D/lockf"
+    if command -v nfs-locktest >/dev/null 2>&1; then
+        nfs-locktest "$D/lockf" >/tmp/locktest.txt 2>&1
+        rc=$?
+        sed 's/^/WL-INFO /' /tmp/locktest.txt | grep -v 'LOCK-OK' | tee -a "$OUT"
+        n=$(grep -c '^LOCK-OK' /tmp/locktest.txt)
+        [ $rc = 0 ] && pass "fcntl and flock locks between two processes ($n checks)" || fail "locks between two processes" "exit $rc"
+    else
+        fail "locks between two processes" "nfs-locktest is not in the guest"
+    fi
+    rm -f "$D/lockf"
+fi
+
+# 12. Clean up (except the big file, which the host compares) and unmount.
 rm -rf "$D/c1" "$D/c2" "$D/c3" "$D/c4" "$D/random" "$D/t" "$D/app" "$D/h2" "$D/r2" \
     "$D/target" "$D/rel-link" "$D/abs-link" "$D/long-link"
 left=$(ls -A "$D" | tr '\n' ' ')

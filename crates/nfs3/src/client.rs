@@ -147,6 +147,35 @@ fn bad_handle(op: &'static str, len: usize) -> impl FnOnce(NfsError) -> NfsClien
     move |_| NfsClientError::BadHandle { op, len }
 }
 
+/// How long a request the server answers `NFS3ERR_JUKEBOX` is retried
+/// (RFC 1813 §2.6: the server started it and could not finish in time;
+/// the client retries later): 2 minutes, the delay doubling from 50 ms to
+/// 2 s. An NFSv4 delegation held by another client is one reason: the
+/// change waits until it is returned.
+pub const JUKEBOX_PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Runs `f` again while the server answers `NFS3ERR_JUKEBOX`, within
+/// [`JUKEBOX_PATIENCE`].
+async fn patiently<T, Fut>(mut f: impl FnMut() -> Fut) -> Result<T, NfsClientError>
+where
+    Fut: std::future::Future<Output = Result<T, NfsClientError>>,
+{
+    let start = std::time::Instant::now();
+    let mut delay = std::time::Duration::from_millis(50);
+    loop {
+        match f().await {
+            Err(NfsClientError::Nfs {
+                status: NfsError::Jukebox,
+                ..
+            }) if start.elapsed() < JUKEBOX_PATIENCE => {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(std::time::Duration::from_secs(2));
+            }
+            other => return other,
+        }
+    }
+}
+
 fn nfs(op: &'static str, path: &[u8], s: p::Nfsstat3) -> NfsClientError {
     NfsClientError::Nfs {
         op,
@@ -537,8 +566,18 @@ impl NfsClient {
         result
     }
 
-    /// Creates (or truncates) `name` in `dir` with `mode`.
+    /// Creates (or truncates) `name` in `dir` with `mode` (retried while
+    /// the server answers `NFS3ERR_JUKEBOX`).
     pub async fn create(
+        &self,
+        dir: &FileHandle,
+        name: &[u8],
+        mode: u32,
+    ) -> Result<FileHandle, NfsClientError> {
+        patiently(|| self.create_once(dir, name, mode)).await
+    }
+
+    async fn create_once(
         &self,
         dir: &FileHandle,
         name: &[u8],
@@ -571,8 +610,19 @@ impl NfsClient {
         }
     }
 
-    /// One WRITE; returns the count, how it was committed and the verifier.
+    /// One WRITE (retried while the server answers `NFS3ERR_JUKEBOX`);
+    /// returns the count, how it was committed and the verifier.
     pub async fn write(
+        &self,
+        fh: &FileHandle,
+        offset: u64,
+        data: Bytes,
+        stable: StableHow,
+    ) -> Result<(u32, StableHow, [u8; 8]), NfsClientError> {
+        patiently(|| self.write_once(fh, offset, data.clone(), stable)).await
+    }
+
+    async fn write_once(
         &self,
         fh: &FileHandle,
         offset: u64,
@@ -611,8 +661,13 @@ impl NfsClient {
         }
     }
 
-    /// COMMIT of the whole file; returns the verifier.
+    /// COMMIT of the whole file (retried while the server answers
+    /// `NFS3ERR_JUKEBOX`); returns the verifier.
     pub async fn commit(&self, fh: &FileHandle) -> Result<[u8; 8], NfsClientError> {
+        patiently(|| self.commit_once(fh)).await
+    }
+
+    async fn commit_once(&self, fh: &FileHandle) -> Result<[u8; 8], NfsClientError> {
         match self
             .nfs
             .commit(p::Commit3args {

@@ -314,6 +314,7 @@ pub(crate) fn run(
             }
         }
         let (r, status) = ops::dispatch(&mut cx, a);
+        tracing::trace!(op = ops::opnum_of(&r), ?status, "NFSv4 operation");
         res.resarray.push(r);
         if status != p::Nfsstat4::Nfs4Ok {
             res.status = status;

@@ -131,6 +131,8 @@ pub struct Nfs4Server {
     conns: Mutex<HashMap<u64, Connection>>,
     /// One callback at a time per session (its back channel's slot 0).
     cb_locks: Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<()>>>>,
+    /// Probes under way (a session's backchannel is probed once).
+    probing: Mutex<std::collections::HashSet<(SessionId, u64)>>,
     records: PathBuf,
     callback_timeout: Duration,
 }
@@ -188,6 +190,7 @@ pub fn register(
         }),
         conns: Mutex::new(HashMap::new()),
         cb_locks: Mutex::new(HashMap::new()),
+        probing: Mutex::new(std::collections::HashSet::new()),
         records,
         callback_timeout: cfg.callback_timeout,
     });
@@ -267,11 +270,20 @@ impl Nfs4Server {
 
     /// What a COMPOUND left to do: probes, recalls, records.
     fn after(self: &Arc<Self>, conn: ConnId) {
-        let (probes, recalls, records) = {
+        let (probes, recalls, notifies, records) = {
             let mut st = self.core.lock();
-            (st.to_probe(conn), st.take_recalls(), st.take_records())
+            (
+                st.to_probe(conn),
+                st.take_recalls(),
+                st.take_notifies(),
+                st.take_records(),
+            )
         };
+        self.notify(notifies);
         for (sid, prog) in probes {
+            if !lock(&self.probing).insert((sid, conn.0)) {
+                continue;
+            }
             let s = self.clone();
             tokio::spawn(async move { s.probe(sid, conn, prog).await });
         }
@@ -295,11 +307,17 @@ impl Nfs4Server {
 
     /// The timer's work.
     fn tick(self: &Arc<Self>) {
-        let (gone, recalls, records) = {
+        let (gone, recalls, notifies, records) = {
             let mut st = self.core.lock();
             let gone = st.tick(Instant::now());
-            (gone, st.take_recalls(), st.take_records())
+            (
+                gone,
+                st.take_recalls(),
+                st.take_notifies(),
+                st.take_records(),
+            )
         };
+        self.notify(notifies);
         for c in gone {
             tracing::info!(
                 client = format_args!("{:#018x}", c.0),
@@ -346,27 +364,58 @@ impl Nfs4Server {
         };
         tracing::debug!(up, "NFSv4 backchannel probed");
         self.core.lock().probed(&sid, conn, up);
+        lock(&self.probing).remove(&(sid, conn.0));
     }
 
     fn cb_lock(&self, sid: &SessionId) -> Arc<tokio::sync::Mutex<()>> {
         lock(&self.cb_locks).entry(*sid).or_default().clone()
     }
 
+    /// Sends CB_NOTIFY_LOCK to each owner that waited for a lock.
+    fn notify(self: &Arc<Self>, notifies: Vec<state::NotifyLock>) {
+        for n in notifies {
+            let s = self.clone();
+            tokio::spawn(async move {
+                let op = p::NfsCbArgop4::OpCbNotifyLock(p::CbNotifyLock4args {
+                    cnla_fh: Bytes::copy_from_slice(n.file.as_bytes()),
+                    cnla_lock_owner: p::StateOwner4 {
+                        clientid: n.owner.client.0,
+                        owner: n.owner.owner.clone().into(),
+                    },
+                });
+                s.callback(n.owner.client, op, "CB_NOTIFY_LOCK").await;
+            });
+        }
+    }
+
     /// Sends CB_RECALL for a delegation.
     async fn recall(self: Arc<Self>, r: Recall) {
-        let Some(bc) = self.core.lock().backchannel(r.client) else {
-            tracing::warn!(client = format_args!("{:#018x}", r.client.0), "a delegation to recall, but its client has no backchannel: it is revoked if not returned within a lease");
-            return;
+        let op = p::NfsCbArgop4::OpCbRecall(p::CbRecall4args {
+            stateid: wire(r.stateid),
+            truncate: false,
+            fh: Bytes::copy_from_slice(r.file.as_bytes()),
+        });
+        if !self.callback(r.client, op, "CB_RECALL").await {
+            tracing::warn!(client = format_args!("{:#018x}", r.client.0), "a delegation could not be recalled: it is revoked if not returned within a lease of the recall");
+        }
+    }
+
+    /// Sends one callback operation (after CB_SEQUENCE) to `client` on a
+    /// backchannel of its; whether the client took it.
+    async fn callback(&self, client: state::ClientId, op: p::NfsCbArgop4, what: &str) -> bool {
+        let Some(bc) = self.core.lock().backchannel(client) else {
+            tracing::debug!(what, "no backchannel to send it on");
+            return false;
         };
         let lock = self.cb_lock(&bc.session);
         let _one = lock.lock().await;
         // The sequence id is taken under the session's callback lock.
         let Some(seq) = self.core.lock().cb_sequence(&bc.session) else {
-            return;
+            return false;
         };
-        let Some(client) = self.callback_client(&bc.session, bc.conn) else {
+        let Some(rpc) = self.callback_client(&bc.session, bc.conn) else {
             self.core.lock().probed(&bc.session, bc.conn, false);
-            return;
+            return false;
         };
         let args = p::CbCompound4args {
             tag: Bytes::new(),
@@ -381,29 +430,29 @@ impl Nfs4Server {
                     csa_cachethis: false,
                     csa_referring_call_lists: Vec::new(),
                 }),
-                p::NfsCbArgop4::OpCbRecall(p::CbRecall4args {
-                    stateid: wire(r.stateid),
-                    truncate: false,
-                    fh: Bytes::copy_from_slice(r.file.as_bytes()),
-                }),
+                op,
             ],
         };
-        let res: Result<p::CbCompound4res, _> = client
+        let res: Result<p::CbCompound4res, _> = rpc
             .call(bc.cb_program, 1, 1, &args, &CallHints::new())
             .await;
         match res {
             Ok(res) if res.status == p::Nfsstat4::Nfs4Ok => {
                 tracing::debug!(
-                    client = format_args!("{:#018x}", r.client.0),
-                    "CB_RECALL sent"
+                    what,
+                    client = format_args!("{:#018x}", client.0),
+                    "callback answered"
                 );
+                true
             }
             Ok(res) => {
-                tracing::warn!(status = ?res.status, "the client refused CB_RECALL");
+                tracing::warn!(what, status = ?res.status, "the client refused a callback");
+                false
             }
             Err(e) => {
-                tracing::warn!(error = %e, "CB_RECALL failed: the backchannel is down");
+                tracing::warn!(what, error = %e, "a callback failed: the backchannel is down");
                 self.core.lock().probed(&bc.session, bc.conn, false);
+                false
             }
         }
     }

@@ -432,6 +432,7 @@ fn byte_range_locks_between_clients() {
         offset,
         length,
         locker,
+        blocking: true,
     };
     let lc = s
         .lock(
@@ -501,9 +502,16 @@ fn byte_range_locks_between_clients() {
     // CLOSE while locked; LOCKU; FREE_STATEID.
     assert_eq!(s.close(c, &oc, &fh(1)), Err(StateError::LocksHeld));
     assert_eq!(s.free_stateid(c, &lc), Err(StateError::LocksHeld));
+    assert!(s.take_notifies().is_empty());
     let lc = s
         .locku(c, &StateId { seqid: 0, ..lc }, &fh(1), 0, u64::MAX)
         .unwrap();
+    // d waited (its blocking lock was denied): it is told, once.
+    let n = s.take_notifies();
+    assert_eq!(n.len(), 1, "{n:?}");
+    assert_eq!((n[0].owner.client, &n[0].owner.owner[..]), (d, &b"lo"[..]));
+    assert_eq!(n[0].file, fh(1));
+    assert!(s.take_notifies().is_empty());
     // Now d gets its lock.
     s.lock(
         &lock(
@@ -658,6 +666,7 @@ fn grace_after_a_restart() {
             open: o,
             owner: b"l".to_vec(),
         },
+        blocking: false,
     };
     s.lock(&relock, t0).unwrap().unwrap();
     // The previous clients stay recorded until they complete.

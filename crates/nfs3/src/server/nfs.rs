@@ -316,7 +316,12 @@ impl p::nfs_v3::Server for NfsService {
             )
         };
         let dir = handle!(a.r#where.dir, fail);
+        let g = self.guard.clone();
         self.run(&info, move |x, who| {
+            // An existing file may be truncated by an UNCHECKED CREATE.
+            if held_name(&g, x, who, &dir, &a.r#where.name) {
+                return fail(NfsError::Jukebox);
+            }
             let out = x.create(who, &dir, &a.r#where.name, c::create_how(&a.how));
             let dir_wcc = c::wcc(out.wcc);
             match out.result {

@@ -53,6 +53,10 @@ pub(crate) fn lock(cx: &mut Ctx<'_>, a: &p::Lock4args) -> Done {
                     offset: a.offset,
                     length: a.length,
                     locker,
+                    blocking: matches!(
+                        a.locktype,
+                        p::NfsLockType4::ReadwLt | p::NfsLockType4::WritewLt
+                    ),
                 },
                 cx.now,
             )

@@ -199,6 +199,9 @@ fn open_inner(cx: &mut Ctx<'_>, a: &p::Open4args) -> Result<p::Open4resok, p::Nf
     {
         return Err(p::Nfsstat4::Nfs4errInval);
     }
+    if access & ACCESS_WRITE != 0 {
+        cx.writable()?;
+    }
     let mut state = OpenArgs {
         client,
         owner: a.owner.owner.to_vec(),
@@ -272,7 +275,7 @@ fn open_inner(cx: &mut Ctx<'_>, a: &p::Open4args) -> Result<p::Open4resok, p::Nf
     Ok(p::Open4resok {
         stateid: wire(opened.stateid),
         cinfo: target.cinfo,
-        rflags: p::OPEN4_RESULT_LOCKTYPE_POSIX,
+        rflags: p::OPEN4_RESULT_LOCKTYPE_POSIX | p::OPEN4_RESULT_MAY_NOTIFY_LOCK,
         attrset: target.attrset.words(),
         delegation,
     })

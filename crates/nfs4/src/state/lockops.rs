@@ -45,7 +45,23 @@ pub struct LockArgs {
     pub length: u64,
     /// The owner.
     pub locker: Locker,
+    /// A blocking lock (`READW_LT`, `WRITEW_LT`): if denied, the owner is
+    /// told with CB_NOTIFY_LOCK when the file's locks are released.
+    pub blocking: bool,
 }
+
+/// A lock owner to tell (CB_NOTIFY_LOCK) that a lock it was denied may be
+/// free now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifyLock {
+    /// The owner that waited.
+    pub owner: LockOwner,
+    /// The file.
+    pub file: FileHandle,
+}
+
+/// Most owners remembered as waiting on one file.
+const MAX_WAITERS: usize = 64;
 
 /// A conflicting lock (`LOCK4denied`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,8 +139,16 @@ impl<R: Clone> State<R> {
         };
         let f = self.files.entry(a.file.clone()).or_default();
         match f.locks.lock(&who, offset, end, a.kind) {
-            Ok(()) => Ok(Ok(self.bump(&other))),
-            Err(c) => Ok(Err(Denied::from(&c))),
+            Ok(()) => {
+                f.waiters.retain(|w| w != &who);
+                Ok(Ok(self.bump(&other)))
+            }
+            Err(c) => {
+                if a.blocking && !f.waiters.contains(&who) && f.waiters.len() < MAX_WAITERS {
+                    f.waiters.push(who);
+                }
+                Ok(Err(Denied::from(&c)))
+            }
         }
     }
 
@@ -179,7 +203,26 @@ impl<R: Clone> State<R> {
         if let Some(f) = self.files.get_mut(file) {
             f.locks.unlock(&LockOwner { client, owner }, offset, end);
         }
+        self.locks_released(file);
         Ok(self.bump(&other))
+    }
+
+    /// Locks of `file` were released: the owners that waited are told.
+    pub(crate) fn locks_released(&mut self, file: &FileHandle) {
+        if let Some(f) = self.files.get_mut(file) {
+            if !f.waiters.is_empty() {
+                self.notifies
+                    .extend(f.waiters.drain(..).map(|owner| NotifyLock {
+                        owner,
+                        file: file.clone(),
+                    }));
+            }
+        }
+    }
+
+    /// The CB_NOTIFY_LOCKs queued since the last call.
+    pub fn take_notifies(&mut self) -> Vec<NotifyLock> {
+        std::mem::take(&mut self.notifies)
     }
 
     /// FREE_STATEID (RFC 8881 §18.38): a lock stateid without locks, or a

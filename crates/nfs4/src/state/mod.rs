@@ -45,7 +45,7 @@ pub use delegs::Recall;
 pub use error::{StateError, StateResult};
 pub use grace::{load_records, save_records};
 pub use ids::{ClientId, Other, SessionId, Special, StateId};
-pub use lockops::{Denied, LockArgs, Locked, Locker};
+pub use lockops::{Denied, LockArgs, Locked, Locker, NotifyLock};
 pub use locks::LockKind;
 pub use opens::{Claim, OpenArgs, Opened, ACCESS_BOTH, ACCESS_READ, ACCESS_WRITE};
 pub use sessions::{
@@ -143,6 +143,9 @@ pub(crate) struct FileState {
     /// When a delegation of this file was last recalled (none is
     /// granted again for a while).
     pub(crate) recalled_at: Option<Instant>,
+    /// Lock owners whose blocking LOCK was denied: told with
+    /// CB_NOTIFY_LOCK when locks of the file are released.
+    pub(crate) waiters: Vec<LockOwner>,
 }
 
 impl FileState {
@@ -166,6 +169,8 @@ pub struct State<R> {
     grace: grace::Grace,
     /// Delegations to recall, for the service to send.
     recalls: Vec<Recall>,
+    /// Lock owners to tell that a lock they waited for may be free.
+    notifies: Vec<lockops::NotifyLock>,
 }
 
 impl<R: Clone> State<R> {
@@ -185,6 +190,7 @@ impl<R: Clone> State<R> {
             files: HashMap::new(),
             grace,
             recalls: Vec::new(),
+            notifies: Vec::new(),
         }
     }
 
@@ -229,8 +235,13 @@ impl<R: Clone> State<R> {
         for o in mine {
             self.forget_state(&o);
         }
-        for f in self.files.values_mut() {
-            f.locks.release_client(client);
+        let files: Vec<FileHandle> = self.files.keys().cloned().collect();
+        for file in files {
+            if let Some(f) = self.files.get_mut(&file) {
+                f.locks.release_client(client);
+                f.waiters.retain(|w| w.client != client);
+            }
+            self.locks_released(&file);
         }
         self.files
             .retain(|_, f| !f.is_empty() || f.recalled_at.is_some());
@@ -252,6 +263,14 @@ impl<R: Clone> State<R> {
                     client: s.client,
                     owner: owner.clone(),
                 });
+                if !f.waiters.is_empty() {
+                    let file = s.file.clone();
+                    self.notifies
+                        .extend(f.waiters.drain(..).map(|owner| lockops::NotifyLock {
+                            owner,
+                            file: file.clone(),
+                        }));
+                }
             }
             if f.is_empty() && f.recalled_at.is_none() {
                 self.files.remove(&s.file);

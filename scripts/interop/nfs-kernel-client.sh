@@ -137,7 +137,7 @@ start_server() {
     before=$(grep -c '^serving' "$IOP_WORK/server.log")
     "$BIN" nfs serve "$EXPORT" --listen "127.0.0.1:$RP" --mount-port "$MP" \
         --tcp "127.0.0.1:$TP" --state-dir "$STATE" --lease "${IOP_NFS_LEASE:-15}" \
-        $SQUASH ${IOP_NFS_SERVE_ARGS---mulpdu 1448} \
+        --log "warn,rpcrdma_nfs4=info" $SQUASH ${IOP_NFS_SERVE_ARGS---mulpdu 1448} \
         >>"$IOP_WORK/server.log" 2>&1 &
     SERVER_PID=$!
     IOP_PIDS+=("$SERVER_PID")
@@ -274,6 +274,19 @@ fsx_run() {
     if [ "$fails" != 0 ]; then
         # The failing operation and the ones before it.
         grep -A45 '^FSX-FAIL p[0-9]* seed' "$log" | tr -d '\r' | head -60 | sed 's/^/    | /'
+    fi
+    if [ "$VERS" != 3 ] && [ -n "$restart" ]; then
+        # After the restart the kernel client reclaimed the opens and locks
+        # its workers held (CLAIM_PREVIOUS, LOCK reclaim) in the grace
+        # period, and the period ended (RECLAIM_COMPLETE or its time).
+        for _ in $(seq 1 60); do
+            grep -q 'NFSv4 grace period over' "$IOP_WORK/server.log" && break
+            sleep 1
+        done
+        g=$(sed 's/\x1b\[[0-9;]*m//g' "$IOP_WORK/server.log" | grep -o 'NFSv4 grace period over: [^=]*' | tail -1)
+        n=$(echo "$g" | sed -n 's/.*reclaimed \([0-9]*\) opens.*/\1/p')
+        echo "$g" | grep -q ': 1 of 1 previous clients' && [ "${n:-0}" -gt 0 ]
+        iop_result "$run: after the restart the client reclaimed its state in the grace period" $? "${g:-no grace period logged}"
     fi
     if [ "$proto" = rdma ] && [ "${IOP_NFS_FSX_WIRE_CHECK:-0}" = 1 ]; then
         wire_check_nfs "$run: tshark finds every frame of the capture well-formed" \

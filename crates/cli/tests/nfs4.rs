@@ -501,6 +501,17 @@ async fn life(s: &Served, rdma: bool) {
         assert_eq!(r.status, S::Nfs4errSeqMisordered, "seq {seq}: {r:?}");
     }
 
+    // A write-only attribute asked for (RFC 8881 §5.5).
+    let r = c
+        .run(vec![
+            A::OpPutrootfh,
+            A::OpGetattr(p::Getattr4args {
+                attr_request: vec![0, 1 << (p::FATTR4_TIME_MODIFY_SET - 32)],
+            }),
+        ])
+        .await;
+    assert_eq!(r.status, S::Nfs4errInval, "{r:?}");
+
     // Malformed and misplaced COMPOUNDs.
     let r = compound(&c.rpc, vec![A::OpPutrootfh, A::OpGetfh]).await;
     assert_eq!(r.status, S::Nfs4errOpNotInSession);

@@ -324,6 +324,14 @@ impl Nfs4Server {
                 "NFSv4 lease expired: the client's state is gone"
             );
         }
+        if let Some((back, of, reclaims)) = self.core.lock().grace_ended() {
+            tracing::info!(
+                clients = back,
+                previous = of,
+                reclaims,
+                "NFSv4 grace period over: {back} of {of} previous clients reclaimed {reclaims} opens and locks"
+            );
+        }
         for r in recalls {
             let s = self.clone();
             tokio::spawn(async move { s.recall(r).await });

@@ -734,3 +734,32 @@ fn state_is_bounded() {
     );
     s.destroy_clientid(c).unwrap_err();
 }
+
+#[test]
+fn the_end_of_a_grace_period_is_reported_once_with_what_was_reclaimed() {
+    let t0 = Instant::now();
+    let mut s = State::<&str>::new(
+        Config::default(),
+        9,
+        t0,
+        vec![b"back".to_vec(), b"gone".to_vec()],
+    );
+    let (c, _) = client(&mut s, b"back", t0);
+    let args = OpenArgs {
+        client: c,
+        owner: b"o".to_vec(),
+        file: fh(1),
+        access: ACCESS_READ,
+        deny: 0,
+        claim: Claim::Previous,
+        want_deleg: true,
+    };
+    let o = s.open(&args, t0).unwrap();
+    assert!(o.deleg.is_none(), "no delegation for a reclaim");
+    assert_eq!(s.grace_ended(), None);
+    s.reclaim_complete(c).unwrap();
+    assert_eq!(s.grace_ended(), None, "\"gone\" may still come back");
+    s.tick(t0 + Duration::from_secs(91));
+    assert_eq!(s.grace_ended(), Some((1, 2, 1)));
+    assert_eq!(s.grace_ended(), None);
+}

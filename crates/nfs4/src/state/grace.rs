@@ -37,6 +37,12 @@ pub(crate) struct Grace {
     pending: HashSet<Vec<u8>>,
     /// Clients (of this instance) that sent RECLAIM_COMPLETE.
     completed: HashSet<ClientId>,
+    /// Opens and locks reclaimed.
+    pub(crate) reclaims: u64,
+    /// How many previous clients there were, and whether the end was
+    /// reported ([`State::grace_ended`]).
+    previous: usize,
+    reported: bool,
 }
 
 impl Grace {
@@ -46,8 +52,11 @@ impl Grace {
             until,
             // Nobody to wait for: no grace period at all.
             over: pending.is_empty(),
+            reported: pending.is_empty(),
+            previous: pending.len(),
             pending,
             completed: HashSet::new(),
+            reclaims: 0,
         }
     }
 
@@ -55,15 +64,19 @@ impl Grace {
         !self.over && now < self.until
     }
 
+    /// Owners still allowed to reclaim (none once the period is over).
+    fn may(&self, owner: &[u8]) -> bool {
+        !self.over && self.pending.contains(owner)
+    }
+
     pub(crate) fn tick(&mut self, now: Instant) {
         if !self.over && now >= self.until {
             self.over = true;
-            self.pending.clear();
         }
     }
 
     pub(crate) fn pending_owners(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
-        self.pending.iter().cloned()
+        self.pending.iter().filter(|_| !self.over).cloned()
     }
 
     pub(crate) fn forget(&mut self, client: ClientId) {
@@ -82,7 +95,7 @@ impl<R: Clone> State<R> {
     pub(crate) fn may_reclaim(&self, client: ClientId, now: Instant) -> StateResult<()> {
         let c = self.client(client)?;
         if !self.grace.active(now)
-            || !self.grace.pending.contains(&c.owner)
+            || !self.grace.may(&c.owner)
             || self.grace.completed.contains(&client)
         {
             return Err(StateError::NoGrace);
@@ -97,6 +110,18 @@ impl<R: Clone> State<R> {
         } else {
             Ok(())
         }
+    }
+
+    /// Once, when a grace period has ended: how many of the previous
+    /// instance's clients came back and completed, of how many, and the
+    /// opens and locks they reclaimed.
+    pub fn grace_ended(&mut self) -> Option<(usize, usize, u64)> {
+        if !self.grace.over || self.grace.reported {
+            return None;
+        }
+        self.grace.reported = true;
+        let back = self.grace.previous - self.grace.pending.len();
+        Some((back, self.grace.previous, self.grace.reclaims))
     }
 
     /// RECLAIM_COMPLETE (RFC 8881 §18.51) for the whole server

@@ -141,6 +141,9 @@ impl<R: Clone> State<R> {
         match f.locks.lock(&who, offset, end, a.kind) {
             Ok(()) => {
                 f.waiters.retain(|w| w != &who);
+                if a.reclaim {
+                    self.grace.reclaims += 1;
+                }
                 Ok(Ok(self.bump(&other)))
             }
             Err(c) => {

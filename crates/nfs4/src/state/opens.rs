@@ -157,13 +157,18 @@ impl<R: Clone> State<R> {
                 },
             )?,
         };
-        let deleg =
-            if a.want_deleg && a.access == ACCESS_READ && a.deny == 0 && a.claim != Claim::Previous
-            {
-                self.maybe_delegate(a.client, &a.file, now)
-            } else {
-                None
-            };
+        if a.claim == Claim::Previous {
+            self.grace.reclaims += 1;
+        }
+        let deleg = if a.want_deleg
+            && a.access == ACCESS_READ
+            && a.deny == 0
+            && matches!(a.claim, Claim::Null | Claim::Fh)
+        {
+            self.maybe_delegate(a.client, &a.file, now)
+        } else {
+            None
+        };
         Ok(Opened { stateid, deleg })
     }
 

@@ -276,17 +276,19 @@ fsx_run() {
         grep -A45 '^FSX-FAIL p[0-9]* seed' "$log" | tr -d '\r' | head -60 | sed 's/^/    | /'
     fi
     if [ "$VERS" != 3 ] && [ -n "$restart" ]; then
-        # After the restart the kernel client reclaimed the opens and locks
-        # its workers held (CLAIM_PREVIOUS, LOCK reclaim) in the grace
-        # period, and the period ended (RECLAIM_COMPLETE or its time).
+        # After the restart the kernel client came back in the grace
+        # period and ended its reclaim (RECLAIM_COMPLETE). (nfs-fsx's
+        # workers close between operations: what they hold across the
+        # restart is file handles, not opens; nfs4-recall.sh checks the
+        # reclaim of a held open and lock.)
         for _ in $(seq 1 60); do
             grep -q 'NFSv4 grace period over' "$IOP_WORK/server.log" && break
             sleep 1
         done
-        g=$(sed 's/\x1b\[[0-9;]*m//g' "$IOP_WORK/server.log" | grep -o 'NFSv4 grace period over: [^=]*' | tail -1)
+        g=$(sed 's/\x1b\[[0-9;]*m//g' "$IOP_WORK/server.log" | grep -o 'NFSv4 grace period over: [^=]*locks' | tail -1)
         n=$(echo "$g" | sed -n 's/.*reclaimed \([0-9]*\) opens.*/\1/p')
-        echo "$g" | grep -q ': 1 of 1 previous clients' && [ "${n:-0}" -gt 0 ]
-        iop_result "$run: after the restart the client reclaimed its state in the grace period" $? "${g:-no grace period logged}"
+        echo "$g" | grep -q ': 1 of 1 previous clients'
+        iop_result "$run: after the restart the client came back in the grace period" $? "${g:-no grace period logged}; ${n:-0} reclaimed"
     fi
     if [ "$proto" = rdma ] && [ "${IOP_NFS_FSX_WIRE_CHECK:-0}" = 1 ]; then
         wire_check_nfs "$run: tshark finds every frame of the capture well-formed" \

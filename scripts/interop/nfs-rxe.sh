@@ -7,6 +7,10 @@
 # nfs-workload.sh; the guest compares the big file's SHA-256 with the
 # exported copy's.
 #
+# With IOP_NFS_RXE_VERS (default "3 4.1") it does so for each version in
+# turn: NFSv4.1 adds fcntl and flock locks between two processes
+# (nfs-locktest) to the workload.
+#
 # Environment: IOP_NFS_RXE_BIG_MIB (default 64, the full workload's),
 # IOP_NFS_RXE_SIZES (the other
 # workload sizes; default "NSMALL=100 NDIR=1000 NRANDOM=100", empty for
@@ -20,13 +24,28 @@ IOP_NAME=nfs-rxe
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BIG=${IOP_NFS_RXE_BIG_MIB:-64}
 SIZES=${IOP_NFS_RXE_SIZES-NSMALL=100 NDIR=1000 NRANDOM=100}
+VERSIONS=${IOP_NFS_RXE_VERS:-3 4.1}
 
 iop_setup_work
 echo "== $IOP_NAME: the kernel NFS client and rpcrdma nfs serve --provider rdma-core in the guest over rxe (logs: $IOP_WORK)"
 iop_build_rdmacore || { iop_result "build rpcrdma --features rdma-core" 1; iop_summary; exit 1; }
 iop_prepare_guest || { iop_result "prepare the guest" 1; iop_summary; exit 1; }
+LOCKTEST=
+case " $VERSIONS " in
+*" 4."*)
+    (cd "$IOP_ROOT" && cargo build -q -p rpcrdma-nfs-locktest) ||
+        { iop_result "build nfs-locktest" 1; iop_summary; exit 1; }
+    mkdir -p "$IOP_WORK/bin"
+    strip -o "$IOP_WORK/bin/nfs-locktest" "$(iop_target_dir)/debug/nfs-locktest" 2>/dev/null ||
+        cp "$(iop_target_dir)/debug/nfs-locktest" "$IOP_WORK/bin/nfs-locktest"
+    LOCKTEST=$IOP_WORK/bin/nfs-locktest
+    ;;
+esac
 
-cat >"$IOP_WORK/guest.sh" <<EOF
+for VERS in $VERSIONS; do
+RUN=rxe
+[ "$VERS" = 3 ] || RUN=rxe-v$VERS
+cat >"$IOP_WORK/guest-$RUN.sh" <<EOF
 ME=10.0.2.15
 mkdir -p /export /tmp/state
 mount -t tmpfs -o size=400m tmpfs /export
@@ -39,10 +58,10 @@ i=0
 while ! grep -q '^serving' /tmp/server.log && [ \$i -lt 150 ]; do sleep 0.2; i=\$((i + 1)); done
 cat /tmp/server.log | sed 's/^/NFS-RXE-SERVER /'
 grep -q '^serving' /tmp/server.log || { echo "WL-FAIL server did not start"; exit 1; }
-SERVER=\$ME NFS_PORT=20049 MNT_PORT=20048 PROTO=rdma RUN=rxe BIG_MIB=$BIG $SIZES sh ./nfs-workload.sh
+SERVER=\$ME NFS_PORT=20049 MNT_PORT=20048 PROTO=rdma RUN=$RUN VERS=$VERS BIG_MIB=$BIG $SIZES sh ./nfs-workload.sh
 rc=\$?
 sum=\$(grep '^WL-BIG-SHA256' /opt/add/out/results.txt | cut -d' ' -f2)
-exported=\$(sha256sum /export/wl-rxe/big | cut -d' ' -f1)
+exported=\$(sha256sum /export/wl-$RUN/big | cut -d' ' -f1)
 if [ -n "\$sum" ] && [ "\$sum" = "\$exported" ]; then
     echo "NFS-RXE-SAME \$exported"
 else
@@ -57,19 +76,21 @@ grep -iE 'panicked' /tmp/server.log && rc=1
 exit \$rc
 EOF
 
-iop_log "booting the guest (rxe): server and kernel client in the guest"
+iop_log "booting the guest (rxe): server and kernel client in the guest, NFS version $VERS"
 t=$SECONDS
-iop_guest_start rxe exec --rdma rxe --add "$RC_BIN" --add "$HERE/nfs-workload.sh" \
-    --script "$IOP_WORK/guest.sh" --out "$IOP_WORK/out" --timeout 1500
-iop_guest_finish rxe 1700
+iop_guest_start "$RUN" exec --rdma rxe --add "$RC_BIN" --add "$HERE/nfs-workload.sh" \
+    ${LOCKTEST:+--add "$LOCKTEST"} \
+    --script "$IOP_WORK/guest-$RUN.sh" --out "$IOP_WORK/out-$RUN" --timeout 1500
+iop_guest_finish "$RUN" 1700
 rc=$?
-log=$IOP_WORK/rxe.log
+log=$IOP_WORK/$RUN.log
 grep -aE '^(WL-|NFS-RXE-)' "$log" | tr -d '\r' | sed 's/^/    | /'
 fails=$(grep -ac '^WL-FAIL' "$log")
 passes=$(grep -ac '^WL-PASS' "$log")
 [ "$rc" = 0 ] && [ "$fails" = 0 ] && [ "$passes" -ge 20 ] && grep -aq '^WL-DONE 0 failed' "$log"
-iop_result "rxe: kernel client workload against rpcrdma nfs serve --provider rdma-core" $? \
+iop_result "$RUN: kernel client workload (vers=$VERS) against rpcrdma nfs serve --provider rdma-core" $? \
     "$passes checks passed, $fails failed, guest exit $rc, $((SECONDS - t)) s"
 grep -aq '^NFS-RXE-SAME' "$log"
-iop_result "rxe: the $BIG MiB file the client wrote is the one the server stored (SHA-256)" $?
+iop_result "$RUN: the $BIG MiB file the client wrote is the one the server stored (SHA-256)" $?
+done
 iop_summary

@@ -14,7 +14,14 @@
 #      within the lease (no revocation);
 #   3. the guest closes the file, drops its caches and reads the new
 #      contents;
-#   4. the capture holds the CB_RECALL call (ours) and its reply (the
+#   4. a process in the guest opens recall/held, writes it and takes a
+#      write lock (nfs-locktest hold); the server is restarted under it
+#      (SIGTERM, the same state directory): the kernel reclaims the open
+#      and the lock in the grace period (CLAIM_PREVIOUS, LOCK reclaim) and
+#      ends it with RECLAIM_COMPLETE; the process, on the same
+#      descriptor, finds its lock still held against another process and
+#      writes again; the host reads both writes;
+#   5. the capture holds the CB_RECALL call (ours) and its reply (the
 #      kernel's) on the guest's connection, and the guest's DELEGRETURN;
 #      tshark finds every frame well-formed (after fpdu-align.py; the
 #      known short-READ round-up of tshark excepted, spec note N11).
@@ -36,6 +43,11 @@ iop_setup_work
 echo "== $IOP_NAME: a delegation recalled through the kernel client's RDMA backchannel (logs: $IOP_WORK)"
 iop_need tshark tshark || { iop_result "install tshark" 1; iop_summary; exit 1; }
 iop_build || { iop_result "build rpcrdma" 1; iop_summary; exit 1; }
+(cd "$IOP_ROOT" && cargo build -q -p rpcrdma-nfs-locktest) ||
+    { iop_result "build nfs-locktest" 1; iop_summary; exit 1; }
+mkdir -p "$IOP_WORK/bin"
+strip -o "$IOP_WORK/bin/nfs-locktest" "$(iop_target_dir)/debug/nfs-locktest" 2>/dev/null ||
+    cp "$(iop_target_dir)/debug/nfs-locktest" "$IOP_WORK/bin/nfs-locktest"
 iop_prepare_guest || { iop_result "prepare the guest" 1; iop_summary; exit 1; }
 
 EXPORT=$IOP_WORK/export
@@ -45,16 +57,23 @@ echo "version 1" >"$EXPORT/recall/data"
 chmod 0666 "$EXPORT/recall/data"
 echo "version 2" >"$IOP_WORK/v2"
 
-"$BIN" nfs serve "$EXPORT" --listen "127.0.0.1:$RP" --mount-port "$MP" --tcp "127.0.0.1:$TP" \
-    --state-dir "$IOP_WORK/state" --no-root-squash --lease "$LEASE" --mulpdu 1448 \
-    --log info >"$IOP_WORK/server.log" 2>&1 &
-SERVER_PID=$!
-IOP_PIDS+=("$SERVER_PID")
-for _ in $(seq 1 100); do
-    grep -q '^serving' "$IOP_WORK/server.log" && break
-    sleep 0.2
-done
-grep -q '^serving' "$IOP_WORK/server.log"
+# start_server: (again) with the same state directory; its log appended.
+start_server() {
+    local before
+    touch "$IOP_WORK/server.log"
+    before=$(grep -c '^serving' "$IOP_WORK/server.log")
+    "$BIN" nfs serve "$EXPORT" --listen "127.0.0.1:$RP" --mount-port "$MP" --tcp "127.0.0.1:$TP" \
+        --state-dir "$IOP_WORK/state" --no-root-squash --lease "$LEASE" --mulpdu 1448 \
+        --log info >>"$IOP_WORK/server.log" 2>&1 &
+    SERVER_PID=$!
+    IOP_PIDS+=("$SERVER_PID")
+    for _ in $(seq 1 100); do
+        [ "$(grep -c '^serving' "$IOP_WORK/server.log")" -gt "$before" ] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+start_server
 iop_result "server started" $? "$(grep -m1 '^serving' "$IOP_WORK/server.log")"
 
 script=$IOP_WORK/guest.sh
@@ -86,12 +105,27 @@ drop
 second=$(cat "$D/data")
 echo "RC-INFO second read: $second"
 [ "$second" = "version 2" ] && echo "RC-PASS the guest reads the new contents" || echo "RC-FAIL second read ($second)"
+# An open and a lock held across a restart of the server.
+nfs-locktest hold "$D/held" >/tmp/hold.txt 2>&1 &
+holder=$!
+i=0
+while [ $i -lt 300 ]; do
+    drop
+    ls "$D" | grep -q '^restarted$' && break
+    sleep 1
+    i=$((i + 1))
+done
+: >"$D/held.go"
+wait $holder
+sed 's/^/RC-INFO /' /tmp/hold.txt
+grep -q '^HOLD-OK' /tmp/hold.txt && echo "RC-PASS an open and a lock held across the server's restart" || echo "RC-FAIL held across the restart"
 cd /
 umount $M && echo "RC-PASS unmount" || echo "RC-FAIL unmount"
 EOF
 
 iop_log "guest: mount vers=4.1 proto=rdma, hold recall/data open"
-iop_guest_start client exec --port "$RP" --script "$script" --out "$IOP_WORK/out" --timeout 400
+iop_guest_start client exec --port "$RP" --add "$IOP_WORK/bin/nfs-locktest" --script "$script" \
+    --out "$IOP_WORK/out" --timeout 900
 ready=1
 for _ in $(seq 1 300); do
     [ -e "$EXPORT/recall/guest-ready" ] && { ready=0; break; }
@@ -109,15 +143,37 @@ iop_result "our NFSv3 client's write, held while the delegation was recalled, th
 awk -v s="$secs" -v l="$LEASE" 'BEGIN { exit !(s < l) }'
 iop_result "the delegation came back before the lease ($LEASE s) ran out: returned, not revoked" $? "${secs} s"
 touch "$EXPORT/recall/host-done"
-iop_guest_finish client 450
+held=1
+for _ in $(seq 1 300); do
+    [ -e "$EXPORT/recall/held.ready" ] && { held=0; break; }
+    kill -0 "$GUEST_PID" 2>/dev/null || break
+    sleep 1
+done
+iop_result "a process in the guest holds recall/held open and write-locked" $held
+iop_log "restarting the server under the held open and lock"
+kill -TERM "$SERVER_PID" 2>/dev/null
+iop_wait_pid "$SERVER_PID" 30
+iop_result "server stopped (SIGTERM)" $?
+sleep 2
+start_server
+iop_result "server restarted (same state directory): a grace period" $? "$(grep -c 'grace period' "$IOP_WORK/server.log") grace lines"
+touch "$EXPORT/recall/restarted"
+iop_guest_finish client 950
 rc=$?
 log=$IOP_WORK/client.log
 grep -E '^RC-' "$log" | tr -d '\r' | sed 's/^/    | /'
 fails=$(grep -c '^RC-FAIL' "$log")
-[ "$rc" = 0 ] && [ "$fails" = 0 ] && [ "$(grep -c '^RC-PASS' "$log")" = 5 ]
+[ "$rc" = 0 ] && [ "$fails" = 0 ] && [ "$(grep -c '^RC-PASS' "$log")" = 6 ]
 iop_result "guest: read, held, re-read the new contents" $? "$fails failed, guest exit $rc"
 ! grep -q 'was not returned: revoked' "$IOP_WORK/server.log"
 iop_result "no delegation revoked" $?
+[ "$(cat "$EXPORT/recall/held" 2>/dev/null)" = "$(printf 'before\nafter')" ]
+iop_result "recall/held holds what the process wrote before and after the restart" $? \
+    "$(tr '\n' ' ' <"$EXPORT/recall/held" 2>/dev/null)"
+g=$(sed 's/\x1b\[[0-9;]*m//g' "$IOP_WORK/server.log" | grep -o 'NFSv4 grace period over: [^=]*locks' | tail -1)
+n=$(echo "$g" | sed -n 's/.*reclaimed \([0-9]*\) opens.*/\1/p')
+echo "$g" | grep -q ': 1 of 1 previous clients' && [ "${n:-0}" -ge 2 ]
+iop_result "the kernel reclaimed the open and the lock in the grace period and completed" $? "${g:-no grace period over}"
 
 pcap=$IOP_WORK/client.pcap
 aligned=${pcap%.pcap}.aligned.pcap

@@ -14,11 +14,18 @@
 #   nfsd-client.sh rpcrdma nfs get/put/ls vs the kernel NFS server over siw
 #                  (issue 12 item 5)
 #   nfs-rxe.sh     the kernel NFS client and rpcrdma nfs serve --provider
-#                  rdma-core both in the guest over rxe (issue 12 item 4)
+#                  rdma-core both in the guest over rxe, NFSv3 and NFSv4.1
+#                  (issue 12 item 4, issue 34 item 6)
 #   nfs-kernel-client.sh  the kernel NFS client mounts rpcrdma nfs serve over
 #                  proto=rdma (siw) and proto=tcp and runs the data-integrity
 #                  workload (issue 12 item 4), then a short run for tshark; about 30
 #                  minutes under TCG
+#   nfs4-kernel-client.sh  the same with vers=4.1 (short runs over RDMA and
+#                  TCP, nfs-fsx with a restart) and vers=4.2 (short, RDMA)
+#                  (issue 34 item 6; IOP_NFS4_FULL=1 for the full runs)
+#   nfs4-recall.sh a delegation recalled through the kernel client's RDMA
+#                  backchannel, and an open and a lock reclaimed after a
+#                  restart (issue 34 item 6)
 #
 # Builds rpcrdma once (cargo build -p rpcrdma-cli) and the guest
 # (build-guest.sh installs its host packages with apt and downloads the
@@ -47,7 +54,7 @@ else
     WORK=$IOP_WORK_ROOT
 fi
 mkdir -p "$WORK"
-SCRIPTS=${IOP_SCRIPTS:-siw-rping nfsd-null rdmacore nfsd-client nfs-rxe nfs-kernel-client}
+SCRIPTS=${IOP_SCRIPTS:-siw-rping nfsd-null rdmacore nfsd-client nfs-rxe nfs-kernel-client nfs4-kernel-client nfs4-recall}
 export IOP_NAME=run-all
 # shellcheck source=common.sh
 . "$HERE/common.sh"

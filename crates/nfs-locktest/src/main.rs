@@ -7,6 +7,13 @@
 //! The parent holds locks; the child (this program again, `--child`)
 //! tries its own at each step and reports. Prints `LOCK-OK step` or
 //! `LOCK-FAIL step (detail)` per check; exit status 0 only if all passed.
+//!
+//! `nfs-locktest hold FILE` keeps an open and a lock across a server
+//! restart: it writes `before`, write-locks the first 100 octets, makes
+//! `FILE.ready`, waits (up to 10 minutes) for `FILE.go`, then, with the same
+//! descriptor, checks that another process still sees the lock, writes
+//! `after`, unlocks and prints `HOLD-OK` (`HOLD-FAIL ...` otherwise). On
+//! NFSv4 the client must reclaim both in the grace period in between.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -142,14 +149,84 @@ impl Child {
     }
 }
 
+/// `hold FILE`: an open and a lock kept across a server restart.
+fn hold(path: &str) -> i32 {
+    let fail = |what: &str| {
+        println!("HOLD-FAIL {what}");
+        1
+    };
+    let mut f = match OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path) {
+        Ok(f) => f,
+        Err(e) => return fail(&format!("open: {e}")),
+    };
+    if f.write_all(b"before\n").and_then(|()| f.sync_all()).is_err() {
+        return fail("write before");
+    }
+    match lock(&f, Kind::Write, 0, 100, false) {
+        Ok(true) => {}
+        other => return fail(&format!("lock: {other:?}")),
+    }
+    if File::create(format!("{path}.ready")).is_err() {
+        return fail("ready marker");
+    }
+    println!("HOLD-READY");
+    let go = format!("{path}.go");
+    let mut waited = 0;
+    while std::fs::metadata(&go).is_err() {
+        if waited > 1200 {
+            return fail("no go marker in 10 minutes");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        waited += 1;
+    }
+    // Another process must still see our lock (the client reclaimed it).
+    let me = std::env::current_exe().unwrap_or_else(|_| "nfs-locktest".into());
+    let seen = Command::new(me)
+        .args(["--probe", path])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    if seen != "denied" {
+        return fail(&format!("after the restart another process sees no lock ({seen})"));
+    }
+    use std::io::{Seek, SeekFrom};
+    if f.seek(SeekFrom::Start(7))
+        .and_then(|_| f.write_all(b"after\n"))
+        .and_then(|()| f.sync_all())
+        .is_err()
+    {
+        return fail("write after the restart");
+    }
+    match lock(&f, Kind::Unlock, 0, 0, false) {
+        Ok(true) => {}
+        other => return fail(&format!("unlock: {other:?}")),
+    }
+    println!("HOLD-OK");
+    0
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() == 3 && args[1] == "--child" {
         child(&args[2]);
         return;
     }
+    if args.len() == 3 && args[1] == "hold" {
+        std::process::exit(hold(&args[2]));
+    }
+    if args.len() == 3 && args[1] == "--probe" {
+        // Whether a write lock on [0,100) is free for another process.
+        let f = open(&args[2]);
+        let answer = match lock(&f, Kind::Write, 0, 100, true) {
+            Ok(true) => "free".to_owned(),
+            Ok(false) => "denied".to_owned(),
+            Err(e) => format!("error {e}"),
+        };
+        println!("{answer}");
+        return;
+    }
     let [_, path] = args.as_slice() else {
-        eprintln!("usage: nfs-locktest FILE (an existing file on the mount to test)");
+        eprintln!("usage: nfs-locktest FILE (an existing file on the mount to test), or nfs-locktest hold FILE");
         std::process::exit(2)
     };
     let me = std::env::current_exe().unwrap_or_else(|_| "nfs-locktest".into());

@@ -300,7 +300,7 @@ pub(crate) fn run(
         }
         if let p::NfsArgop4::OpSequence(sa) = a {
             match ops::session::sequence(&mut cx, sa, args.count) {
-                Ok(ops::session::Seq::Replay(cached)) => return cached,
+                Ok(ops::session::Seq::Replay(cached)) => return cached.res,
                 Ok(ops::session::Seq::New(r)) => {
                     res.resarray.push(r);
                     continue;
@@ -324,7 +324,8 @@ pub(crate) fn run(
     // The slot: keep the reply if asked and it fits.
     if let Some((sid, slot, cache)) = cx.session {
         let keep = if cache {
-            if reply_len(&res) > cx.fore.max_response_cached as usize {
+            let len = reply_len(&res);
+            if len > cx.fore.max_response_cached as usize {
                 // RFC 8881 §18.46.3: the last operation's status says so.
                 if let Some(last) = res.resarray.pop() {
                     let n = ops::opnum_of(&last);
@@ -336,7 +337,10 @@ pub(crate) fn run(
                 res.status = p::Nfsstat4::Nfs4errRepTooBigToCache;
                 None
             } else {
-                Some(res.clone())
+                Some(crate::service::Cached {
+                    res: res.clone(),
+                    len,
+                })
             }
         } else {
             None

@@ -23,4 +23,4 @@ pub mod proto;
 mod service;
 pub mod state;
 
-pub use service::{register, CbAuth, Core, Nfs4Config, Nfs4Server, PROGRAM, VERSION};
+pub use service::{register, Cached, CbAuth, Core, Nfs4Config, Nfs4Server, PROGRAM, VERSION};

@@ -82,11 +82,26 @@ impl Default for Nfs4Config {
     }
 }
 
+/// A COMPOUND reply kept in a slot, with its encoded size.
+#[derive(Debug, Clone)]
+pub struct Cached {
+    /// The reply.
+    pub res: p::Compound4res,
+    /// Its encoded size.
+    pub len: usize,
+}
+
+impl state::CachedReply for Cached {
+    fn cached_len(&self) -> usize {
+        self.len
+    }
+}
+
 /// What the COMPOUNDs share: the export and the state.
 #[derive(Debug)]
 pub struct Core {
     pub(crate) export: Arc<Export>,
-    state: Mutex<State<p::Compound4res>>,
+    state: Mutex<State<Cached>>,
     lease: u32,
     cb_auth: Mutex<HashMap<SessionId, CbAuth>>,
     pub(crate) minors: Vec<u32>,
@@ -94,7 +109,7 @@ pub struct Core {
 
 impl Core {
     /// The state, locked.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State<p::Compound4res>> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State<Cached>> {
         lock(&self.state)
     }
 
@@ -223,7 +238,7 @@ fn reply_bound(proc_: u32, _args: &[u8]) -> Option<u64> {
 
 impl Nfs4Server {
     /// The state (for tests and diagnostics).
-    pub fn state(&self) -> MutexGuard<'_, State<p::Compound4res>> {
+    pub fn state(&self) -> MutexGuard<'_, State<Cached>> {
         self.core.lock()
     }
 

@@ -763,3 +763,47 @@ fn the_end_of_a_grace_period_is_reported_once_with_what_was_reclaimed() {
     assert_eq!(s.grace_ended(), Some((1, 2, 1)));
     assert_eq!(s.grace_ended(), None);
 }
+
+#[test]
+fn the_reply_cache_is_bounded_over_all_sessions() {
+    let now = Instant::now();
+    let mut cfg = Config::default();
+    cfg.max_cached_total = 10;
+    let mut s = State::<&str>::new(cfg, 3, now, Vec::new());
+    let (_, a) = client(&mut s, b"a", now);
+    let (_, b) = client(&mut s, b"b", now);
+    s.sequence(&a, 1, 0, 0, ConnId(1), now).unwrap();
+    s.finish(&a, 0, Some("123456"));
+    assert_eq!(s.cached_bytes(), 6);
+    // Another session's 6 octets would pass the 10: not kept.
+    s.sequence(&b, 1, 0, 0, ConnId(2), now).unwrap();
+    s.finish(&b, 0, Some("abcdef"));
+    assert_eq!(s.cached_bytes(), 6);
+    assert_eq!(
+        s.sequence(&b, 1, 0, 0, ConnId(2), now).unwrap_err(),
+        StateError::RetryUncachedRep
+    );
+    // A slot's next reply replaces its last one in the count.
+    s.sequence(&a, 2, 0, 0, ConnId(1), now).unwrap();
+    s.finish(&a, 0, Some("12"));
+    assert_eq!(s.cached_bytes(), 2);
+    // A session that goes gives its cache back.
+    s.destroy_session(&a).unwrap();
+    assert_eq!(s.cached_bytes(), 0);
+}
+
+#[test]
+fn states_are_bounded_over_all_clients() {
+    let now = Instant::now();
+    let mut cfg = Config::default();
+    cfg.max_states_total = 2;
+    let mut s = State::<&str>::new(cfg, 4, now, Vec::new());
+    let (a, _) = client(&mut s, b"a", now);
+    let (b, _) = client(&mut s, b"b", now);
+    open(&mut s, a, b"o", 1, ACCESS_READ, 0, now).unwrap();
+    open(&mut s, b, b"o", 2, ACCESS_READ, 0, now).unwrap();
+    assert_eq!(
+        open(&mut s, b, b"o", 3, ACCESS_READ, 0, now),
+        Err(StateError::TooMuchState)
+    );
+}

@@ -174,7 +174,7 @@ pub(crate) fn create_session(cx: &mut Ctx<'_>, x: &p::CreateSession4args) -> Don
 /// SEQUENCE's outcome.
 pub(crate) enum Seq {
     /// A retransmission: the cached reply.
-    Replay(p::Compound4res),
+    Replay(crate::service::Cached),
     /// A new request: SEQUENCE's result.
     New(p::NfsResop4),
 }

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use super::ids::ClientId;
 use super::sessions::SessionGrant;
-use super::{State, StateError, StateResult};
+use super::{CachedReply, State, StateError, StateResult};
 
 /// One client record.
 #[derive(Debug)]
@@ -133,7 +133,7 @@ pub struct Exchanged {
     pub confirmed: bool,
 }
 
-impl<R: Clone> State<R> {
+impl<R: CachedReply> State<R> {
     /// EXCHANGE_ID (RFC 8881 §18.35).
     pub fn exchange_id(&mut self, x: Exchange, now: Instant) -> StateResult<Exchanged> {
         let (confirmed, unconfirmed) = self.clients.of_owner(&x.owner);

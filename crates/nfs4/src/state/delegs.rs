@@ -15,7 +15,7 @@ use std::time::Instant;
 use rpcrdma_nfs3::fs::FileHandle;
 
 use super::ids::{ClientId, Other, StateId};
-use super::{Kind, State, StateError, StateResult};
+use super::{CachedReply, Kind, State, StateError, StateResult};
 
 /// A delegation to recall: CB_RECALL of `stateid` on `file` to `client`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +28,7 @@ pub struct Recall {
     pub file: FileHandle,
 }
 
-impl<R: Clone> State<R> {
+impl<R: CachedReply> State<R> {
     /// Recalls the delegations of `file` held by clients other than
     /// `except` (every one for NFSv3's `None`): true if any stands in the
     /// way (the caller answers `NFS4ERR_DELAY`).

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::ids::ClientId;
-use super::{State, StateError, StateResult};
+use super::{CachedReply, State, StateError, StateResult};
 
 /// The first line of the records file.
 const HEADER: &str = "rpcrdma-nfs4-clients 1";
@@ -84,7 +84,7 @@ impl Grace {
     }
 }
 
-impl<R: Clone> State<R> {
+impl<R: CachedReply> State<R> {
     /// Whether the grace period is on.
     pub fn in_grace(&self, now: Instant) -> bool {
         self.grace.active(now)

@@ -12,7 +12,7 @@ use rpcrdma_nfs3::fs::FileHandle;
 
 use super::ids::{ClientId, Other, StateId};
 use super::locks::{span, LockKind, LockOwner, Range};
-use super::{Kind, State, StateError, StateResult};
+use super::{CachedReply, Kind, State, StateError, StateResult};
 
 /// Who a LOCK is for.
 #[derive(Debug, Clone)]
@@ -90,7 +90,7 @@ impl From<&Range> for Denied {
 /// What LOCK did.
 pub type Locked = Result<StateId, Denied>;
 
-impl<R: Clone> State<R> {
+impl<R: CachedReply> State<R> {
     /// LOCK (RFC 8881 §18.10): `Ok(Ok(stateid))` when granted,
     /// `Ok(Err(denied))` on a conflict (`NFS4ERR_DENIED` with it).
     pub fn lock(&mut self, a: &LockArgs, now: Instant) -> StateResult<Locked> {

@@ -56,6 +56,19 @@ pub use sessions::{
 
 use locks::{FileLocks, LockOwner};
 
+/// A reply a slot may keep: its size counts against
+/// [`Config::max_cached_total`].
+pub trait CachedReply: Clone {
+    /// Octets it takes.
+    fn cached_len(&self) -> usize;
+}
+
+impl CachedReply for &str {
+    fn cached_len(&self) -> usize {
+        self.len()
+    }
+}
+
 /// Limits and timers of the state layer. Defaults on each field.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -84,6 +97,13 @@ pub struct Config {
     pub max_response_cached: u32,
     /// Opens, locks and delegations per client (default 16384).
     pub max_states: usize,
+    /// Opens, locks and delegations of all clients together (default
+    /// 262144: some 60 MiB).
+    pub max_states_total: usize,
+    /// Octets of replies kept in slots, all sessions together (default
+    /// 64 MiB); a reply that would exceed it is not cached (its
+    /// retransmission gets `NFS4ERR_RETRY_UNCACHED_REP`).
+    pub max_cached_total: usize,
 }
 
 impl Default for Config {
@@ -100,6 +120,8 @@ impl Default for Config {
             max_response: (1 << 20) + (16 << 10),
             max_response_cached: 16 << 10,
             max_states: 16384,
+            max_states_total: 262_144,
+            max_cached_total: 64 << 20,
         }
     }
 }
@@ -171,9 +193,11 @@ pub struct State<R> {
     recalls: Vec<Recall>,
     /// Lock owners to tell that a lock they waited for may be free.
     notifies: Vec<lockops::NotifyLock>,
+    /// Octets of replies kept in slots.
+    cached_total: usize,
 }
 
-impl<R: Clone> State<R> {
+impl<R: CachedReply> State<R> {
     /// A new instance with boot stamp `boot` (seconds since the epoch at
     /// start: different for every instance), started at `now`, whose
     /// previous instance had these clients (their owners, from stable
@@ -191,6 +215,7 @@ impl<R: Clone> State<R> {
             grace,
             recalls: Vec::new(),
             notifies: Vec::new(),
+            cached_total: 0,
         }
     }
 
@@ -222,6 +247,11 @@ impl<R: Clone> State<R> {
     /// Sessions held.
     pub fn session_count(&self) -> usize {
         self.sessions.len()
+    }
+
+    /// Octets of replies kept in slots.
+    pub fn cached_bytes(&self) -> usize {
+        self.cached_total
     }
 
     /// Drops every state of `client` (its opens, locks and delegations).
@@ -286,11 +316,12 @@ impl<R: Clone> State<R> {
         kind: Kind,
     ) -> StateResult<StateId> {
         let limit = self.cfg.max_states;
+        let total = self.states.len() >= self.cfg.max_states_total;
         let c = self
             .clients
             .get_mut(client)
             .ok_or(StateError::StaleClientId)?;
-        if c.states >= limit {
+        if c.states >= limit || total {
             return Err(StateError::TooMuchState);
         }
         c.states += 1;
@@ -383,7 +414,15 @@ impl<R: Clone> State<R> {
     /// Removes a client with its sessions and state.
     fn destroy_client(&mut self, client: ClientId) {
         self.drop_client_state(client);
-        self.sessions.retain(|_, s| s.client != client);
+        let gone: Vec<SessionId> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.client == client)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in gone {
+            self.forget_session(&id);
+        }
         self.clients.remove(client);
         self.grace.forget(client);
     }

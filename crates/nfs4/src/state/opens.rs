@@ -18,7 +18,7 @@ use std::time::Instant;
 use rpcrdma_nfs3::fs::FileHandle;
 
 use super::ids::{ClientId, Other, Special, StateId};
-use super::{Kind, State, StateError, StateResult};
+use super::{CachedReply, Kind, State, StateError, StateResult};
 
 /// `OPEN4_SHARE_ACCESS_READ`.
 pub const ACCESS_READ: u32 = 1;
@@ -70,7 +70,7 @@ pub struct Opened {
     pub deleg: Option<StateId>,
 }
 
-impl<R: Clone> State<R> {
+impl<R: CachedReply> State<R> {
     /// The checks of an OPEN that come before the file system is touched
     /// (creating or truncating the file): grace, share reservations and
     /// delegations held by others. Recalls conflicting delegations.

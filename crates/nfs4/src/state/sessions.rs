@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use super::clients::Client;
 use super::ids::{ClientId, SessionId};
-use super::{State, StateError, StateResult};
+use super::{CachedReply, State, StateError, StateResult};
 
 /// `SEQ4_STATUS_CB_PATH_DOWN`: the server cannot reach the client's
 /// backchannel on any session.
@@ -98,6 +98,8 @@ pub(crate) struct Slot<R> {
     busy: bool,
     /// `None`: never used; `Some(None)`: last reply not cached.
     reply: Option<Option<R>>,
+    /// Octets of the cached reply.
+    cached: usize,
 }
 
 /// One session.
@@ -153,7 +155,7 @@ fn clamp(asked: ChannelAttrs, ours: ChannelAttrs) -> ChannelAttrs {
     }
 }
 
-impl<R: Clone> State<R> {
+impl<R: CachedReply> State<R> {
     /// The fore channel this server offers at most.
     fn our_fore(&self) -> ChannelAttrs {
         ChannelAttrs {
@@ -228,6 +230,7 @@ impl<R: Clone> State<R> {
                         seqid: 0,
                         busy: false,
                         reply: None,
+                        cached: 0,
                     };
                     fore.max_requests as usize
                 ],
@@ -318,19 +321,44 @@ impl<R: Clone> State<R> {
 
     /// The request on `slot` of session `id` is done: keep its reply if
     /// the client asked for it to be cached (`reply` is `Some`).
+    /// A reply beyond [`super::Config::max_cached_total`] (with the
+    /// other slots') is not kept.
     pub fn finish(&mut self, id: &SessionId, slot: u32, reply: Option<R>) {
-        if let Some(s) = self.sessions.get_mut(id) {
-            if let Some(sl) = s.slots.get_mut(slot as usize) {
-                sl.busy = false;
+        let max = self.cfg.max_cached_total;
+        let mut total = self.cached_total;
+        if let Some(sl) = self
+            .sessions
+            .get_mut(id)
+            .and_then(|s| s.slots.get_mut(slot as usize))
+        {
+            sl.busy = false;
+            total -= sl.cached;
+            let len = reply.as_ref().map_or(0, CachedReply::cached_len);
+            if reply.is_some() && total + len > max {
+                tracing::warn!(max, "the NFSv4 reply cache is full: a reply is not kept");
+                sl.reply = Some(None);
+                sl.cached = 0;
+            } else {
                 sl.reply = Some(reply);
+                sl.cached = len;
+                total += len;
             }
+        }
+        self.cached_total = total;
+    }
+
+    /// Removes a session, giving back what its slots cached.
+    pub(crate) fn forget_session(&mut self, id: &SessionId) {
+        if let Some(s) = self.sessions.remove(id) {
+            let held: usize = s.slots.iter().map(|sl| sl.cached).sum();
+            self.cached_total -= held;
         }
     }
 
     /// DESTROY_SESSION (RFC 8881 §18.37).
     pub fn destroy_session(&mut self, id: &SessionId) -> StateResult<()> {
         self.session_mut(id)?;
-        self.sessions.remove(id);
+        self.forget_session(id);
         Ok(())
     }
 

@@ -33,6 +33,7 @@ use p::Nfsstat4 as S;
 struct Seen {
     nulls: usize,
     recalls: Vec<p::CbRecall4args>,
+    notifies: Vec<p::CbNotifyLock4args>,
 }
 
 /// The callback program (NFS4_CALLBACK version 1) of a test client.
@@ -61,6 +62,12 @@ fn callbacks(seen: Arc<Mutex<Seen>>) -> Services {
                     seen.lock().unwrap().recalls.push(r.clone());
                     res.push(p::NfsCbResop4::OpCbRecall(p::CbRecall4res {
                         status: S::Nfs4Ok,
+                    }))
+                }
+                p::NfsCbArgop4::OpCbNotifyLock(n) => {
+                    seen.lock().unwrap().notifies.push(n.clone());
+                    res.push(p::NfsCbResop4::OpCbNotifyLock(p::CbNotifyLock4res {
+                        cnlr_status: S::Nfs4Ok,
                     }))
                 }
                 _ => {}
@@ -685,7 +692,121 @@ async fn recall(s: &Served, rdma: bool) {
             }),
         ])
         .await;
-    writer.ok(vec![A::OpPutrootfh, open_w]).await;
+    let r = writer.ok(vec![A::OpPutrootfh, open_w]).await;
+    let wopen = stateid_of(&r[1]);
+
+    // CB_NOTIFY_LOCK: the holder's blocking lock is denied while the
+    // writer holds the range; the writer's LOCKU tells the holder.
+    let lookup = |n: &str| {
+        vec![
+            A::OpPutrootfh,
+            A::OpLookup(p::Lookup4args {
+                objname: Bytes::from(n.to_owned()),
+            }),
+        ]
+    };
+    let mut ops = lookup(&name);
+    ops.push(A::OpLock(p::Lock4args {
+        locktype: p::NfsLockType4::WriteLt,
+        reclaim: false,
+        offset: 0,
+        length: 10,
+        locker: p::Locker4::True(p::OpenToLockOwner4 {
+            open_seqid: 0,
+            open_stateid: wopen,
+            lock_seqid: 0,
+            lock_owner: writer.owner(b"w-locker"),
+        }),
+    }));
+    let r = writer.ok(ops).await;
+    let R::OpLock(p::Lock4res::Nfs4Ok(wl)) = &r[2] else {
+        panic!("{r:?}")
+    };
+    let wlock = wl.lock_stateid;
+    let r = holder
+        .ok(vec![
+            A::OpPutrootfh,
+            holder.open(&name, p::OPEN4_SHARE_ACCESS_READ, false),
+        ])
+        .await;
+    let R::OpOpen(p::Open4res::Nfs4Ok(o)) = &r[1] else {
+        panic!("{r:?}")
+    };
+    assert_ne!(o.rflags & p::OPEN4_RESULT_MAY_NOTIFY_LOCK, 0);
+    let hopen = o.stateid;
+    let mut ops = lookup(&name);
+    ops.push(A::OpLock(p::Lock4args {
+        locktype: p::NfsLockType4::ReadwLt,
+        reclaim: false,
+        offset: 5,
+        length: 1,
+        locker: p::Locker4::True(p::OpenToLockOwner4 {
+            open_seqid: 0,
+            open_stateid: hopen,
+            lock_seqid: 0,
+            lock_owner: holder.owner(b"h-locker"),
+        }),
+    }));
+    let r = holder.run(ops).await;
+    assert_eq!(r.status, S::Nfs4errDenied, "{label}: {r:?}");
+    assert!(seen.lock().unwrap().notifies.is_empty());
+    let mut ops = lookup(&name);
+    ops.push(A::OpLocku(p::Locku4args {
+        locktype: p::NfsLockType4::WriteLt,
+        seqid: 0,
+        lock_stateid: wlock,
+        offset: 0,
+        length: 10,
+    }));
+    writer.ok(ops).await;
+    for _ in 0..200 {
+        if !seen.lock().unwrap().notifies.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let n = seen.lock().unwrap().notifies.clone();
+    assert_eq!(n.len(), 1, "{label}: CB_NOTIFY_LOCK came");
+    assert_eq!(&n[0].cnla_lock_owner.owner[..], b"h-locker");
+    assert_eq!(n[0].cnla_lock_owner.clientid, holder.client);
+
+    // A new connection bound to the holder's session, the first one gone:
+    // the session goes on there, and its backchannel moves with it.
+    let old = std::mem::replace(
+        &mut holder.rpc,
+        connect(addr, rdma, Some(callbacks(seen.clone()))).await,
+    );
+    drop(old);
+    let r = compound(
+        &holder.rpc,
+        vec![A::OpBindConnToSession(p::BindConnToSession4args {
+            bctsa_sessid: holder.session,
+            bctsa_dir: p::ChannelDirFromClient4::Cdfc4ForeOrBoth,
+            bctsa_use_conn_in_rdma_mode: false,
+        })],
+    )
+    .await;
+    let R::OpBindConnToSession(p::BindConnToSession4res::Nfs4Ok(b)) = &r.resarray[0] else {
+        panic!("{label}: {r:?}")
+    };
+    assert_eq!(b.bctsr_dir, p::ChannelDirFromServer4::Cdfs4Both);
+    for _ in 0..200 {
+        if seen.lock().unwrap().nulls >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        seen.lock().unwrap().nulls,
+        2,
+        "{label}: the new backchannel was probed"
+    );
+    let r = holder.run(vec![A::OpPutrootfh]).await;
+    assert_eq!(r.status, S::Nfs4Ok, "{r:?}");
+    let R::OpSequence(p::Sequence4res::Nfs4Ok(q)) = &r.resarray[0] else {
+        panic!("{r:?}")
+    };
+    assert_eq!(q.sr_status_flags, 0, "{label}: the backchannel is up again");
 }
 
 #[test]

@@ -155,11 +155,20 @@ fn hold(path: &str) -> i32 {
         println!("HOLD-FAIL {what}");
         1
     };
-    let mut f = match OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path) {
+    let mut f = match OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+    {
         Ok(f) => f,
         Err(e) => return fail(&format!("open: {e}")),
     };
-    if f.write_all(b"before\n").and_then(|()| f.sync_all()).is_err() {
+    if f.write_all(b"before\n")
+        .and_then(|()| f.sync_all())
+        .is_err()
+    {
         return fail("write before");
     }
     match lock(&f, Kind::Write, 0, 100, false) {
@@ -187,7 +196,9 @@ fn hold(path: &str) -> i32 {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default();
     if seen != "denied" {
-        return fail(&format!("after the restart another process sees no lock ({seen})"));
+        return fail(&format!(
+            "after the restart another process sees no lock ({seen})"
+        ));
     }
     use std::io::{Seek, SeekFrom};
     if f.seek(SeekFrom::Start(7))

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rpcrdma_oncrpc::drc::{
-    ArgsSum, CallKey, ClientId, Lookup, ReplyCache, ReplyCacheConfig, ENTRY_OVERHEAD,
+    ArgsSum, CallKey, ClientId, Lookup, ReplyCache, ReplyCacheConfig, ARGS_SUM_PREFIX,
+    ENTRY_OVERHEAD,
 };
 use rpcrdma_oncrpc::mem::{self, MemConfig};
 use rpcrdma_oncrpc::tcp::TcpConnector;
@@ -256,6 +257,47 @@ fn checksum_covers_ddp_items_and_skips_the_header() {
     enc.put_opaque(b"hello");
     enc.put_u32(2);
     assert_eq!(ArgsSum::of_message(&pe.finish(), 4), a);
+}
+
+#[test]
+fn checksum_covers_a_prefix_and_the_whole_length() {
+    // A WRITE-like call: a 252-octet prefix inline, then 64 KiB of data as
+    // a DDP item. The sum covers the prefix and the item's first 4 octets.
+    let mk = |flip: Option<usize>, extra: usize| {
+        let mut data = vec![0x5au8; 65536 + extra];
+        let mut head = [0x11u8; 248];
+        match flip {
+            Some(at) if at < 248 => head[at] ^= 1,
+            Some(at) => data[at - 252] ^= 1,
+            None => {}
+        }
+        let mut pe = PayloadEncoder::new();
+        let mut enc = pe.encoder();
+        enc.put_u32(0xdead); // "header"
+        for w in head.chunks(4) {
+            enc.put_u32(u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
+        }
+        enc.put_opaque_ddp(Bytes::from(data));
+        pe.finish()
+    };
+    let base = ArgsSum::of_message(&mk(None, 0), 4);
+    assert_eq!(base.len, 248 + 4 + 65536);
+    // Inside the prefix: a different call (inline octet, then the item's
+    // length word and first octets).
+    for at in [0, 100, 247, 252, ARGS_SUM_PREFIX - 1] {
+        assert_ne!(ArgsSum::of_message(&mk(Some(at), 0), 4), base, "octet {at}");
+    }
+    // Past it: the same call, as for Linux's nfsd.
+    for at in [
+        ARGS_SUM_PREFIX,
+        ARGS_SUM_PREFIX + 1,
+        40_000,
+        248 + 4 + 65535,
+    ] {
+        assert_eq!(ArgsSum::of_message(&mk(Some(at), 0), 4), base, "octet {at}");
+    }
+    // Any other length is another call, however far the difference.
+    assert_ne!(ArgsSum::of_message(&mk(None, 4), 4), base);
 }
 
 // ---- Through the server ----------------------------------------------------

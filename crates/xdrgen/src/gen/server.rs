@@ -1,6 +1,7 @@
 //! The server side of a program version: the `Server` trait (procedures
 //! not implemented answer `PROC_UNAVAIL`) and `register`, which decodes,
-//! dispatches and checks the results.
+//! dispatches and checks the results, and answers procedure 0 (NULL) as
+//! rpcgen's servers do when the version does not declare it.
 
 use super::{Gen, M, RESULT};
 use crate::model::*;
@@ -14,7 +15,8 @@ impl Gen<'_> {
         self.w
             .line("/// (the others answer `PROC_UNAVAIL`; procedure 0 answers with no");
         self.w
-            .line("/// results) and [`register`] the implementation.");
+            .line("/// results, declared or not, as rpcgen's servers do) and [`register`]");
+        self.w.line("/// the implementation.");
         self.w.line("///");
         self.w
             .line("/// Arguments arrive decoded and checked (a call whose arguments do not");
@@ -49,11 +51,22 @@ impl Gen<'_> {
         }
         self.w.close("}");
         self.w.line("");
+        let declares_null = v.procs.iter().any(|pr| pr.number == 0);
         self.w
             .line("/// Registers `server` as this program version in `services`.");
+        if !declares_null {
+            self.w.line("///");
+            self.w
+                .line("/// Procedure 0 (NULL), which the `.x` file does not declare, answers with");
+            self.w
+                .line("/// no results, as rpcgen's servers do (an `rpcinfo -t` ping works).");
+        }
         self.w.open(&format!("pub fn register<S: Server>(services: &mut {M}::Services, server: ::std::sync::Arc<S>) {{"));
         self.w
             .line("let version = services.program(PROGRAM, VERSION);");
+        if !declares_null {
+            self.w.line("version.null();");
+        }
         for pr in &v.procs {
             let a = self.arg_shape(pr, true);
             let cm = pr.wrapper.clone();

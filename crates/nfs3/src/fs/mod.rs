@@ -39,6 +39,7 @@
 //! | `readdir.rs` | READDIR, READDIRPLUS |
 
 mod attrs;
+mod buffers;
 mod create;
 mod handle;
 mod ident;
@@ -301,6 +302,8 @@ pub struct Export {
     nodes: Mutex<Nodes>,
     /// One tree search at a time.
     searching: Mutex<()>,
+    /// READ's buffers, reused.
+    read_buffers: buffers::ReadBuffers,
 }
 
 impl Export {

@@ -79,6 +79,7 @@ impl Export {
             write_verf: rand::random(),
             nodes: Mutex::new(nodes),
             searching: Mutex::new(()),
+            read_buffers: Default::default(),
             root_fd: Arc::new(root_fd),
             canon,
             cfg,

@@ -1,7 +1,6 @@
 //! File data: READ, WRITE (`UNSTABLE` data stays in the page cache
 //! until COMMIT), COMMIT, and READLINK.
 
-use bytes::BytesMut;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
@@ -63,21 +62,22 @@ impl Export {
         // there. No offset handed to pread is ever negative.
         let room = MAX_FILE_OFFSET.saturating_sub(offset);
         let want = u64::from(count.min(MAX_IO)).min(room) as usize;
-        let mut buf = BytesMut::zeroed(want);
+        // A kept buffer (not zeroed again: pread overwrites what it
+        // sends); it goes back to the pool when the reply is sent.
+        let mut buf = self.read_buffers.take(want);
         let mut got = 0usize;
         while got < want {
-            match rustix::io::pread(&fd, &mut buf[got..], offset.saturating_add(got as u64)) {
+            match rustix::io::pread(&fd, &mut buf[got..want], offset.saturating_add(got as u64)) {
                 Ok(0) => break,
                 Ok(k) => got += k,
                 Err(Errno::INTR) => continue,
                 Err(e) => return Err(e.into()),
             }
         }
-        buf.truncate(got);
         let st = statx_fd(&fd)?;
         let eof = offset.saturating_add(got as u64) >= st.stx_size;
         Ok(ReadData {
-            data: buf.freeze(),
+            data: self.read_buffers.share(buf, got),
             eof,
             attr: self.attr_of(&st),
         })

@@ -62,6 +62,19 @@ pub enum CallError {
     /// The call cannot be sent: it needs more than the limits allow.
     #[error("call cannot be sent: {0}")]
     TooLarge(&'static str),
+    /// The call, or the reply it must provision for, is larger than a
+    /// limit of this end: `setting` names the limit to raise.
+    #[error("call cannot be sent: {what} ({size} bytes) exceeds {setting} ({limit} bytes); raise {setting} on both ends to carry it")]
+    OverLimit {
+        /// What is too large.
+        what: &'static str,
+        /// Its size in bytes.
+        size: u64,
+        /// The limit in bytes.
+        limit: u64,
+        /// The setting that holds the limit.
+        setting: &'static str,
+    },
     /// Memory registration for the call's chunks failed.
     #[error("memory registration failed: {0}")]
     Register(RegisterError),

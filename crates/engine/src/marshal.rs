@@ -36,6 +36,9 @@ use crate::event::MessageForm;
 use crate::hdr;
 use crate::stream::{concat, inline_sges, item_positions, stream_pieces, stream_sges};
 
+/// The setting a size refusal names ([`CallError::OverLimit`]).
+const MAX_MESSAGE: &str = "EngineConfig::max_message";
+
 /// What a call's Upper Layer Binding says about its reply (RFC 8166 §8).
 ///
 /// ```
@@ -343,9 +346,12 @@ fn plan_inner<P: ProtectionDomain>(
     if want_writes {
         for &max in &hints.ddp_results {
             if max > p.max_message {
-                return Err(CallError::TooLarge(
-                    "a DDP-eligible result exceeds the largest message this end accepts",
-                ));
+                return Err(CallError::OverLimit {
+                    what: "a DDP-eligible result's Write chunk",
+                    size: u64::from(max),
+                    limit: u64::from(p.max_message),
+                    setting: MAX_MESSAGE,
+                });
             }
             let w = regs.sink(max)?;
             regs.writes.push(w);
@@ -370,9 +376,12 @@ fn plan_inner<P: ProtectionDomain>(
             Some(m) => u32::try_from(round_up(m))
                 .ok()
                 .filter(|&l| l <= p.max_message)
-                .ok_or(CallError::TooLarge(
-                    "the largest reply exceeds the largest message this end accepts",
-                ))?,
+                .ok_or(CallError::OverLimit {
+                    what: "the largest reply (the Upper Layer's maximum)",
+                    size: round_up(m) as u64,
+                    limit: u64::from(p.max_message),
+                    setting: MAX_MESSAGE,
+                })?,
             None => p.max_message,
         };
         regs.reply = Some(regs.sink(len)?);
@@ -412,9 +421,12 @@ fn plan_inner<P: ProtectionDomain>(
     }
 
     if payload.stream_len() > p.max_message as usize {
-        return Err(CallError::TooLarge(
-            "the call exceeds the largest message this end sends through chunks",
-        ));
+        return Err(CallError::OverLimit {
+            what: "the call's RPC message",
+            size: payload.stream_len() as u64,
+            limit: u64::from(p.max_message),
+            setting: MAX_MESSAGE,
+        });
     }
     if p.peer_max_message
         .is_some_and(|m| payload.stream_len() > m as usize)

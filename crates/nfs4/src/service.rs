@@ -56,7 +56,6 @@ pub enum CbAuth {
 
 /// The NFSv4.1 server's settings.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct Nfs4Config {
     /// The state layer's limits and timers.
     pub state: state::Config,

@@ -25,7 +25,6 @@ use crate::transport::{CallHints, Connector, Transport};
 
 /// Client settings. Defaults are documented on each field.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct ClientConfig {
     /// Time a call may take in total, across reconnects (default 30 s).
     pub timeout: Duration,

@@ -1,5 +1,6 @@
 //! Error types, split by cause.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use rpcrdma_xdr::{EncodeError, XdrError};
@@ -131,8 +132,9 @@ pub enum TransportError {
     /// The peer broke record marking.
     #[error(transparent)]
     Record(#[from] RecordError),
-    /// A message we were asked to send is larger than the transport allows.
-    #[error("RPC message of {len} bytes exceeds the transport's limit of {max} bytes")]
+    /// A message we were asked to send is larger than the transport allows
+    /// (over TCP: [`crate::tcp::TcpConfig::max_record`]).
+    #[error("RPC message of {len} bytes exceeds the transport's limit of {max} bytes (TcpConfig::max_record: raise it on both ends, ServerConfig::tcp on a server)")]
     MessageTooLarge {
         /// Message size.
         len: usize,
@@ -157,6 +159,16 @@ pub enum TransportError {
     /// RPC-over-RDMA: no reverse-direction credits are configured).
     #[error("this connection cannot carry reverse-direction calls: {0}")]
     BackchannelUnsupported(&'static str),
+    /// The TCP server closed the connection without a byte of answer to
+    /// our call, and answered an iWARP MPA Request on a connection of
+    /// its own: the port speaks RPC-over-RDMA (software iWARP or an iWARP
+    /// adapter), not ONC RPC over TCP. Calls fail with it at once (no
+    /// retransmission).
+    #[error("{addr} speaks RPC-over-RDMA (iWARP MPA), not ONC RPC over TCP: it closed the connection without answering the call and answers an MPA Request; connect with RPC-over-RDMA instead (`--transport rdma` on the rpcrdma command line; `rpcrdma::Transport::Rdma` or `rpcrdma_transport::RdmaConnector` in code)")]
+    SpeaksRdma {
+        /// The server's address.
+        addr: SocketAddr,
+    },
     /// A transport-specific failure (e.g. an RPC-over-RDMA `RDMA_ERROR`
     /// for one call, or a verbs error).
     #[error("{0}")]

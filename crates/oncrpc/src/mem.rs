@@ -43,7 +43,6 @@ use crate::util::lock;
 
 /// Settings of an in-memory pair.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct MemConfig {
     /// Inline threshold in bytes, both directions (default 1024, the
     /// RPC-over-RDMA Version One default).

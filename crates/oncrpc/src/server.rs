@@ -29,7 +29,6 @@ pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Server limits. Defaults are documented on each field.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct ServerConfig {
     /// Calls running at once on one connection (default 64). When
     /// reached, the connection is not read until one finishes.
@@ -287,6 +286,31 @@ impl Server {
         );
         lock(&self.inner.listeners).push(task);
         Ok(local)
+    }
+
+    /// Runs a listener's accept loop (`accept_loop`, which hands each
+    /// connection it accepts to [`Server::serve`]) on a task the server
+    /// owns, as [`Server::serve_tcp`] does for TCP: it runs until
+    /// [`Server::shutdown`], which drops the loop (closing its listening
+    /// socket) and waits for it before closing the connections; or until
+    /// the loop returns by itself. Nothing the caller keeps or drops ends
+    /// it. A loop handed to a server already shut down is dropped at once.
+    /// `rpcrdma_transport::serve_rdma` runs its RPC-over-RDMA listener
+    /// this way.
+    pub fn spawn_listener<F>(&self, accept_loop: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let mut stop = self.inner.stop.subscribe();
+        let task = tokio::spawn(async move {
+            tokio::select! {
+                _ = stop.wait_for(|s| *s) => {}
+                () = accept_loop => {}
+            }
+        });
+        let mut listeners = lock(&self.inner.listeners);
+        listeners.retain(|l| !l.is_finished());
+        listeners.push(task);
     }
 
     /// Graceful shutdown: stops accepting connections, stops reading new

@@ -12,6 +12,13 @@
 //! peer makes them hold against the server's memory budget and stop
 //! handing up calls while over it (`budget.rs`); one whose replies make no
 //! progress for the stall timeout is dropped.
+//!
+//! A client's connection that the server closes without a byte of answer
+//! to its calls asks the server, on a connection of its own, whether it
+//! speaks iWARP MPA (a 20-octet MPA Request, [`answers_mpa`]): if it
+//! answers, the port serves RPC-over-RDMA, and the calls fail with
+//! [`TransportError::SpeaksRdma`], which says so, instead of being sent
+//! again.
 
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -51,7 +58,6 @@ const MAX_IOVECS: usize = 1024;
 
 /// TCP transport settings.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct TcpConfig {
     /// Largest record accepted or sent (default
     /// [`DEFAULT_MAX_RECORD`], 32 MiB). A larger incoming record closes
@@ -82,6 +88,12 @@ struct ReadSide {
     /// A call received and waiting for room in the memory budget before
     /// it is handed up, with the charge it will take.
     waiting: Option<(Bytes, u64)>,
+    /// A byte arrived on the connection.
+    received: bool,
+    /// The calls to fail with [`TransportError::SpeaksRdma`] before the
+    /// end of the connection is reported: the server closed it without a
+    /// byte and answers MPA.
+    refused: Option<(SocketAddr, Vec<u32>)>,
 }
 
 impl ReadSide {
@@ -159,6 +171,11 @@ pub struct TcpTransport {
     peer_addr: Option<SocketAddr>,
     max_record: usize,
     memory: Option<Arc<ConnMemory>>,
+    /// A client's calls sent before any byte came back (kept until one
+    /// does): those to fail if the port turns out to speak RPC-over-RDMA.
+    unanswered: Mutex<Vec<u32>>,
+    /// A byte came back (no more calls are kept in `unanswered`).
+    answered: AtomicBool,
 }
 
 impl std::fmt::Debug for TcpTransport {
@@ -224,6 +241,8 @@ impl TcpTransport {
                 None => RecordPool::default(),
             },
             waiting: None,
+            received: false,
+            refused: None,
         };
         rs.sync_buf();
         Ok(Self {
@@ -235,7 +254,26 @@ impl TcpTransport {
             peer_addr,
             max_record: config.max_record,
             memory,
+            unanswered: Mutex::new(Vec::new()),
+            answered: AtomicBool::new(false),
         })
+    }
+
+    /// The end of a connection (`end`: end of stream or a failed read) on
+    /// which nothing arrived: if this is a client whose calls went
+    /// unanswered and the server answers an MPA Request, the calls to
+    /// fail with [`TransportError::SpeaksRdma`] first.
+    async fn refused(&self, rs: &ReadSide) -> Option<(SocketAddr, Vec<u32>)> {
+        if rs.received || self.memory.is_some() {
+            return None;
+        }
+        let addr = self.peer_addr?;
+        let xids = std::mem::take(&mut *lock(&self.unanswered));
+        if xids.is_empty() || !answers_mpa(addr).await {
+            return None;
+        }
+        tracing::debug!(%addr, "the server answers MPA: it speaks RPC-over-RDMA, not ONC RPC/TCP");
+        Some((addr, xids))
     }
 
     /// Connects to `addr`.
@@ -485,10 +523,13 @@ impl Transport for TcpTransport {
 
     async fn send_call(
         &self,
-        _xid: u32,
+        xid: u32,
         message: Payload,
         _hints: &CallHints,
     ) -> Result<(), TransportError> {
+        if !self.answered.load(Ordering::Relaxed) {
+            lock(&self.unanswered).push(xid);
+        }
         self.send(message, None).await
     }
 
@@ -510,6 +551,16 @@ impl Transport for TcpTransport {
         let mut guard = self.read.lock().await;
         let rs = &mut *guard;
         loop {
+            if let Some((addr, xids)) = rs.refused.as_mut() {
+                let addr = *addr;
+                return match xids.pop() {
+                    Some(xid) => Ok(Received::CallFailed {
+                        xid,
+                        error: TransportError::SpeaksRdma { addr },
+                    }),
+                    None => Err(TransportError::Closed),
+                };
+            }
             if rs.waiting.is_some() {
                 // A call waits for room in the memory budget: no new call
                 // is handed up until then.
@@ -577,10 +628,28 @@ impl Transport for TcpTransport {
                     rs.sync_buf();
                     let n = self.read_some(&mut rs.buf).await;
                     rs.sync_buf();
-                    if n? == 0 {
-                        rs.deframer.finish(&rs.buf)?;
-                        return Err(TransportError::Closed);
+                    let end = match n {
+                        Ok(0) => None,
+                        Ok(_) => {
+                            if !rs.received {
+                                rs.received = true;
+                                self.answered.store(true, Ordering::Relaxed);
+                                lock(&self.unanswered).clear();
+                            }
+                            continue;
+                        }
+                        Err(TransportError::Io(e)) => Some(e),
+                        Err(e) => return Err(e),
+                    };
+                    if let Some(refused) = self.refused(rs).await {
+                        rs.refused = Some(refused);
+                        continue;
                     }
+                    if let Some(e) = end {
+                        return Err(e.into());
+                    }
+                    rs.deframer.finish(&rs.buf)?;
+                    return Err(TransportError::Closed);
                 }
             }
         }
@@ -730,6 +799,30 @@ fn shutdown_write(stream: &TcpStream) {
         }
         Err(e) => tracing::debug!(error = %e, "cannot shut the socket down"),
     }
+}
+
+/// Whether the server at `addr` answers an MPA Request (RFC 5044 §7.1:
+/// the 16-octet key "MPA ID Req Frame", no markers, no CRC, revision 1,
+/// no private data) with an MPA Reply or Reject (its key "MPA ID Rep
+/// Frame") within 2 s: then it is an iWARP responder (software iWARP,
+/// Linux `siw`, an iWARP adapter), serving RPC-over-RDMA. Asked only on
+/// the failure path, when a server closed a client's connection without a
+/// byte of answer.
+pub async fn answers_mpa(addr: SocketAddr) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const REQUEST: &[u8; 20] = b"MPA ID Req Frame\x00\x01\x00\x00";
+    const REPLY_KEY: &[u8; 16] = b"MPA ID Rep Frame";
+    let probe = async {
+        let mut s = TcpStream::connect(addr).await.ok()?;
+        s.write_all(REQUEST).await.ok()?;
+        let mut key = [0u8; 16];
+        s.read_exact(&mut key).await.ok()?;
+        Some(&key == REPLY_KEY)
+    };
+    matches!(
+        tokio::time::timeout(Duration::from_secs(2), probe).await,
+        Ok(Some(true))
+    )
 }
 
 /// Makes TCP connections to one address, for [`Client::new`].

@@ -116,6 +116,15 @@ impl<D: Device> RdmaConnector<D> {
         }
     }
 
+    /// A connector to `addr` with the client defaults
+    /// ([`EngineConfig::client`]: negotiate Version Two, fall back to
+    /// Version One; 4 KiB inline thresholds; 128 credits asked, 8 granted
+    /// for reverse-direction calls). [`RdmaConnector::new`] takes another
+    /// configuration.
+    pub fn with_defaults(device: D, addr: SocketAddr) -> Self {
+        Self::new(device, addr, EngineConfig::client())
+    }
+
     /// Sets the provider's connection options.
     #[must_use]
     pub fn options(mut self, options: D::Options) -> Self {

@@ -8,7 +8,8 @@
 //! * [`RdmaConnector`]: a client's connector (RFC 8797 private data, the
 //!   Version Two probe and its memory of Version One-only responders).
 //! * [`serve_rdma`]: a listener that accepts connections and serves each
-//!   with a `rpcrdma_oncrpc::Server`.
+//!   with a `rpcrdma_oncrpc::Server`, until that server's `shutdown` (or
+//!   [`RdmaService::stop`]).
 //! * [`RdmaTransport`]: one connection; exposes what was negotiated
 //!   ([`RdmaTransport::info`]) and counters ([`RdmaTransport::stats`]).
 //!
@@ -17,7 +18,6 @@
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use rpcrdma_engine::EngineConfig;
 //! use rpcrdma_oncrpc::{Client, ClientConfig, Server, ServerConfig, Services};
 //! use rpcrdma_softiwarp::SoftIwarp;
 //! use rpcrdma_transport::{serve_rdma, ListenConfig, RdmaConnector};
@@ -28,7 +28,8 @@
 //! let dev = SoftIwarp::new();
 //! let svc = serve_rdma(&server, dev.clone(), "127.0.0.1:0".parse()?, ListenConfig::default()).await?;
 //!
-//! let connector = RdmaConnector::new(dev, svc.local_addr(), EngineConfig::client());
+//! // The client defaults (`RdmaConnector::new` takes an `EngineConfig`).
+//! let connector = RdmaConnector::with_defaults(dev, svc.local_addr());
 //! let client = Client::connect(connector, ClientConfig::default()).await?;
 //! let demo = rpcrdma_demoprog::DemoClient::new(client);
 //! demo.null().await?;

@@ -10,7 +10,6 @@ use rpcrdma_oncrpc::Server;
 use rpcrdma_sync::lock;
 use rpcrdma_verbs::{ConnectRequest, Device, Listener, QpCaps, QpParams, QueuePair};
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 use crate::error::RdmaError;
 use crate::transport::RdmaTransport;
@@ -54,12 +53,18 @@ impl<O: Default> Default for ListenConfig<O> {
     }
 }
 
-/// A running RPC-over-RDMA listener.
+/// A running RPC-over-RDMA listener: a handle to look at it and to stop
+/// it.
+///
+/// The listener belongs to its [`Server`], as a TCP listener of
+/// [`Server::serve_tcp`] does: it runs until [`Server::shutdown`] (or
+/// [`RdmaService::stop`]), whether this handle is kept or dropped.
 pub struct RdmaService<D: Device> {
     local: SocketAddr,
     budget: MemoryBudget,
     stop: watch::Sender<bool>,
-    task: Mutex<Option<JoinHandle<()>>>,
+    /// Closed when the accept loop has ended (its sender dropped).
+    done: watch::Receiver<()>,
     connections: Arc<Mutex<Vec<RdmaTransport<D>>>>,
 }
 
@@ -80,19 +85,22 @@ impl<D: Device> RdmaService<D> {
         rpcrdma_sync::lock(&self.connections).clone()
     }
 
-    /// Stops accepting (open connections are closed by
-    /// `rpcrdma_oncrpc::Server::shutdown`).
+    /// Stops accepting and returns when the listening socket is closed
+    /// (open connections stay until [`Server::shutdown`] closes them).
+    /// [`Server::shutdown`] stops the listener too.
     pub async fn stop(&self) {
         self.stop.send_replace(true);
-        let task = lock(&self.task).take();
-        if let Some(t) = task {
-            let _ = t.await;
-        }
+        let mut done = self.done.clone();
+        // Ends with an error when the loop is gone, which is what we wait for.
+        while done.changed().await.is_ok() {}
     }
 }
 
 /// Listens on `addr` with `device` and serves every accepted connection
-/// with `server`. Each connection's RFC 8797 private data is parsed and
+/// with `server`, until [`Server::shutdown`] or [`RdmaService::stop`]
+/// (dropping the returned handle does not stop it: the listener belongs
+/// to `server`, as those of [`Server::serve_tcp`] do). Each connection's
+/// RFC 8797 private data is parsed and
 /// answered with ours. All connections draw from one memory budget of
 /// [`EngineConfig::max_shared_memory`] octets, each at most
 /// [`EngineConfig::max_memory`] for its peer's calls (spec note E21).
@@ -128,15 +136,27 @@ pub async fn serve_rdma<D: Device + Clone>(
     let shared = budget.clone();
     let cost = config.engine.connection_cost(config.caps);
     let (stop, mut stop_rx) = watch::channel(false);
+    let (done_tx, done) = watch::channel(());
     let connections = Arc::new(Mutex::new(Vec::new()));
     let conns = connections.clone();
+    let owner = server;
     let server = server.clone();
     let span = tracing::info_span!("rdma_listen", addr = %local);
-    let task = tokio::spawn(tracing::Instrument::instrument(
+    let accept_loop = tracing::Instrument::instrument(
         async move {
+            // Dropped with the loop, which tells `RdmaService::stop`.
+            let _done = done_tx;
+            // `Ok` once `RdmaService::stop` was called; a handle dropped
+            // without it (`Err`) leaves the listener running.
+            let stopped = async move {
+                if stop_rx.wait_for(|s| *s).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::pin!(stopped);
             loop {
                 let req = tokio::select! {
-                    _ = stop_rx.wait_for(|s| *s) => break,
+                    () = &mut stopped => break,
                     r = listener.accept() => r,
                 };
                 let req = match req {
@@ -163,14 +183,16 @@ pub async fn serve_rdma<D: Device + Clone>(
                     Err(e) => tracing::warn!(error = %e, "accept failed"),
                 }
             }
+            tracing::debug!("listener stopped");
         },
         span,
-    ));
+    );
+    owner.spawn_listener(accept_loop);
     Ok(RdmaService {
         local,
         budget,
         stop,
-        task: Mutex::new(Some(task)),
+        done,
         connections,
     })
 }

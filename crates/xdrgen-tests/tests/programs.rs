@@ -19,9 +19,10 @@ use rpcrdma_xdrgen_tests::nfs3::{self, nfs_v3};
 
 fn rig(services: Services, threshold: usize) -> (Server, MemConnector) {
     let server = Server::new(services, ServerConfig::default());
-    let mut config = MemConfig::default();
-    config.inline_threshold = threshold;
-    let (connector, mut listener) = mem::listener(config);
+    let (connector, mut listener) = mem::listener(MemConfig {
+        inline_threshold: threshold,
+        ..MemConfig::default()
+    });
     let s = server.clone();
     tokio::spawn(async move {
         while let Some(t) = listener.accept().await {

@@ -71,7 +71,6 @@ impl CachedReply for &str {
 
 /// Limits and timers of the state layer. Defaults on each field.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct Config {
     /// The lease (default 90 s, as Linux nfsd): a client that renews
     /// nothing for this long loses its state.

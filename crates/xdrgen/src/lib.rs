@@ -141,7 +141,6 @@ pub use error::{Diagnostic, Error, Pos};
 
 /// Generation options.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct Options {
     /// Map `string` to `bytes::Bytes` instead of `String` (no UTF-8
     /// check: file names and the like may be any bytes).
@@ -150,6 +149,13 @@ pub struct Options {
     pub max_depth: u32,
     /// Most nodes a linked list may have when decoded.
     pub max_list_len: u32,
+    /// The path of a crate that re-exports `oncrpc` (`rpcrdma-oncrpc`),
+    /// `xdr` (`rpcrdma-xdr`) and `bytes`, as the `rpcrdma` facade does
+    /// (`Some("::rpcrdma")`): the generated code then names that crate
+    /// alone, and a crate that depends only on it can compile the code.
+    /// `None` (the default): the code names `::rpcrdma_oncrpc`,
+    /// `::rpcrdma_xdr` and `::bytes`, which the crate then depends on.
+    pub runtime: Option<String>,
 }
 
 impl Default for Options {
@@ -159,6 +165,7 @@ impl Default for Options {
             strings_as_bytes: false,
             max_depth: 64,
             max_list_len: 1 << 20,
+            runtime: None,
         }
     }
 }
@@ -208,10 +215,26 @@ pub fn generate(source: &str, file: &str, options: &Options) -> Result<String, E
     })
 }
 
+/// The RPC language definitions shipped with the generator (the files of
+/// its `xdr/` directory), for [`Builder::from_source`]: a crate that
+/// generates them needs no path into this crate's sources (and so can be
+/// published).
+pub mod definitions {
+    /// NFSv3 (RFC 1813), with RFC 8267's DDP-eligible items.
+    pub const NFS3: &str = include_str!("../xdr/nfs3.x");
+    /// MOUNT v3 (RFC 1813, Appendix I).
+    pub const MOUNT3: &str = include_str!("../xdr/mount3.x");
+    /// NFSv4.1 and NFSv4.2 (RFC 5662, RFC 7863), with their callback
+    /// program.
+    pub const NFS4: &str = include_str!("../xdr/nfs4.x");
+}
+
 /// Generates code from a `.x` file, for `build.rs` or other tools.
 #[derive(Debug, Clone)]
 pub struct Builder {
     path: PathBuf,
+    /// The source, when given as text rather than read from `path`.
+    source: Option<String>,
     options: Options,
     out_name: Option<String>,
 }
@@ -222,8 +245,26 @@ impl Builder {
     pub fn new(path: impl AsRef<Path>) -> Self {
         Self {
             path: path.as_ref().to_path_buf(),
+            source: None,
             options: Options::default(),
             out_name: None,
+        }
+    }
+
+    /// A builder for RPC language `source` (e.g. one of
+    /// [`definitions`]); `name` (e.g. `"nfs3.x"`) names it in messages and
+    /// gives the generated file's stem.
+    ///
+    /// ```
+    /// let code = rpcrdma_xdrgen::Builder::from_source("mount3.x", rpcrdma_xdrgen::definitions::MOUNT3)
+    ///     .generate()?;
+    /// assert!(code.contains("pub mod mount_v3"));
+    /// # Ok::<(), rpcrdma_xdrgen::Error>(())
+    /// ```
+    pub fn from_source(name: impl AsRef<Path>, source: impl Into<String>) -> Self {
+        Self {
+            source: Some(source.into()),
+            ..Self::new(name)
         }
     }
 
@@ -245,6 +286,14 @@ impl Builder {
         self
     }
 
+    /// Makes the generated code name only the crate at `path` (e.g.
+    /// `"::rpcrdma"`, the facade), which re-exports `oncrpc`, `xdr` and
+    /// `bytes` (see [`Options::runtime`]).
+    pub fn runtime(mut self, path: impl Into<String>) -> Self {
+        self.options.runtime = Some(path.into());
+        self
+    }
+
     /// Names the generated file (default: the `.x` file's stem + `.rs`).
     pub fn out_file_name(mut self, name: impl Into<String>) -> Self {
         self.out_name = Some(name.into());
@@ -254,6 +303,9 @@ impl Builder {
     /// The generated code.
     pub fn generate(&self) -> Result<String, Error> {
         let display = self.path.display().to_string();
+        if let Some(source) = &self.source {
+            return generate(source, &display, &self.options);
+        }
         let source = std::fs::read_to_string(&self.path).map_err(|source| Error::Io {
             path: display.clone(),
             source,
@@ -272,7 +324,8 @@ impl Builder {
     }
 
     /// In a build script: writes the code to `$OUT_DIR/<stem>.rs`, tells
-    /// cargo to rerun when the `.x` file changes, and returns the path.
+    /// cargo to rerun when the `.x` file changes (a file named by
+    /// [`Builder::new`]), and returns the path.
     pub fn generate_to_out_dir(&self) -> Result<PathBuf, Error> {
         let out = std::env::var_os("OUT_DIR").ok_or(Error::NoOutDir)?;
         let name = self.out_name.clone().unwrap_or_else(|| {
@@ -283,7 +336,9 @@ impl Builder {
                 .unwrap_or_else(|| "xdr".into());
             format!("{stem}.rs")
         });
-        println!("cargo:rerun-if-changed={}", self.path.display());
+        if self.source.is_none() {
+            println!("cargo:rerun-if-changed={}", self.path.display());
+        }
         let dest = Path::new(&out).join(name);
         self.generate_to_file(&dest)?;
         Ok(dest)

@@ -36,6 +36,12 @@ pub(crate) struct XdrgenArgs {
     #[arg(long, value_name = "N", default_value_t = 1 << 20)]
     max_list_len: u32,
 
+    /// Name only this crate in the generated code, which re-exports
+    /// `oncrpc`, `xdr` and `bytes` (`::rpcrdma`, the facade), instead of
+    /// `rpcrdma-oncrpc`, `rpcrdma-xdr` and `bytes`.
+    #[arg(long, value_name = "PATH")]
+    runtime: Option<String>,
+
     /// Write the code to this file instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -46,10 +52,13 @@ pub(crate) struct XdrgenArgs {
 }
 
 pub(crate) fn run(args: XdrgenArgs) -> anyhow::Result<ExitCode> {
-    let builder = rpcrdma_xdrgen::Builder::new(&args.file)
+    let mut builder = rpcrdma_xdrgen::Builder::new(&args.file)
         .strings_as_bytes(args.strings_as_bytes)
         .max_depth(args.max_depth)
         .max_list_len(args.max_list_len);
+    if let Some(path) = args.runtime {
+        builder = builder.runtime(path);
+    }
     let code = match builder.generate() {
         Ok(c) => c,
         Err(e @ rpcrdma_xdrgen::Error::Source(_)) => {

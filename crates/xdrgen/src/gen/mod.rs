@@ -83,7 +83,48 @@ pub(crate) fn generate(m: &Model, o: &Options, file: &str) -> String {
     for p in &m.programs {
         g.program(p);
     }
-    g.w.out
+    match &o.runtime {
+        Some(path) => through_runtime(&g.w.out, path.trim_end_matches("::")),
+        None => g.w.out,
+    }
+}
+
+/// The code with the paths of its three runtime crates (every one the
+/// generator writes is absolute: `::rpcrdma_oncrpc::`, `::rpcrdma_xdr::`,
+/// `::bytes::`) made to go through `path`'s re-exports of them. Only a
+/// path that starts with one of them is changed (not `a::bytes::`), in
+/// one pass.
+fn through_runtime(code: &str, path: &str) -> String {
+    let crates = [
+        (format!("{M}::"), format!("{path}::oncrpc::")),
+        (format!("{X}::"), format!("{path}::xdr::")),
+        ("::bytes::".to_string(), format!("{path}::bytes::")),
+    ];
+    let mut out = String::with_capacity(code.len() + code.len() / 8);
+    let mut rest = code;
+    while let Some(i) = rest.find("::") {
+        let (before, at) = rest.split_at(i);
+        out.push_str(before);
+        let starts_path = !out
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '>');
+        match crates
+            .iter()
+            .find(|(from, _)| starts_path && at.starts_with(from.as_str()))
+        {
+            Some((from, to)) => {
+                out.push_str(to);
+                rest = &at[from.len()..];
+            }
+            None => {
+                out.push_str("::");
+                rest = &at[2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 impl Gen<'_> {
@@ -99,9 +140,15 @@ impl Gen<'_> {
             env!("CARGO_PKG_VERSION")
         ));
         self.w.line("//");
-        self.w.line(
-            "// Needs the crates `bytes`, `rpcrdma-xdr` and `rpcrdma-oncrpc`. Decoding limits:",
-        );
+        match &self.o.runtime {
+            Some(path) => self.w.line(&format!(
+                "// Needs the crate {}, which re-exports `oncrpc`, `xdr` and `bytes`. Decoding limits:",
+                path.trim_end_matches("::")
+            )),
+            None => self.w.line(
+                "// Needs the crates `bytes`, `rpcrdma-xdr` and `rpcrdma-oncrpc`. Decoding limits:",
+            ),
+        }
         self.w.line(&format!(
             "// recursive types nest at most {} deep, linked lists hold at most {} nodes.",
             self.o.max_depth, self.o.max_list_len

@@ -22,9 +22,11 @@ use crate::fs::{Attr, FileHandle, NfsError, SetAttr, StableHow, NFS3_FHSIZE};
 use crate::proto::mount3 as m;
 use crate::proto::nfs3 as p;
 
-/// Requests kept in flight by [`NfsClient::read_file`] and
-/// [`NfsClient::write_file`].
+/// Requests [`NfsClient::read_file`] and [`NfsClient::write_file`] keep
+/// in flight unless told otherwise ([`NfsClient::set_in_flight`]).
 pub const IN_FLIGHT: usize = 4;
+/// Most requests [`NfsClient::set_in_flight`] accepts.
+pub const MAX_IN_FLIGHT: usize = 128;
 /// Most entries [`NfsClient::list`] collects.
 pub const MAX_LIST: usize = 10_000_000;
 
@@ -248,6 +250,7 @@ pub struct NfsClient {
     root: FileHandle,
     rtmax: u32,
     wtmax: u32,
+    in_flight: usize,
 }
 
 impl NfsClient {
@@ -309,9 +312,22 @@ impl NfsClient {
                 // At least 4 KiB, at most 1 MiB per request.
                 rtmax: rtmax.clamp(4096, 1 << 20),
                 wtmax: wtmax.clamp(4096, 1 << 20),
+                in_flight: IN_FLIGHT,
             },
             rest,
         ))
+    }
+
+    /// How many READs or WRITEs [`NfsClient::read_file`] and
+    /// [`NfsClient::write_range`] keep in flight: `n` clamped to
+    /// 1..=[`MAX_IN_FLIGHT`] (default [`IN_FLIGHT`]).
+    pub fn set_in_flight(&mut self, n: usize) {
+        self.in_flight = n.clamp(1, MAX_IN_FLIGHT);
+    }
+
+    /// Requests kept in flight by the whole-file transfers.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
     }
 
     /// The mounted root's handle.
@@ -507,8 +523,8 @@ impl NfsClient {
         }
     }
 
-    /// Reads `size` bytes of a file from offset 0, [`IN_FLIGHT`] READs of
-    /// up to `rtmax` at a time, handing each chunk to `sink` in order.
+    /// Reads `size` bytes of a file from offset 0, [`NfsClient::in_flight`]
+    /// READs of up to `rtmax` at a time, handing each chunk to `sink` in order.
     /// Stops early at the end of the file.
     pub async fn read_file(
         &self,
@@ -522,7 +538,7 @@ impl NfsClient {
         let mut done = 0u64;
         let mut queue: VecDeque<(u64, u32, Read)> = VecDeque::new();
         let result = loop {
-            while queue.len() < IN_FLIGHT && next < size {
+            while queue.len() < self.in_flight && next < size {
                 let n = step.min(size - next) as u32;
                 let (me, fh) = (self.clone(), fh.clone());
                 let off = next;
@@ -684,7 +700,7 @@ impl NfsClient {
     }
 
     /// Writes `data` at `offset` with UNSTABLE WRITEs of up to `wtmax`,
-    /// [`IN_FLIGHT`] at a time (no COMMIT); returns the write verifiers
+    /// [`NfsClient::in_flight`] at a time (no COMMIT); returns the write verifiers
     /// seen (more than one: the server restarted meanwhile).
     pub async fn write_range(
         &self,
@@ -698,7 +714,7 @@ impl NfsClient {
         let mut queue: VecDeque<(usize, Write)> = VecDeque::new();
         let mut at = 0usize;
         let result = loop {
-            while queue.len() < IN_FLIGHT && at < data.len() {
+            while queue.len() < self.in_flight && at < data.len() {
                 let end = (at + step).min(data.len());
                 let chunk = data.slice(at..end);
                 let (me, fh) = (self.clone(), fh.clone());
@@ -757,6 +773,78 @@ impl NfsClient {
             );
         }
         Err(NfsClientError::VerifierChanged)
+    }
+
+    /// SETATTR without a guard (retried while the server answers
+    /// `NFS3ERR_JUKEBOX`).
+    pub async fn setattr(&self, fh: &FileHandle, set: &SetAttr) -> Result<(), NfsClientError> {
+        patiently(|| async {
+            match self
+                .nfs
+                .setattr(p::Setattr3args {
+                    object: c::fh(fh),
+                    new_attributes: c::sattr3(set),
+                    guard: p::Sattrguard3::False,
+                })
+                .await
+                .map_err(rpc("SETATTR"))?
+            {
+                p::Setattr3res::Nfs3Ok(_) => Ok(()),
+                p::Setattr3res::Default(s, _) => Err(nfs("SETATTR", b"", s)),
+            }
+        })
+        .await
+    }
+
+    /// MKDIR of `name` in `dir` with `mode`.
+    pub async fn mkdir(
+        &self,
+        dir: &FileHandle,
+        name: &[u8],
+        mode: u32,
+    ) -> Result<FileHandle, NfsClientError> {
+        let set = SetAttr {
+            mode: Some(mode),
+            ..SetAttr::default()
+        };
+        let r = self
+            .nfs
+            .mkdir(p::Mkdir3args {
+                r#where: p::Diropargs3 {
+                    dir: c::fh(dir),
+                    name: Bytes::copy_from_slice(name),
+                },
+                attributes: c::sattr3(&set),
+            })
+            .await
+            .map_err(rpc("MKDIR"))?;
+        match r {
+            p::Mkdir3res::Nfs3Ok(ok) => match ok.obj {
+                p::PostOpFh3::True(h) => {
+                    c::handle_of(&h).map_err(bad_handle("MKDIR", h.data.len()))
+                }
+                p::PostOpFh3::False => Ok(self.lookup(dir, name).await?.0),
+            },
+            p::Mkdir3res::Default(s, _) => Err(nfs("MKDIR", name, s)),
+        }
+    }
+
+    /// RMDIR.
+    pub async fn rmdir(&self, dir: &FileHandle, name: &[u8]) -> Result<(), NfsClientError> {
+        match self
+            .nfs
+            .rmdir(p::Rmdir3args {
+                object: p::Diropargs3 {
+                    dir: c::fh(dir),
+                    name: Bytes::copy_from_slice(name),
+                },
+            })
+            .await
+            .map_err(rpc("RMDIR"))?
+        {
+            p::Rmdir3res::Nfs3Ok(_) => Ok(()),
+            p::Rmdir3res::Default(s, _) => Err(nfs("RMDIR", name, s)),
+        }
     }
 
     /// REMOVE.

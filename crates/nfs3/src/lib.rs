@@ -8,12 +8,16 @@
 //!   read-only exports, and confinement (`..` never leaves the export, no
 //!   symbolic link is ever followed by the server). It has its own Rust
 //!   types and no wire encoding, so it is tested on its own.
+//! * [`exports`] — which clients may use which export and how: the exports
+//!   file (Linux's `/etc/exports` syntax), the table in force (replaced on
+//!   a reload), and the admission of each call by its client's address.
 //!
 //! The design is in `docs/nfs.md`.
 #![forbid(unsafe_code)]
 
 pub mod client;
 pub mod convert;
+pub mod exports;
 pub mod fs;
 pub mod fuzzing;
 pub mod proto;

@@ -69,11 +69,11 @@ impl Rig {
 }
 
 fn me() -> Caller {
-    Caller {
-        uid: rustix::process::geteuid().as_raw(),
-        gid: rustix::process::getegid().as_raw(),
-        groups: vec![],
-    }
+    Caller::new(
+        rustix::process::geteuid().as_raw(),
+        rustix::process::getegid().as_raw(),
+        vec![],
+    )
 }
 
 fn create(e: &Export, dir: &FileHandle, name: &str) -> FileHandle {
@@ -926,26 +926,10 @@ fn access_follows_the_mode_bits() {
         mtime: Time::default(),
         ctime: Time::default(),
     };
-    let owner = Caller {
-        uid: 1000,
-        gid: 1,
-        groups: vec![],
-    };
-    let member = Caller {
-        uid: 2000,
-        gid: 5,
-        groups: vec![100],
-    };
-    let other = Caller {
-        uid: 3000,
-        gid: 5,
-        groups: vec![],
-    };
-    let root = Caller {
-        uid: 0,
-        gid: 0,
-        groups: vec![],
-    };
+    let owner = Caller::new(1000, 1, vec![]);
+    let member = Caller::new(2000, 5, vec![100]);
+    let other = Caller::new(3000, 5, vec![]);
+    let root = Caller::new(0, 0, vec![]);
     let all = access::ALL;
     assert_eq!(
         access_by_mode(&a, &owner, all),
@@ -1407,11 +1391,7 @@ fn an_invalid_id_never_acts_as_root() {
         assert!(!rig.root.join(&dev).exists(), "{tag}");
     }
     // A caller built by hand with (uid_t)-1 is refused, not run as root.
-    let forged = Caller {
-        uid: u32::MAX,
-        gid: u32::MAX,
-        groups: vec![],
-    };
+    let forged = Caller::new(u32::MAX, u32::MAX, vec![]);
     assert_eq!(
         e.read(&forged, &secret, 0, 100).0.unwrap_err(),
         NfsError::ServerFault

@@ -224,7 +224,7 @@ proptest! {
         let mut cfg = ExportConfig::new(&root, base.join("state"));
         cfg.identity = IdentityMode::ServerUser;
         let e = Export::open(cfg).unwrap();
-        let who = Caller { uid: rustix::process::geteuid().as_raw(), gid: rustix::process::getegid().as_raw(), groups: vec![] };
+        let who = Caller::new(rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw(), vec![]);
         let mut handles: Vec<FileHandle> = vec![e.root_handle()];
         let h = |hs: &Vec<FileHandle>, i: usize| hs[i % hs.len()].clone();
         for op in ops {

@@ -18,15 +18,19 @@
 //! in the slot if the client asked (`sa_cachethis`) and it fits the
 //! session's `ca_maxresponsesize_cached` (else `NFS4ERR_REP_TOO_BIG_TO_CACHE`).
 
+use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use rpcrdma_nfs3::fs::{Caller, FileHandle, NfsError};
+use rpcrdma_nfs3::exports::{Entry, ExportTable};
+use rpcrdma_nfs3::fs::{Caller, ClientAccess, Export, FileHandle, NfsError, Squash};
 use rpcrdma_oncrpc::{Marshal, Unmarshal};
 use rpcrdma_xdr::{Decoder, Encoder, XdrError};
 
 use crate::ops;
 use crate::proto::nfs4 as p;
+use crate::pseudo::Pseudo;
 use crate::service::Core;
 use crate::state::{ChannelAttrs, ClientId, ConnId, SessionId, Special, StateError, StateId};
 
@@ -126,7 +130,22 @@ impl Marshal for CompoundArgs {
 #[derive(Debug)]
 pub(crate) struct Ctx<'a> {
     pub(crate) core: &'a Core,
+    /// The exports in force when the COMPOUND began.
+    pub(crate) table: Arc<ExportTable>,
+    /// Their pseudo file system (`None`: one export is the root).
+    pub(crate) pseudo: Option<Arc<Pseudo>>,
+    /// The client's address (the connection's peer).
+    pub(crate) peer: Option<IpAddr>,
+    /// The call's AUTH_SYS ids (`None`: AUTH_NONE or another flavor).
+    pub(crate) cred: Option<(u32, u32, Vec<u32>)>,
+    /// The export of the current handle (until a handle is set: the
+    /// first export, with `caller` anonymous and read-only; no operation
+    /// uses them without a current handle).
+    pub(crate) export: Arc<Export>,
+    /// Who the call acts as on `export`, by the client's options there.
     pub(crate) caller: Caller,
+    /// `export` and `caller` of the saved handle.
+    pub(crate) saved: Option<(Arc<Export>, Caller)>,
     /// The AUTH_SYS uid of the call (`u32::MAX` for other flavors).
     pub(crate) principal: u32,
     pub(crate) conn: ConnId,
@@ -173,13 +192,58 @@ impl Ctx<'_> {
         self.cstateid = Some(s);
     }
 
-    /// Whether the export refuses changes (`NFS4ERR_ROFS`).
+    /// Whether the export refuses changes to this client (`ro`, or the
+    /// export read-only): `NFS4ERR_ROFS`.
     pub(crate) fn writable(&self) -> Result<(), p::Nfsstat4> {
-        if self.core.export.config().read_only {
+        if self.caller.read_only || self.export.config().read_only {
             Err(p::Nfsstat4::Nfs4errRofs)
         } else {
             Ok(())
         }
+    }
+
+    /// The pseudo directory a handle names, if it is one.
+    pub(crate) fn pseudo_dir(&self, fh: &FileHandle) -> Option<usize> {
+        self.pseudo.as_ref().and_then(|ps| ps.find(fh))
+    }
+
+    /// Makes `entry` the export of the current handle, if it admits the
+    /// client (`NFS4ERR_ACCESS` and a log line otherwise).
+    pub(crate) fn enter_entry(&mut self, entry: &Entry, what: &str) -> Result<(), p::Nfsstat4> {
+        let Some(access) = entry.access(self.peer) else {
+            self.core.exports.refused(self.peer, entry, what);
+            return Err(p::Nfsstat4::Nfs4errAccess);
+        };
+        let export = entry.export().clone();
+        self.caller = export.caller_with(
+            &access,
+            self.cred.as_ref().map(|(u, g, gs)| (*u, *g, gs.as_slice())),
+        );
+        self.export = export;
+        Ok(())
+    }
+
+    /// Makes the export of a handle of ours the current one, if it
+    /// admits the client: `NFS4ERR_BADHANDLE` if the handle is not ours,
+    /// `NFS4ERR_STALE` if its export is not served any more,
+    /// `NFS4ERR_ACCESS` if the client may not use it.
+    pub(crate) fn enter(&mut self, fh: &FileHandle, what: &str) -> Result<(), p::Nfsstat4> {
+        let table = self.table.clone();
+        let entry = table.by_handle(fh).map_err(from_fs)?;
+        self.enter_entry(entry, what)
+    }
+
+    /// The placeholder identity before any handle: anonymous, read-only.
+    fn nobody(export: &Export) -> Caller {
+        let anon = export.default_access().anon;
+        export.caller_with(
+            &ClientAccess {
+                read_only: true,
+                squash: Squash::All,
+                anon,
+            },
+            None,
+        )
     }
 }
 
@@ -234,7 +298,8 @@ fn failed(op: &Op, status: p::Nfsstat4) -> p::NfsResop4 {
 /// I/O).
 pub(crate) fn run(
     core: &Core,
-    caller: Caller,
+    cred: Option<(u32, u32, Vec<u32>)>,
+    peer: Option<IpAddr>,
     principal: u32,
     conn: ConnId,
     args: CompoundArgs,
@@ -249,9 +314,19 @@ pub(crate) fn run(
         res.status = p::Nfsstat4::Nfs4errMinorVersMismatch;
         return res;
     }
+    let table = core.exports.table();
+    let pseudo = core.pseudo_of(&table);
+    let export = table.entries()[0].export().clone();
+    let caller = Ctx::nobody(&export);
     let mut cx = Ctx {
         core,
+        table,
+        pseudo,
+        peer,
+        cred,
+        export,
         caller,
+        saved: None,
         principal,
         conn,
         now,

@@ -20,7 +20,10 @@ pub mod attrs;
 pub mod compound;
 mod ops;
 pub mod proto;
+mod pseudo;
 mod service;
 pub mod state;
 
-pub use service::{register, Cached, CbAuth, Core, Nfs4Config, Nfs4Server, PROGRAM, VERSION};
+pub use service::{
+    register, register_exports, Cached, CbAuth, Core, Nfs4Config, Nfs4Server, PROGRAM, VERSION,
+};

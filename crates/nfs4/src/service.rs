@@ -27,7 +27,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rpcrdma_nfs3::fs::{Export, FileHandle};
+use rpcrdma_nfs3::exports::{ExportTable, Exports};
+use rpcrdma_nfs3::fs::{Export, FileHandle, Time};
 use rpcrdma_oncrpc::{
     AuthSysParams, CallHints, CallInfo, ClientConfig, ClientKey, Connection, Credential, ProcError,
     Services,
@@ -36,6 +37,7 @@ use rpcrdma_sync::lock;
 
 use crate::compound::{self, wire, CompoundArgs};
 use crate::proto::nfs4 as p;
+use crate::pseudo::Pseudo;
 use crate::state::{self, ConnId, Recall, SessionId, State};
 
 /// How the server authenticates its callbacks to a session.
@@ -96,10 +98,17 @@ impl state::CachedReply for Cached {
     }
 }
 
-/// What the COMPOUNDs share: the export and the state.
+/// The pseudo file system of a table, kept while that table is in force.
+type PseudoCache = Option<(std::sync::Weak<ExportTable>, Option<Arc<Pseudo>>)>;
+
+/// What the COMPOUNDs share: the exports and the state.
 #[derive(Debug)]
 pub struct Core {
-    pub(crate) export: Arc<Export>,
+    pub(crate) exports: Arc<Exports>,
+    /// The pseudo file system of the table last seen.
+    pseudo: Mutex<PseudoCache>,
+    /// When the server started: the pseudo directories' times.
+    pub(crate) born: Time,
     state: Mutex<State<Cached>>,
     lease: u32,
     cb_auth: Mutex<HashMap<SessionId, CbAuth>>,
@@ -119,6 +128,19 @@ impl Core {
 
     pub(crate) fn set_cb_auth(&self, s: SessionId, a: CbAuth) {
         lock(&self.cb_auth).insert(s, a);
+    }
+
+    /// The pseudo file system of `table` (built once per table).
+    pub(crate) fn pseudo_of(&self, table: &Arc<ExportTable>) -> Option<Arc<Pseudo>> {
+        let mut cache = lock(&self.pseudo);
+        if let Some((weak, ps)) = &*cache {
+            if weak.upgrade().is_some_and(|t| Arc::ptr_eq(&t, table)) {
+                return ps.clone();
+            }
+        }
+        let ps = Pseudo::build(table).map(Arc::new);
+        *cache = Some((Arc::downgrade(table), ps.clone()));
+        ps
     }
 
     pub(crate) fn forget_cb_auth(&self, s: &SessionId) {
@@ -176,10 +198,27 @@ pub fn register(
     export: Arc<Export>,
     cfg: Nfs4Config,
 ) -> std::io::Result<Arc<Nfs4Server>> {
-    let records = cfg
-        .records
-        .clone()
-        .unwrap_or_else(|| export.config().state_dir.join("nfs4-clients"));
+    register_exports(services, Arc::new(Exports::single(export)), cfg)
+}
+
+/// Registers NFSv4.1 (and NFSv4.2) for the exports in force in `exports`
+/// (replace its table to reload them): with an exports file, PUTROOTFH
+/// gives the pseudo file system of the exported paths (`pseudo.rs`), and
+/// every handle is admitted for the client's address before use. The
+/// client records live in the first export's state directory (every
+/// export of a table shares one).
+pub fn register_exports(
+    services: &mut Services,
+    exports: Arc<Exports>,
+    cfg: Nfs4Config,
+) -> std::io::Result<Arc<Nfs4Server>> {
+    let records = cfg.records.clone().unwrap_or_else(|| {
+        exports.table().entries()[0]
+            .export()
+            .config()
+            .state_dir
+            .join("nfs4-clients")
+    });
     let reclaimable = state::load_records(&records)?;
     if !reclaimable.is_empty() {
         tracing::info!(
@@ -196,7 +235,17 @@ pub fn register(
     let state = State::new(cfg.state, boot, Instant::now(), reclaimable);
     let server = Arc::new(Nfs4Server {
         core: Arc::new(Core {
-            export,
+            exports,
+            pseudo: Mutex::new(None),
+            born: {
+                let d = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                Time {
+                    seconds: d.as_secs() as u32,
+                    nseconds: d.subsec_nanos(),
+                }
+            },
             state: Mutex::new(state),
             lease,
             cb_auth: Mutex::new(HashMap::new()),
@@ -247,15 +296,15 @@ impl Nfs4Server {
         args: CompoundArgs,
     ) -> Result<p::Compound4res, ProcError> {
         let (cred, principal) = match &info.cred {
-            Credential::Sys(s) => (Some((s.uid(), s.gid(), s.gids())), s.uid()),
+            Credential::Sys(s) => (Some((s.uid(), s.gid(), s.gids().to_vec())), s.uid()),
             _ => (None, u32::MAX),
         };
-        let caller = self.core.export.caller(cred);
+        let peer = info.connection.peer_addr().map(|a| a.ip().to_canonical());
         let conn = ConnId(info.connection.id());
         self.watch(&info.connection);
         let core = self.core.clone();
         let res = tokio::task::spawn_blocking(move || {
-            compound::run(&core, caller, principal, conn, args)
+            compound::run(&core, cred, peer, principal, conn, args)
         })
         .await
         .map_err(|_| ProcError::SystemErr)?;

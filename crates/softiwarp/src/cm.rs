@@ -56,6 +56,11 @@ pub struct Options {
     /// leaves siw's connection half set up (docs/iwarp.md, "Linux siw
     /// interop"). Zero disables.
     pub first_fpdu_delay: Duration,
+    /// Initiator: the local address to connect from (the address the
+    /// responder sees as its peer, as a source address given to
+    /// `rdma_resolve_addr`); `None` (the default): the one the system
+    /// chooses.
+    pub local_addr: Option<std::net::IpAddr>,
 }
 
 impl Default for Options {
@@ -69,6 +74,7 @@ impl Default for Options {
             mpa_timeout: Duration::from_secs(10),
             backlog: 64,
             first_fpdu_delay: DEFAULT_FIRST_FPDU_DELAY,
+            local_addr: None,
         }
     }
 }
@@ -181,7 +187,18 @@ pub(crate) async fn connect(
             reason: e.to_string(),
         }
     })?;
-    let stream = TcpStream::connect(addr).await?;
+    let stream = match params.options.local_addr {
+        None => TcpStream::connect(addr).await?,
+        Some(local) => {
+            let socket = if local.is_ipv4() {
+                tokio::net::TcpSocket::new_v4()?
+            } else {
+                tokio::net::TcpSocket::new_v6()?
+            };
+            socket.bind(SocketAddr::new(local, 0))?;
+            socket.connect(addr).await?
+        }
+    };
     stream.set_nodelay(true)?;
     let pd = params.pd.inner.clone();
     match drive_setup(&stream, &mut conn, Some(&pd)).await? {

@@ -75,7 +75,7 @@ impl Export {
             if guard.is_some_and(|g| g != attr.ctime) {
                 return Err(NfsError::NotSync);
             }
-            self.writable()?;
+            self.writable(caller)?;
             let act = self.act(caller)?;
             self.apply(&act, caller, &n, set)
         })();

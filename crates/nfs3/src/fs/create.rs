@@ -64,7 +64,7 @@ impl Export {
     ) -> Outcome<Made> {
         self.in_dir(dir, |d| {
             check_name(name, false)?;
-            self.writable()?;
+            self.writable(caller)?;
             let act = self.act(caller)?;
             let (set, verf) = match how {
                 CreateHow::Unchecked(s) | CreateHow::Guarded(s) => (s, None),
@@ -157,7 +157,7 @@ impl Export {
     ) -> Outcome<Made> {
         self.in_dir(dir, |d| {
             check_name(name, false)?;
-            self.writable()?;
+            self.writable(caller)?;
             let act = self.act(caller)?;
             let mode = self.settable_mode(caller, set.mode.unwrap_or(0o755), true);
             rustix::fs::mkdirat(&*d.fd, name, Mode::from_raw_mode(mode))?;
@@ -190,7 +190,7 @@ impl Export {
     ) -> Outcome<Made> {
         self.in_dir(dir, |d| {
             check_name(name, false)?;
-            self.writable()?;
+            self.writable(caller)?;
             if target.is_empty() || target.contains(&0) {
                 return Err(NfsError::Inval);
             }
@@ -232,7 +232,7 @@ impl Export {
     ) -> Outcome<Made> {
         self.in_dir(dir, |d| {
             check_name(name, false)?;
-            self.writable()?;
+            self.writable(caller)?;
             if let SpecialFile::Char(ma, mi) | SpecialFile::Block(ma, mi) = what {
                 // The kernel's device numbers: 12-bit major, 20-bit minor
                 // (`mknodat` takes them as one 32-bit word). Anything

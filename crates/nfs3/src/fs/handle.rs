@@ -111,12 +111,16 @@ impl HandleKey {
         FileHandle(b)
     }
 
-    /// Checks a received handle: `NFS3ERR_BADHANDLE` unless it is one of
-    /// ours (length, version, export and MAC); a handle of another export
-    /// of ours, or one made with another key, is `NFS3ERR_STALE` only if
-    /// its form is right but the MAC is not ours — it is refused either
-    /// way, never opened.
-    pub fn open(&self, fh: &FileHandle) -> NfsResult<NodeId> {
+    /// The export id of a received handle, its form and MAC checked
+    /// (`NFS3ERR_BADHANDLE` otherwise), whichever export it names: every
+    /// export whose key is this one's made it.
+    pub fn export_of(&self, fh: &FileHandle) -> NfsResult<u32> {
+        let b = self.verified(fh)?;
+        Ok(u32::from_be_bytes([b[4], b[5], b[6], b[7]]))
+    }
+
+    /// The bytes of a handle whose form and MAC are ours.
+    fn verified<'a>(&self, fh: &'a FileHandle) -> NfsResult<&'a [u8]> {
         let b = fh.as_bytes();
         if b.len() != HANDLE_LEN || b[0] != VERSION || b[1..4] != [0, 0, 0] {
             return Err(NfsError::BadHandle);
@@ -130,6 +134,16 @@ impl HandleKey {
         if diff != 0 {
             return Err(NfsError::BadHandle);
         }
+        Ok(b)
+    }
+
+    /// Checks a received handle: `NFS3ERR_BADHANDLE` unless it is one of
+    /// ours (length, version, export and MAC); a handle of another export
+    /// of ours, or one made with another key, is `NFS3ERR_STALE` only if
+    /// its form is right but the MAC is not ours — it is refused either
+    /// way, never opened.
+    pub fn open(&self, fh: &FileHandle) -> NfsResult<NodeId> {
+        let b = self.verified(fh)?;
         let export_id = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
         if export_id != self.export_id {
             return Err(NfsError::Stale);

@@ -160,7 +160,33 @@ impl IdentityMode {
     }
 }
 
-/// The identity an operation runs as, after squashing.
+/// What one client may do with an export: the options of its line in
+/// the exports file (`rw`/`ro`, the squashing, `anonuid`/`anongid`), or
+/// the command line's for a single directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAccess {
+    /// Every change refused (`ro`).
+    pub read_only: bool,
+    /// The identity mapping.
+    pub squash: Squash,
+    /// The anonymous user and group.
+    pub anon: (u32, u32),
+}
+
+impl Default for ClientAccess {
+    /// `ro`, `root_squash`, anonymous 65534/65534: the defaults of an
+    /// exports file line, as Linux's.
+    fn default() -> Self {
+        Self {
+            read_only: true,
+            squash: Squash::Root,
+            anon: (65534, 65534),
+        }
+    }
+}
+
+/// The identity an operation runs as, after squashing, with what its
+/// client may do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     /// User.
@@ -169,9 +195,28 @@ pub struct Caller {
     pub gid: u32,
     /// Supplementary groups (AUTH_SYS allows 16).
     pub groups: Vec<u32>,
+    /// The client may change nothing (its export is `ro` for it):
+    /// every change is `NFS3ERR_ROFS`.
+    pub read_only: bool,
+    /// The caller acts as the anonymous user because of squashing or
+    /// AUTH_NONE: the set-user-ID and set-group-ID bits it sets are
+    /// dropped (`docs/nfs.md`, "What a client's numbers may do").
+    pub anonymous: bool,
 }
 
 impl Caller {
+    /// A caller acting as exactly these ids, allowed to change files, not
+    /// anonymous (tests, and servers that map identities themselves).
+    pub fn new(uid: u32, gid: u32, groups: Vec<u32>) -> Self {
+        Self {
+            uid,
+            gid,
+            groups,
+            read_only: false,
+            anonymous: false,
+        }
+    }
+
     /// Whether this is the superuser.
     pub fn is_root(&self) -> bool {
         self.uid == 0
@@ -204,7 +249,9 @@ pub fn squash(how: Squash, anon: (u32, u32), cred: Option<(u32, u32, &[u32])>) -
 /// (and [`INVALID_ID`]) are invalid and become the anonymous id (a
 /// supplementary gid is dropped), then `how` squashes (see the [module
 /// rules](self)). `None` (AUTH_NONE, or any other flavor) is the
-/// anonymous user.
+/// anonymous user. The caller is marked [`Caller::anonymous`] when it
+/// acts as the anonymous uid and squashing is on (or AUTH_NONE, or
+/// `all_squash`).
 pub fn squash_in(
     maps: &IdMaps,
     how: Squash,
@@ -215,6 +262,8 @@ pub fn squash_in(
         uid: anon.0,
         gid: anon.1,
         groups: Vec::new(),
+        read_only: false,
+        anonymous: true,
     };
     let Some((uid, gid, groups)) = cred else {
         return anon_caller;
@@ -254,6 +303,8 @@ pub fn squash_in(
         uid,
         gid,
         groups: out,
+        read_only: false,
+        anonymous: how != Squash::None && uid == anon.0,
     }
 }
 

@@ -15,7 +15,7 @@ impl Export {
     pub fn remove(&self, caller: &Caller, dir: &FileHandle, name: &[u8]) -> Outcome<()> {
         self.in_dir(dir, |d| {
             check_name(name, false)?;
-            self.writable()?;
+            self.writable(caller)?;
             let _act = self.act(caller)?;
             rustix::fs::unlinkat(&*d.fd, name, AtFlags::empty())?;
             lock(&self.nodes).forget_name(d.ino(), name);
@@ -33,7 +33,7 @@ impl Export {
                 return Err(NfsError::NotEmpty);
             }
             check_name(name, false)?;
-            self.writable()?;
+            self.writable(caller)?;
             let victim = statx_at(&*d.fd, name).ok();
             let _act = self.act(caller)?;
             rustix::fs::unlinkat(&*d.fd, name, AtFlags::REMOVEDIR)?;
@@ -64,7 +64,7 @@ impl Export {
         let result = (|| {
             check_name(from, false)?;
             check_name(to, false)?;
-            self.writable()?;
+            self.writable(caller)?;
             let moved = statx_at(&*fd_.fd, from).ok();
             let replaced = statx_at(&*td.fd, to).ok();
             let _act = self.act(caller)?;
@@ -107,7 +107,7 @@ impl Export {
         };
         let out = self.in_dir(dir, |d| {
             check_name(name, false)?;
-            self.writable()?;
+            self.writable(caller)?;
             if f.ftype() == FileType::Directory {
                 return Err(NfsError::IsDir);
             }

@@ -60,7 +60,9 @@ use bytes::Bytes;
 
 pub use create::{MAX_MAJOR, MAX_MINOR};
 pub use handle::{FileHandle, HandleKey, NodeId, HANDLE_LEN, NFS3_FHSIZE};
-pub use ident::{squash, squash_in, Caller, IdMaps, IdRanges, IdentityMode, Squash, INVALID_ID};
+pub use ident::{
+    squash, squash_in, Caller, ClientAccess, IdMaps, IdRanges, IdentityMode, Squash, INVALID_ID,
+};
 pub use permission::access_by_mode;
 pub use read_write::MAX_FILE_OFFSET;
 pub use types::{
@@ -329,9 +331,70 @@ impl Export {
 
     /// The identity a credential acts as here (`None`: AUTH_NONE): ids
     /// validated against the server's user namespace, then squashed
-    /// ([`squash_in`]).
+    /// ([`squash_in`]) as the export's configuration says.
     pub fn caller(&self, cred: Option<(u32, u32, &[u32])>) -> Caller {
-        squash_in(&self.ids, self.cfg.squash, self.cfg.anon, cred)
+        self.caller_with(&self.default_access(), cred)
+    }
+
+    /// What the export's own configuration lets every client do
+    /// (`read_only`, `squash`, `anon`).
+    pub fn default_access(&self) -> ClientAccess {
+        ClientAccess {
+            read_only: self.cfg.read_only,
+            squash: self.cfg.squash,
+            anon: self.cfg.anon,
+        }
+    }
+
+    /// The identity a credential acts as for a client with `access` (its
+    /// line of the exports file): validated, then squashed as `access`
+    /// says, and read-only if it says so. Its anonymous ids must be valid
+    /// here ([`Self::valid_anon`]); invalid ones are replaced by the
+    /// export's own.
+    pub fn caller_with(&self, access: &ClientAccess, cred: Option<(u32, u32, &[u32])>) -> Caller {
+        let anon = if self.valid_anon(access.anon).is_ok() {
+            access.anon
+        } else {
+            self.cfg.anon
+        };
+        let mut c = squash_in(&self.ids, access.squash, anon, cred);
+        c.read_only = access.read_only || self.cfg.read_only;
+        c
+    }
+
+    /// Whether the anonymous ids `anon` are ids this server can act as;
+    /// `Err` says which is not and why.
+    pub fn valid_anon(&self, anon: (u32, u32)) -> Result<(), ExportError> {
+        for (what, id, ok) in [
+            ("uid", anon.0, self.ids.uids.contains(anon.0)),
+            ("gid", anon.1, self.ids.gids.contains(anon.1)),
+        ] {
+            if !ok {
+                return Err(ExportError::BadAnon {
+                    what,
+                    id,
+                    why: if id == INVALID_ID {
+                        "(uid_t)-1 means \"no change\" to the kernel"
+                    } else {
+                        "it is outside this user namespace's id map"
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The export id in this export's handles (a keyed hash of its
+    /// canonical path).
+    pub fn export_id(&self) -> u32 {
+        self.keys.export_id()
+    }
+
+    /// The export id a handle of ours names, its MAC checked
+    /// (`NFS3ERR_BADHANDLE` if it is not one of ours; every export of one
+    /// state directory shares the key).
+    pub fn export_of(&self, fh: &FileHandle) -> NfsResult<u32> {
+        self.keys.export_of(fh)
     }
 
     /// Whether `uid` is one this server could act as (SETATTR's owner).
@@ -352,9 +415,7 @@ impl Export {
     /// could run set-user-ID would lend that user to anyone on the host).
     pub(crate) fn settable_mode(&self, caller: &Caller, mode: u32, dir: bool) -> u32 {
         let mode = mode & 0o7777;
-        let untrusted = self.cfg.identity == IdentityMode::ServerUser
-            || (caller.uid == self.cfg.anon.0 && self.cfg.squash != Squash::None)
-            || self.cfg.squash == Squash::All;
+        let untrusted = self.cfg.identity == IdentityMode::ServerUser || caller.anonymous;
         if !untrusted {
             return mode;
         }
@@ -375,8 +436,8 @@ impl Export {
         })
     }
 
-    fn writable(&self) -> NfsResult<()> {
-        if self.cfg.read_only {
+    fn writable(&self, caller: &Caller) -> NfsResult<()> {
+        if self.cfg.read_only || caller.read_only {
             Err(NfsError::Rofs)
         } else {
             Ok(())

@@ -21,18 +21,18 @@ impl Export {
         let attr = self.attr_of(&n.st);
         let caller = match self.cfg.identity {
             IdentityMode::Switch => caller.clone(),
-            IdentityMode::ServerUser => Caller {
-                uid: rustix::process::geteuid().as_raw(),
-                gid: rustix::process::getegid().as_raw(),
-                groups: rustix::process::getgroups()
+            IdentityMode::ServerUser => Caller::new(
+                rustix::process::geteuid().as_raw(),
+                rustix::process::getegid().as_raw(),
+                rustix::process::getgroups()
                     .unwrap_or_default()
                     .into_iter()
                     .map(|g| g.as_raw())
                     .collect(),
-            },
+            ),
         };
         let mut granted = access_by_mode(&attr, &caller, mask);
-        if self.cfg.read_only {
+        if self.cfg.read_only || caller.read_only {
             granted &= !(access::MODIFY | access::EXTEND | access::DELETE);
         }
         Ok((granted, attr))

@@ -120,7 +120,7 @@ impl Export {
         data: &[u8],
         stable: StableHow,
     ) -> NfsResult<Written> {
-        self.writable()?;
+        self.writable(caller)?;
         match n.ftype() {
             FileType::Regular => {}
             FileType::Directory => return Err(NfsError::IsDir),

@@ -3,7 +3,8 @@
 //!
 //! Each procedure decodes (generated code), resolves its handles and runs
 //! its file-system work on tokio's blocking pool, as the caller
-//! ([`Export::caller`] from the AUTH_SYS credential), and answers with the
+//! ([`Export::caller_with`] from the AUTH_SYS credential and the client's
+//! options in the exports), and answers with the
 //! NFS status and the attributes RFC 1813 asks for on success and on
 //! failure.
 //!
@@ -20,6 +21,7 @@ use rpcrdma_oncrpc::{ReplyCache, ReplyCacheConfig, Services};
 pub use mount::MountService;
 pub use nfs::{ChangeGuard, NfsService};
 
+use crate::exports::Exports;
 use crate::fs::Export;
 use crate::proto::mount3 as m;
 use crate::proto::nfs3 as p;
@@ -108,17 +110,27 @@ pub fn register_guarded(
     cache: ReplyCacheConfig,
     guard: Option<Arc<ChangeGuard>>,
 ) {
+    register_exports(services, Arc::new(Exports::single(export)), cache, guard);
+}
+
+/// Registers NFSv3 and MOUNT v3 for the exports in force in `exports`
+/// (which clients may use which directory: `crate::exports`; replace the
+/// table to reload them), with a duplicate request cache, asking `guard`
+/// (if any) before each change.
+pub fn register_exports(
+    services: &mut Services,
+    exports: Arc<Exports>,
+    cache: ReplyCacheConfig,
+    guard: Option<Arc<ChangeGuard>>,
+) {
     services.set_reply_cache(Arc::new(ReplyCache::new(cache)));
-    let nfs = Arc::new(match guard {
-        Some(g) => NfsService::with_guard(export.clone(), g),
-        None => NfsService::new(export.clone()),
-    });
+    let nfs = Arc::new(NfsService::on(exports.clone(), guard));
     p::nfs_v3::register(services, nfs);
     services
         .program(p::nfs_v3::PROGRAM, p::nfs_v3::VERSION)
         .non_idempotent(NON_IDEMPOTENT)
         .reply_bound(reply_bound);
-    m::mount_v3::register(services, Arc::new(MountService::new(export)));
+    m::mount_v3::register(services, Arc::new(MountService::on(exports)));
 }
 
 #[cfg(test)]

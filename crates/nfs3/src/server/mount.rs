@@ -1,6 +1,8 @@
-//! MOUNT v3 (RFC 1813 appendix I) on an [`Export`]: MNT walks a path
-//! inside the export to its handle; DUMP, UMNT and UMNTALL keep a
-//! bounded record of current mounts; EXPORT lists the one export.
+//! MOUNT v3 (RFC 1813 appendix I) on the exports: MNT walks a path
+//! inside the export that holds it to its handle, for a client the
+//! exports allow (`MNT3ERR_ACCES` and a warning otherwise, before any
+//! file is looked at); DUMP, UMNT and UMNTALL keep a bounded record of
+//! current mounts; EXPORT lists the exports and their clients.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -9,39 +11,35 @@ use bytes::Bytes;
 use rpcrdma_oncrpc::{CallInfo, Credential, ProcError};
 use rpcrdma_sync::lock;
 
+use super::nfs::peer_ip;
+use crate::exports::{Exports, MountTarget};
 use crate::fs::{Export, NfsError, NfsResult};
 use crate::proto::mount3 as m;
 
 /// Most mounts remembered for DUMP (older ones are forgotten).
 const MAX_MOUNT_RECORDS: usize = 1024;
 
-/// MOUNT v3 on an export.
+/// MOUNT v3 on the exports.
 #[derive(Debug)]
 pub struct MountService {
-    export: Arc<Export>,
+    exports: Arc<Exports>,
     /// (client host, path) of current mounts, for DUMP.
     mounts: Mutex<BTreeSet<(Bytes, Bytes)>>,
 }
 
 impl MountService {
-    /// The service for `export`.
+    /// The service for one export, every client allowed as its
+    /// configuration says.
     pub fn new(export: Arc<Export>) -> Self {
-        Self {
-            export,
-            mounts: Mutex::new(BTreeSet::new()),
-        }
+        Self::on(Arc::new(Exports::single(export)))
     }
 
-    /// The path inside the export that a MNT path names: `/` and the
-    /// export's own path are its root.
-    fn inside<'a>(&self, path: &'a [u8]) -> Option<&'a [u8]> {
-        let root = self.export.root_path().as_os_str().as_encoded_bytes();
-        if let Some(rest) = path.strip_prefix(root) {
-            if rest.is_empty() || rest.starts_with(b"/") {
-                return Some(rest);
-            }
+    /// The service for the exports in force in `exports`.
+    pub fn on(exports: Arc<Exports>) -> Self {
+        Self {
+            exports,
+            mounts: Mutex::new(BTreeSet::new()),
         }
-        path.starts_with(b"/").then_some(path)
     }
 
     fn host(info: &CallInfo) -> Bytes {
@@ -73,10 +71,24 @@ fn mount_status(e: NfsError) -> m::Mountstat3 {
 
 impl m::mount_v3::Server for MountService {
     async fn mnt(&self, info: CallInfo, path: m::Dirpath) -> Result<m::Mountres3, ProcError> {
-        let Some(inside) = self.inside(&path).map(<[u8]>::to_vec) else {
-            return Ok(m::Mountres3::Default(m::Mountstat3::Mnt3errNoent));
+        let ip = peer_ip(&info);
+        let table = self.exports.table();
+        let (export, inside) = match table.mount(&path, ip) {
+            MountTarget::Allowed { entry, inside } => (entry.export().clone(), inside),
+            MountTarget::Refused(entry) => {
+                self.exports.refused(ip, entry, "MOUNT");
+                return Ok(m::Mountres3::Default(m::Mountstat3::Mnt3errAcces));
+            }
+            MountTarget::NotExported => {
+                tracing::info!(
+                    client = %ip.map_or_else(|| "(unknown address)".to_owned(), |a| a.to_string()),
+                    path = %String::from_utf8_lossy(&path),
+                    "MOUNT of a path no export holds: refused"
+                );
+                return Ok(m::Mountres3::Default(m::Mountstat3::Mnt3errAcces));
+            }
         };
-        let export = self.export.clone();
+        drop(table);
         let r: NfsResult<_> = tokio::task::spawn_blocking(move || export.mount_path(&inside))
             .await
             .map_err(|_| ProcError::SystemErr)?;
@@ -122,10 +134,27 @@ impl m::mount_v3::Server for MountService {
     }
 
     async fn export(&self, _info: CallInfo) -> Result<m::Exports, ProcError> {
-        Ok(Some(Box::new(m::Exportnode {
-            ex_dir: Bytes::from_static(b"/"),
-            ex_groups: None,
-            ex_next: None,
-        })))
+        let table = self.exports.table();
+        let mut list: m::Exports = None;
+        for e in table.entries().iter().rev() {
+            // Every client: no groups (as for one directory served to
+            // all); otherwise the patterns, as showmount prints them.
+            let mut groups: m::Groups = None;
+            if !table.is_single() {
+                let clients: Vec<String> = e.clients().map(ToString::to_string).collect();
+                for c in clients.iter().rev() {
+                    groups = Some(Box::new(m::Groupnode {
+                        gr_name: Bytes::from(c.clone()),
+                        gr_next: groups,
+                    }));
+                }
+            }
+            list = Some(Box::new(m::Exportnode {
+                ex_dir: Bytes::copy_from_slice(e.path()),
+                ex_groups: groups,
+                ex_next: list,
+            }));
+        }
+        Ok(list)
     }
 }

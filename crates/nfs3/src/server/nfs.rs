@@ -9,7 +9,8 @@ use bytes::Bytes;
 use rpcrdma_oncrpc::{CallInfo, Credential, ProcError};
 
 use crate::convert::{self as c, entry3_len, post_op_attr_len, post_op_fh_len, status};
-use crate::fs::{Caller, DirEntry, Export, FileHandle, NfsError};
+use crate::exports::{Admitted, Exports};
+use crate::fs::{Caller, DirEntry, Export, FileHandle, NfsError, NfsResult};
 use crate::proto::nfs3 as p;
 
 /// Bytes of a READDIR(PLUS) reply besides its entries: status, directory
@@ -24,16 +25,16 @@ pub(super) const MAX_READDIR_REPLY: usize = 1 << 20;
 /// is not changed until the delegation is returned.
 pub type ChangeGuard = dyn Fn(&FileHandle) -> bool + Send + Sync;
 
-/// NFSv3 on an export.
+/// NFSv3 on the exports.
 pub struct NfsService {
-    export: Arc<Export>,
+    exports: Arc<Exports>,
     guard: Option<Arc<ChangeGuard>>,
 }
 
 impl std::fmt::Debug for NfsService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NfsService")
-            .field("export", &self.export)
+            .field("exports", &self.exports)
             .field("guard", &self.guard.is_some())
             .finish()
     }
@@ -56,29 +57,38 @@ fn held_name(
     }
 }
 
-/// The identity a call acts as.
-fn caller_of(export: &Export, info: &CallInfo) -> Caller {
+/// The client's address: the connection's peer (IPv4-mapped IPv6
+/// addresses as IPv4).
+pub(crate) fn peer_ip(info: &CallInfo) -> Option<std::net::IpAddr> {
+    info.connection.peer_addr().map(|a| a.ip().to_canonical())
+}
+
+/// The identity a call acts as on an admitted export.
+fn caller_of(adm: &Admitted, info: &CallInfo) -> Caller {
     match &info.cred {
-        Credential::Sys(s) => export.caller(Some((s.uid(), s.gid(), s.gids()))),
-        _ => export.caller(None),
+        Credential::Sys(s) => adm
+            .export
+            .caller_with(&adm.access, Some((s.uid(), s.gid(), s.gids()))),
+        _ => adm.export.caller_with(&adm.access, None),
     }
 }
 
 impl NfsService {
-    /// The service for `export`.
+    /// The service for one export, every client allowed as its
+    /// configuration says.
     pub fn new(export: Arc<Export>) -> Self {
-        Self {
-            export,
-            guard: None,
-        }
+        Self::on(Arc::new(Exports::single(export)), None)
     }
 
-    /// The service for `export`, asking `guard` before each change.
+    /// The service for one export, asking `guard` before each change.
     pub fn with_guard(export: Arc<Export>, guard: Arc<ChangeGuard>) -> Self {
-        Self {
-            export,
-            guard: Some(guard),
-        }
+        Self::on(Arc::new(Exports::single(export)), Some(guard))
+    }
+
+    /// The service for the exports in force in `exports` (replaced on a
+    /// reload), asking `guard` (if any) before each change.
+    pub fn on(exports: Arc<Exports>, guard: Option<Arc<ChangeGuard>>) -> Self {
+        Self { exports, guard }
     }
 
     /// Whether the guard holds a change to `fh`.
@@ -86,21 +96,60 @@ impl NfsService {
         self.guard.as_ref().is_some_and(|g| !g(fh))
     }
 
-    /// Runs file-system work on the blocking pool.
+    /// Admits a call on `fh` (before any file-system work).
+    fn admit(&self, info: &CallInfo, fh: &FileHandle, what: &str) -> NfsResult<Admitted> {
+        self.exports.admit(fh, peer_ip(info), what)
+    }
+
+    /// Admits a call on two handles, which must be of one export
+    /// (`NFS3ERR_XDEV` otherwise).
+    fn admit_two(
+        &self,
+        info: &CallInfo,
+        a: &FileHandle,
+        b: &FileHandle,
+        what: &str,
+    ) -> NfsResult<Admitted> {
+        let first = self.admit(info, a, what)?;
+        let second = self.admit(info, b, what)?;
+        if !Arc::ptr_eq(&first.export, &second.export) {
+            return Err(NfsError::Xdev);
+        }
+        // The stricter of the two (they are one export: one access).
+        Ok(first)
+    }
+
+    /// Runs file-system work on the blocking pool, as the caller.
     async fn run<T: Send + 'static>(
         &self,
         info: &CallInfo,
+        adm: Admitted,
         f: impl FnOnce(&Export, &Caller) -> T + Send + 'static,
     ) -> Result<T, ProcError> {
-        let export = self.export.clone();
-        let caller = caller_of(&export, info);
-        tokio::task::spawn_blocking(move || f(&export, &caller))
+        let caller = caller_of(&adm, info);
+        tokio::task::spawn_blocking(move || f(&adm.export, &caller))
             .await
             .map_err(|_| ProcError::SystemErr)
     }
 }
 
-/// `Err(status)` for a handle that is too long to be ours.
+/// The handle, admitted for this client, or `return Ok(fail(status))`:
+/// too long to be ours, not ours (`BADHANDLE`), of an export no longer
+/// served (`STALE`), of an export this client may not use (`ACCES`).
+macro_rules! admit {
+    ($self:ident, $info:ident, $fh:expr, $fail:expr, $what:literal) => {{
+        let fh = match c::handle_of(&$fh) {
+            Ok(h) => h,
+            Err(e) => return Ok($fail(e)),
+        };
+        match $self.admit(&$info, &fh, $what) {
+            Ok(a) => (fh, a),
+            Err(e) => return Ok($fail(e)),
+        }
+    }};
+}
+
+/// A handle's bytes, or `return Ok(fail(status))`.
 macro_rules! handle {
     ($fh:expr, $fail:expr) => {
         match c::handle_of(&$fh) {
@@ -116,8 +165,14 @@ impl p::nfs_v3::Server for NfsService {
         info: CallInfo,
         a: p::Getattr3args,
     ) -> Result<p::Getattr3res, ProcError> {
-        let fh = handle!(a.object, |e| p::Getattr3res::Default(status(e)));
-        self.run(&info, move |x, _| match x.getattr(&fh) {
+        let (fh, adm) = admit!(
+            self,
+            info,
+            a.object,
+            |e| p::Getattr3res::Default(status(e)),
+            "GETATTR"
+        );
+        self.run(&info, adm, move |x, _| match x.getattr(&fh) {
             Ok(attr) => p::Getattr3res::Nfs3Ok(p::Getattr3resok {
                 obj_attributes: c::fattr(&attr),
             }),
@@ -139,11 +194,11 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let fh = handle!(a.object, fail);
+        let (fh, adm) = admit!(self, info, a.object, fail, "SETATTR");
         if self.held(&fh) {
             return Ok(fail(NfsError::Jukebox));
         }
-        self.run(&info, move |x, who| {
+        self.run(&info, adm, move |x, who| {
             let guard = match &a.guard {
                 p::Sattrguard3::True(t) => Some(c::time_of(t)),
                 p::Sattrguard3::False => None,
@@ -167,8 +222,8 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let dir = handle!(a.what.dir, fail);
-        self.run(&info, move |x, who| {
+        let (dir, adm) = admit!(self, info, a.what.dir, fail, "LOOKUP");
+        self.run(&info, adm, move |x, who| {
             let (r, dir_attr) = x.lookup(who, &dir, &a.what.name);
             match r {
                 Ok((h, attr)) => p::Lookup3res::Nfs3Ok(p::Lookup3resok {
@@ -196,18 +251,20 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let fh = handle!(a.object, fail);
-        self.run(&info, move |x, who| match x.access(who, &fh, a.access) {
-            Ok((granted, attr)) => p::Access3res::Nfs3Ok(p::Access3resok {
-                obj_attributes: c::post_op(Some(attr)),
-                access: granted,
-            }),
-            Err(e) => p::Access3res::Default(
-                status(e),
-                p::Access3resfail {
-                    obj_attributes: c::post_op(x.post_op_attr(&fh)),
-                },
-            ),
+        let (fh, adm) = admit!(self, info, a.object, fail, "ACCESS");
+        self.run(&info, adm, move |x, who| {
+            match x.access(who, &fh, a.access) {
+                Ok((granted, attr)) => p::Access3res::Nfs3Ok(p::Access3resok {
+                    obj_attributes: c::post_op(Some(attr)),
+                    access: granted,
+                }),
+                Err(e) => p::Access3res::Default(
+                    status(e),
+                    p::Access3resfail {
+                        obj_attributes: c::post_op(x.post_op_attr(&fh)),
+                    },
+                ),
+            }
         })
         .await
     }
@@ -225,8 +282,8 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let fh = handle!(a.symlink, fail);
-        self.run(&info, move |x, who| match x.readlink(who, &fh) {
+        let (fh, adm) = admit!(self, info, a.symlink, fail, "READLINK");
+        self.run(&info, adm, move |x, who| match x.readlink(who, &fh) {
             Ok((target, attr)) => p::Readlink3res::Nfs3Ok(p::Readlink3resok {
                 symlink_attributes: c::post_op(Some(attr)),
                 data: Bytes::from(target),
@@ -250,8 +307,8 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let fh = handle!(a.file, fail);
-        self.run(&info, move |x, who| {
+        let (fh, adm) = admit!(self, info, a.file, fail, "READ");
+        self.run(&info, adm, move |x, who| {
             let (r, post) = x.read(who, &fh, a.offset, a.count);
             match r {
                 Ok(d) => p::Read3res::Nfs3Ok(p::Read3resok {
@@ -280,7 +337,7 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let fh = handle!(a.file, fail);
+        let (fh, adm) = admit!(self, info, a.file, fail, "WRITE");
         // `count` must not claim more than the data holds (RFC 1813
         // §3.3.7); a shorter count writes only that much.
         if a.count as usize > a.data.len() {
@@ -289,7 +346,7 @@ impl p::nfs_v3::Server for NfsService {
         if self.held(&fh) {
             return Ok(fail(NfsError::Jukebox));
         }
-        self.run(&info, move |x, who| {
+        self.run(&info, adm, move |x, who| {
             let data = &a.data[..a.count as usize];
             let out = x.write(who, &fh, a.offset, data, c::stable_of(a.stable));
             let file_wcc = c::wcc(out.wcc);
@@ -315,9 +372,9 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let dir = handle!(a.r#where.dir, fail);
+        let (dir, adm) = admit!(self, info, a.r#where.dir, fail, "CREATE");
         let g = self.guard.clone();
-        self.run(&info, move |x, who| {
+        self.run(&info, adm, move |x, who| {
             // An existing file may be truncated by an UNCHECKED CREATE.
             if held_name(&g, x, who, &dir, &a.r#where.name) {
                 return fail(NfsError::Jukebox);
@@ -345,8 +402,8 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let dir = handle!(a.r#where.dir, fail);
-        self.run(&info, move |x, who| {
+        let (dir, adm) = admit!(self, info, a.r#where.dir, fail, "MKDIR");
+        self.run(&info, adm, move |x, who| {
             let out = x.mkdir(who, &dir, &a.r#where.name, &c::sattr(&a.attributes));
             let dir_wcc = c::wcc(out.wcc);
             match out.result {
@@ -374,8 +431,8 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let dir = handle!(a.r#where.dir, fail);
-        self.run(&info, move |x, who| {
+        let (dir, adm) = admit!(self, info, a.r#where.dir, fail, "SYMLINK");
+        self.run(&info, adm, move |x, who| {
             let out = x.symlink(
                 who,
                 &dir,
@@ -405,12 +462,12 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let dir = handle!(a.r#where.dir, fail);
+        let (dir, adm) = admit!(self, info, a.r#where.dir, fail, "MKNOD");
         let (what, set) = match c::special(&a.what) {
             Ok(w) => w,
             Err(e) => return Ok(fail(e)),
         };
-        self.run(&info, move |x, who| {
+        self.run(&info, adm, move |x, who| {
             let out = x.mknod(who, &dir, &a.r#where.name, what, &set);
             let dir_wcc = c::wcc(out.wcc);
             match out.result {
@@ -434,9 +491,9 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let dir = handle!(a.object.dir, fail);
+        let (dir, adm) = admit!(self, info, a.object.dir, fail, "REMOVE");
         let g = self.guard.clone();
-        self.run(&info, move |x, who| {
+        self.run(&info, adm, move |x, who| {
             if held_name(&g, x, who, &dir, &a.object.name) {
                 return fail(NfsError::Jukebox);
             }
@@ -459,8 +516,8 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let dir = handle!(a.object.dir, fail);
-        self.run(&info, move |x, who| {
+        let (dir, adm) = admit!(self, info, a.object.dir, fail, "RMDIR");
+        self.run(&info, adm, move |x, who| {
             let out = x.rmdir(who, &dir, &a.object.name);
             let dir_wcc = c::wcc(out.wcc);
             match out.result {
@@ -483,8 +540,12 @@ impl p::nfs_v3::Server for NfsService {
         };
         let from = handle!(a.from.dir, fail);
         let to = handle!(a.to.dir, fail);
+        let adm = match self.admit_two(&info, &from, &to, "RENAME") {
+            Ok(a) => a,
+            Err(e) => return Ok(fail(e)),
+        };
         let g = self.guard.clone();
-        self.run(&info, move |x, who| {
+        self.run(&info, adm, move |x, who| {
             if held_name(&g, x, who, &from, &a.from.name) || held_name(&g, x, who, &to, &a.to.name)
             {
                 return fail(NfsError::Jukebox);
@@ -520,10 +581,14 @@ impl p::nfs_v3::Server for NfsService {
         };
         let file = handle!(a.file, fail);
         let dir = handle!(a.link.dir, fail);
+        let adm = match self.admit_two(&info, &file, &dir, "LINK") {
+            Ok(a) => a,
+            Err(e) => return Ok(fail(e)),
+        };
         if self.held(&file) {
             return Ok(fail(NfsError::Jukebox));
         }
-        self.run(&info, move |x, who| {
+        self.run(&info, adm, move |x, who| {
             let (r, attr, w) = x.link(who, &file, &dir, &a.link.name);
             let (file_attributes, linkdir_wcc) = (c::post_op(attr), c::wcc(w));
             match r {
@@ -556,8 +621,8 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let dir = handle!(a.dir, fail);
-        self.run(&info, move |x, who| {
+        let (dir, adm) = admit!(self, info, a.dir, fail, "READDIR");
+        self.run(&info, adm, move |x, who| {
             let budget = (a.count as usize).min(MAX_READDIR_REPLY);
             let mut used = READDIR_OVERHEAD;
             let (r, dir_attr) = x.readdir(who, &dir, a.cookie, a.cookieverf, false, |e| {
@@ -608,8 +673,8 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let dir = handle!(a.dir, fail);
-        self.run(&info, move |x, who| {
+        let (dir, adm) = admit!(self, info, a.dir, fail, "READDIRPLUS");
+        self.run(&info, adm, move |x, who| {
             // `maxcount` bounds the whole reply; `dircount` is a hint the
             // Linux server ignores too (spec-notes N3).
             let budget = (a.maxcount as usize).min(MAX_READDIR_REPLY);
@@ -663,8 +728,8 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let fh = handle!(a.fsroot, fail);
-        self.run(&info, move |x, _| {
+        let (fh, adm) = admit!(self, info, a.fsroot, fail, "FSSTAT");
+        self.run(&info, adm, move |x, _| {
             let (r, attr) = x.fsstat(&fh);
             match r {
                 Ok(s) => p::Fsstat3res::Nfs3Ok(p::Fsstat3resok {
@@ -697,8 +762,8 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let fh = handle!(a.fsroot, fail);
-        self.run(&info, move |x, _| {
+        let (fh, adm) = admit!(self, info, a.fsroot, fail, "FSINFO");
+        self.run(&info, adm, move |x, _| {
             let (r, attr) = x.fsinfo(&fh);
             match r {
                 Ok(i) => p::Fsinfo3res::Nfs3Ok(p::Fsinfo3resok {
@@ -738,8 +803,8 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let fh = handle!(a.object, fail);
-        self.run(&info, move |x, _| {
+        let (fh, adm) = admit!(self, info, a.object, fail, "PATHCONF");
+        self.run(&info, adm, move |x, _| {
             let (r, attr) = x.pathconf(&fh);
             match r {
                 Ok(pc) => p::Pathconf3res::Nfs3Ok(p::Pathconf3resok {
@@ -771,8 +836,8 @@ impl p::nfs_v3::Server for NfsService {
                 },
             )
         };
-        let fh = handle!(a.file, fail);
-        self.run(&info, move |x, who| {
+        let (fh, adm) = admit!(self, info, a.file, fail, "COMMIT");
+        self.run(&info, adm, move |x, who| {
             let out = x.commit(who, &fh);
             let file_wcc = c::wcc(out.wcc);
             match out.result {

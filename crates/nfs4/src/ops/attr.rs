@@ -6,6 +6,7 @@ use rpcrdma_nfs3::fs::{Attr, FileHandle, FsStat, MAX_IO};
 use crate::attrs::{self, Bitmap, Context};
 use crate::compound::{from_fs, from_state, Ctx, Done};
 use crate::proto::nfs4 as p;
+use crate::pseudo::{is_pseudo, PSEUDO_FSID};
 use crate::state::StateId;
 
 use super::status;
@@ -17,22 +18,42 @@ pub(crate) fn context<'a>(
     attr: &'a Attr,
     fs: Option<&'a FsStat>,
 ) -> Context<'a> {
+    // An export's root below a pseudo directory is mounted on it: its
+    // `mounted_on_fileid` is the pseudo file system's id of its path.
+    let mounted_on = cx
+        .pseudo
+        .as_ref()
+        .filter(|_| attr.fsid != PSEUDO_FSID && *fh == cx.export.root_handle())
+        .and_then(|ps| ps.mount_of(cx.export.export_id()))
+        .map_or(attr.fileid, |(_, id)| id);
     Context {
         attr,
         fh: fh.as_bytes(),
         fs,
         lease: cx.core.lease_secs(),
-        mounted_on: attr.fileid,
+        mounted_on,
         max_io: u64::from(MAX_IO),
     }
 }
 
-/// The file system's counts, if `request` needs them.
+/// The file system's counts, if `request` needs them (none for a pseudo
+/// directory).
 pub(crate) fn fsstat_for(cx: &Ctx<'_>, fh: &FileHandle, request: Bitmap) -> Option<FsStat> {
-    if !attrs::needs_fsstat(request) {
+    if !attrs::needs_fsstat(request) || is_pseudo(fh) {
         return None;
     }
-    cx.core.export.fsstat(fh).0.ok()
+    cx.export.fsstat(fh).0.ok()
+}
+
+/// The attributes of the object `fh` names: a file of the current export,
+/// or a pseudo directory.
+pub(crate) fn attr_of(cx: &Ctx<'_>, fh: &FileHandle) -> Result<Attr, p::Nfsstat4> {
+    if is_pseudo(fh) {
+        let ps = cx.pseudo.as_ref().ok_or(p::Nfsstat4::Nfs4errStale)?;
+        let d = ps.find(fh).ok_or(p::Nfsstat4::Nfs4errStale)?;
+        return Ok(ps.attr(d, cx.core.born));
+    }
+    cx.export.getattr(fh).map_err(from_fs)
 }
 
 /// The attributes `request` asks of `fh`.
@@ -41,7 +62,7 @@ pub(crate) fn fattr_of(
     fh: &FileHandle,
     request: Bitmap,
 ) -> Result<p::Fattr4, p::Nfsstat4> {
-    let attr = cx.core.export.getattr(fh).map_err(from_fs)?;
+    let attr = attr_of(cx, fh)?;
     let fs = fsstat_for(cx, fh, request);
     Ok(attrs::encode(&context(cx, fh, &attr, fs.as_ref()), request))
 }
@@ -94,8 +115,7 @@ pub(crate) fn setattr(cx: &mut Ctx<'_>, x: &p::Setattr4args) -> Done {
                 .map_err(from_state)?;
         }
         may_change(cx, &fh)?;
-        cx.core
-            .export
+        cx.export
             .setattr(&cx.caller, &fh, &set, None)
             .result
             .map_err(from_fs)?;
@@ -116,7 +136,7 @@ pub(crate) fn verify(cx: &mut Ctx<'_>, f: &p::Fattr4, negate: bool) -> Done {
     let r = (|| {
         let fh = cx.fh()?;
         let request = Bitmap::from_words(&f.attrmask);
-        let attr = cx.core.export.getattr(&fh).map_err(from_fs)?;
+        let attr = attr_of(cx, &fh)?;
         let fs = fsstat_for(cx, &fh, request);
         let same = attrs::same(&context(cx, &fh, &attr, fs.as_ref()), f).map_err(|e| e.status())?;
         match (same, negate) {
@@ -147,8 +167,15 @@ pub(crate) fn access(cx: &mut Ctx<'_>, x: &p::Access4args) -> Done {
     let r = (|| {
         let fh = cx.fh()?;
         let supported = x.access & ACCESS_SUPPORTED;
+        if is_pseudo(&fh) {
+            // A pseudo directory can be listed and looked in, nothing more.
+            attr_of(cx, &fh)?;
+            return Ok(p::Access4resok {
+                supported,
+                access: supported & (p::ACCESS4_READ | p::ACCESS4_LOOKUP),
+            });
+        }
         let (granted, _) = cx
-            .core
             .export
             .access(&cx.caller, &fh, supported)
             .map_err(from_fs)?;

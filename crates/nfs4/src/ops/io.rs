@@ -18,7 +18,7 @@ use crate::proto::nfs4 as p;
 const READ_OVERHEAD: u32 = 2048;
 
 fn regular(cx: &Ctx<'_>, fh: &FileHandle) -> Result<(), p::Nfsstat4> {
-    match cx.core.export.getattr(fh).map_err(from_fs)?.ftype {
+    match cx.export.getattr(fh).map_err(from_fs)?.ftype {
         FileType::Regular => Ok(()),
         FileType::Directory => Err(p::Nfsstat4::Nfs4errIsdir),
         FileType::Symlink => Err(p::Nfsstat4::Nfs4errSymlink),
@@ -39,7 +39,7 @@ pub(crate) fn read(cx: &mut Ctx<'_>, a: &p::Read4args) -> Done {
             .map_err(from_state)?;
         let room = cx.fore.max_response.saturating_sub(READ_OVERHEAD);
         let count = a.count.min(MAX_IO).min(room);
-        let (r, _) = cx.core.export.read(&cx.caller, &fh, a.offset, count);
+        let (r, _) = cx.export.read(&cx.caller, &fh, a.offset, count);
         let d = r.map_err(from_fs)?;
         Ok(p::Read4resok {
             eof: d.eof,
@@ -73,7 +73,6 @@ pub(crate) fn write(cx: &mut Ctx<'_>, a: &p::Write4args) -> Done {
             p::StableHow4::FileSync4 => StableHow::FileSync,
         };
         let w = cx
-            .core
             .export
             .write(&cx.caller, &fh, a.offset, &a.data, stable)
             .result
@@ -106,12 +105,7 @@ pub(crate) fn commit(cx: &mut Ctx<'_>, a: &p::Commit4args) -> Done {
             return Err(p::Nfsstat4::Nfs4errInval);
         }
         regular(cx, &fh)?;
-        let verf = cx
-            .core
-            .export
-            .commit(&cx.caller, &fh)
-            .result
-            .map_err(from_fs)?;
+        let verf = cx.export.commit(&cx.caller, &fh).result.map_err(from_fs)?;
         Ok(p::Commit4resok { writeverf: verf })
     })();
     match r {
@@ -127,7 +121,7 @@ pub(crate) fn commit(cx: &mut Ctx<'_>, a: &p::Commit4args) -> Done {
 pub(crate) fn readlink(cx: &mut Ctx<'_>) -> Done {
     let r = (|| {
         let fh = cx.fh()?;
-        let (target, _) = cx.core.export.readlink(&cx.caller, &fh).map_err(from_fs)?;
+        let (target, _) = cx.export.readlink(&cx.caller, &fh).map_err(from_fs)?;
         Ok(p::Readlink4resok {
             link: Bytes::from(target),
         })

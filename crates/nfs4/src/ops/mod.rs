@@ -35,9 +35,41 @@ pub(crate) fn status<T>(r: &Result<T, p::Nfsstat4>) -> p::Nfsstat4 {
     }
 }
 
+/// What an operation that has no meaning on a pseudo directory answers
+/// there (`None`: it runs; it knows pseudo directories or needs no current
+/// handle): the pseudo file system is read-only, holds only directories,
+/// and no state.
+fn on_pseudo(a: &p::NfsArgop4) -> Option<p::Nfsstat4> {
+    use p::NfsArgop4 as A;
+    match a {
+        A::OpCreate(_) | A::OpRemove(_) | A::OpRename(_) | A::OpLink(_) | A::OpSetattr(_) => {
+            Some(p::Nfsstat4::Nfs4errRofs)
+        }
+        A::OpOpen(o) if matches!(o.openhow, p::Openflag4::Open4Create(_)) => {
+            Some(p::Nfsstat4::Nfs4errRofs)
+        }
+        A::OpOpen(_)
+        | A::OpRead(_)
+        | A::OpWrite(_)
+        | A::OpCommit(_)
+        | A::OpLock(_)
+        | A::OpLockt(_) => Some(p::Nfsstat4::Nfs4errIsdir),
+        A::OpReadlink => Some(p::Nfsstat4::Nfs4errInval),
+        A::OpOpenDowngrade(_) | A::OpClose(_) | A::OpLocku(_) | A::OpDelegreturn(_) => {
+            Some(p::Nfsstat4::Nfs4errBadStateid)
+        }
+        _ => None,
+    }
+}
+
 /// Runs one operation.
 pub(crate) fn dispatch(cx: &mut Ctx<'_>, a: &p::NfsArgop4) -> Done {
     use p::NfsArgop4 as A;
+    if cx.cfh.as_ref().is_some_and(crate::pseudo::is_pseudo) {
+        if let Some(s) = on_pseudo(a) {
+            return (error_result(a, s), s);
+        }
+    }
     match a {
         A::OpExchangeId(x) => session::exchange_id(cx, x),
         A::OpCreateSession(x) => session::create_session(cx, x),

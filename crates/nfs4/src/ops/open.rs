@@ -37,7 +37,7 @@ pub(crate) fn cinfo(before: Option<WccAttr>, after: Option<u64>) -> p::ChangeInf
 
 /// A regular file, or the status NFSv4.1 gives the others.
 fn regular(cx: &Ctx<'_>, fh: &FileHandle) -> Result<(), p::Nfsstat4> {
-    match cx.core.export.getattr(fh).map_err(from_fs)?.ftype {
+    match cx.export.getattr(fh).map_err(from_fs)?.ftype {
         FileType::Regular => Ok(()),
         FileType::Directory => Err(p::Nfsstat4::Nfs4errIsdir),
         FileType::Symlink => Err(p::Nfsstat4::Nfs4errSymlink),
@@ -47,7 +47,7 @@ fn regular(cx: &Ctx<'_>, fh: &FileHandle) -> Result<(), p::Nfsstat4> {
 
 /// The permission an open of an existing file needs.
 fn permitted(cx: &Ctx<'_>, fh: &FileHandle, access: u32) -> Result<(), p::Nfsstat4> {
-    let attr = cx.core.export.getattr(fh).map_err(from_fs)?;
+    let attr = cx.export.getattr(fh).map_err(from_fs)?;
     if attr.uid == cx.caller.uid {
         return Ok(());
     }
@@ -58,11 +58,7 @@ fn permitted(cx: &Ctx<'_>, fh: &FileHandle, access: u32) -> Result<(), p::Nfssta
     if access & ACCESS_WRITE != 0 {
         want |= acc::MODIFY;
     }
-    let (granted, _) = cx
-        .core
-        .export
-        .access(&cx.caller, fh, want)
-        .map_err(from_fs)?;
+    let (granted, _) = cx.export.access(&cx.caller, fh, want).map_err(from_fs)?;
     if granted & want != want {
         return Err(p::Nfsstat4::Nfs4errAccess);
     }
@@ -87,7 +83,7 @@ fn by_name(
 ) -> Result<Target, p::Nfsstat4> {
     check_name(name)?;
     let dir = dir_fh(cx)?;
-    let (found, dattr) = cx.core.export.lookup(&cx.caller, &dir, name);
+    let (found, dattr) = cx.export.lookup(&cx.caller, &dir, name);
     let here = dattr.map(|d| attrs::change_of(d.ctime));
     let same = p::ChangeInfo4 {
         atomic: true,
@@ -144,7 +140,7 @@ fn by_name(
         attrset.set(p::FATTR4_TIME_ACCESS);
         attrset.set(p::FATTR4_TIME_MODIFY);
     }
-    let out = cx.core.export.create(&cx.caller, &dir, name, how);
+    let out = cx.export.create(&cx.caller, &dir, name, how);
     let made = out.result.map_err(from_fs)?;
     if let Some(set) = extra {
         let set = SetAttr {
@@ -153,8 +149,7 @@ fn by_name(
             ..set
         };
         if set != SetAttr::default() {
-            cx.core
-                .export
+            cx.export
                 .setattr(&cx.caller, &made.handle, &set, None)
                 .result
                 .map_err(from_fs)?;
@@ -205,7 +200,7 @@ fn open_inner(cx: &mut Ctx<'_>, a: &p::Open4args) -> Result<p::Open4resok, p::Nf
     let mut state = OpenArgs {
         client,
         owner: a.owner.owner.to_vec(),
-        file: cx.cfh.clone().unwrap_or(cx.core.export.root_handle()),
+        file: cx.cfh.clone().unwrap_or(cx.export.root_handle()),
         access,
         deny: a.share_deny,
         claim: Claim::Null,
@@ -285,7 +280,6 @@ fn open_inner(cx: &mut Ctx<'_>, a: &p::Open4args) -> Result<p::Open4resok, p::Nf
 fn same_file(cx: &Ctx<'_>) -> Result<Target, p::Nfsstat4> {
     let file = cx.fh()?;
     let c = cx
-        .core
         .export
         .getattr(&file)
         .map(|a| attrs::change_of(a.ctime))
@@ -307,7 +301,7 @@ impl Ctx<'_> {
     fn lookup_name(cx: &Ctx<'_>, name: &[u8]) -> Result<FileHandle, p::Nfsstat4> {
         check_name(name)?;
         let dir = dir_fh(cx)?;
-        let (r, _) = cx.core.export.lookup(&cx.caller, &dir, name);
+        let (r, _) = cx.export.lookup(&cx.caller, &dir, name);
         r.map(|(fh, _)| fh).map_err(from_fs)
     }
 }

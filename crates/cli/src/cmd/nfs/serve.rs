@@ -1,5 +1,9 @@
-//! `rpcrdma nfs serve DIR`: export a directory over NFSv3 (and MOUNT v3)
-//! on RPC-over-RDMA and TCP.
+//! `rpcrdma nfs serve DIR` or `--exports FILE`: export a directory to
+//! every client, or what an exports file says (which clients may mount
+//! which directory, and how), over NFSv3 (and MOUNT v3), NFSv4.1 and
+//! NFSv4.2 on RPC-over-RDMA and TCP. SIGHUP reads the exports file again
+//! without dropping a connection (a file that does not read leaves the
+//! exports in force as they were, with an error in the log).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,6 +12,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
+use rpcrdma_nfs3::exports::{ExportTable, Exports, ExportsFile, Warning};
 use rpcrdma_nfs3::fs::{Export, ExportConfig, IdentityMode, Squash};
 use rpcrdma_nfs3::proto::{mount3, nfs3};
 use rpcrdma_oncrpc::rpcbind::Rpcbind;
@@ -24,8 +29,16 @@ use crate::cmd::{runtime, Scheduler};
 /// Arguments of `rpcrdma nfs serve`.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    /// The directory to export.
-    dir: PathBuf,
+    /// The directory to export to every client (the options below say
+    /// how); or give --exports.
+    #[arg(required_unless_present = "exports", conflicts_with = "exports")]
+    dir: Option<PathBuf>,
+    /// Export what FILE says, in the syntax of /etc/exports: which clients
+    /// (host, address, network, *) may mount which directory, each with
+    /// rw/ro, root_squash/no_root_squash/all_squash, anonuid/anongid
+    /// (docs/nfs.md, "Exports"). SIGHUP reads it again.
+    #[arg(long, value_name = "FILE")]
+    exports: Option<PathBuf>,
     /// RPC-over-RDMA listening address for NFS (with `--provider
     /// rdma-core`, an address of the device's interface, or 0.0.0.0).
     #[arg(long, default_value = "127.0.0.1:20049")]
@@ -42,7 +55,7 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     rpcbind: bool,
     /// Refuse every change (NFS3ERR_ROFS).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "exports")]
     read_only: bool,
     /// Where the file handle key is kept (made on first start; keep it to
     /// keep file handles valid across restarts). Default:
@@ -50,16 +63,16 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     state_dir: Option<PathBuf>,
     /// Let uid 0 act as root (default: root is squashed to --anon-uid).
-    #[arg(long, conflicts_with = "all_squash")]
+    #[arg(long, conflicts_with_all = ["all_squash", "exports"])]
     no_root_squash: bool,
     /// Every caller acts as the anonymous user.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "exports")]
     all_squash: bool,
-    /// The anonymous user.
-    #[arg(long, default_value_t = 65534)]
+    /// The anonymous user (with --exports: anonuid= on a client).
+    #[arg(long, default_value_t = 65534, conflicts_with = "exports")]
     anon_uid: u32,
-    /// The anonymous group.
-    #[arg(long, default_value_t = 65534)]
+    /// The anonymous group (with --exports: anongid= on a client).
+    #[arg(long, default_value_t = 65534, conflicts_with = "exports")]
     anon_gid: u32,
     /// The NFS versions served, comma-separated: 3, 4.1, 4.2 (NFSv4.2's
     /// operations this server lacks answer NFS4ERR_NOTSUPP).
@@ -166,6 +179,70 @@ impl WithDevice for NfsServe {
     }
 }
 
+/// Reads, parses and opens an exports file (`previous`: the table in
+/// force, whose exports that stay are kept). Errors say FILE:LINE.
+fn load_exports(
+    path: &std::path::Path,
+    base: &ExportConfig,
+    previous: Option<&ExportTable>,
+) -> anyhow::Result<(ExportTable, Vec<Warning>)> {
+    let text = std::fs::read(path)
+        .with_context(|| format!("cannot read the exports file {}", path.display()))?;
+    let at = |e: rpcrdma_nfs3::exports::ExportsError| {
+        anyhow::anyhow!("{}:{}: {}", path.display(), e.line, e.message)
+    };
+    let file = ExportsFile::parse(&text).map_err(at)?;
+    ExportTable::open(&file, base, previous).map_err(at)
+}
+
+/// Logs the warnings of an exports file.
+fn warn_exports(path: &std::path::Path, warnings: &[Warning]) {
+    for w in warnings {
+        tracing::warn!("{}:{}: {}", path.display(), w.line, w.message);
+    }
+}
+
+/// Reads the exports file again on every SIGHUP: a file that reads puts
+/// its table in force (the exports that stay keep their state; calls in
+/// progress finish under the old table; no connection is dropped); one
+/// that does not leaves the table in force, with an error in the log.
+fn reload_on_hangup(
+    exports: Arc<Exports>,
+    file: Option<(PathBuf, ExportConfig)>,
+) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hup = signal(SignalKind::hangup()).context("cannot catch SIGHUP")?;
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            let Some((path, base)) = file.clone() else {
+                tracing::info!("SIGHUP: no --exports file to read again; nothing changes");
+                continue;
+            };
+            let old = exports.table();
+            let p = path.clone();
+            let loaded =
+                tokio::task::spawn_blocking(move || load_exports(&p, &base, Some(&old))).await;
+            match loaded {
+                Ok(Ok((table, warnings))) => {
+                    warn_exports(&path, &warnings);
+                    let n = table.entries().len();
+                    exports.replace(table);
+                    tracing::info!(
+                        file = %path.display(),
+                        exports = n,
+                        "SIGHUP: exports read again and in force"
+                    );
+                }
+                Ok(Err(e)) => tracing::error!(
+                    "SIGHUP: {e:#}; the exports in force stay as they were (fix the file and send SIGHUP again)"
+                ),
+                Err(e) => tracing::error!("SIGHUP: reading the exports failed: {e}"),
+            }
+        }
+    });
+    Ok(())
+}
+
 async fn serve<D: Device + Clone>(
     a: ServeArgs,
     listen: SocketAddr,
@@ -174,18 +251,33 @@ async fn serve<D: Device + Clone>(
     setup: Setup<D>,
 ) -> anyhow::Result<ExitCode> {
     let state = a.state_dir.clone().unwrap_or_else(default_state_dir);
-    let mut cfg = ExportConfig::new(&a.dir, &state);
-    cfg.read_only = a.read_only;
-    cfg.squash = if a.all_squash {
-        Squash::All
-    } else if a.no_root_squash {
-        Squash::None
-    } else {
-        Squash::Root
+    let (exports, reload) = match (&a.dir, &a.exports) {
+        (Some(dir), _) => {
+            let mut cfg = ExportConfig::new(dir, &state);
+            cfg.read_only = a.read_only;
+            cfg.squash = if a.all_squash {
+                Squash::All
+            } else if a.no_root_squash {
+                Squash::None
+            } else {
+                Squash::Root
+            };
+            cfg.anon = (a.anon_uid, a.anon_gid);
+            let export = Arc::new(
+                Export::open(cfg).with_context(|| format!("cannot export {}", dir.display()))?,
+            );
+            (Arc::new(Exports::single(export)), None)
+        }
+        (None, Some(path)) => {
+            let base = ExportConfig::new("/", &state);
+            let (table, warnings) = load_exports(path, &base, None)?;
+            warn_exports(path, &warnings);
+            (Arc::new(Exports::new(table)), Some((path.clone(), base)))
+        }
+        (None, None) => anyhow::bail!("give the directory to export, or --exports FILE"),
     };
-    cfg.anon = (a.anon_uid, a.anon_gid);
-    let export =
-        Arc::new(Export::open(cfg).with_context(|| format!("cannot export {}", a.dir.display()))?);
+    let from_file = reload.is_some();
+    reload_on_hangup(exports.clone(), reload)?;
     let mut services = Services::new();
     let mut guard: Option<Arc<rpcrdma_nfs3::server::ChangeGuard>> = None;
     if a.versions.v41 || a.versions.v42 {
@@ -197,8 +289,8 @@ async fn serve<D: Device + Clone>(
             .filter(|(on, _)| *on)
             .map(|(_, m)| *m)
             .collect();
-        let nfs4 =
-            rpcrdma_nfs4::register(&mut services, export.clone(), cfg).with_context(|| {
+        let nfs4 = rpcrdma_nfs4::register_exports(&mut services, exports.clone(), cfg)
+            .with_context(|| {
                 format!(
                     "cannot read the NFSv4 client records in {}",
                     state.display()
@@ -207,9 +299,9 @@ async fn serve<D: Device + Clone>(
         guard = Some(Arc::new(nfs4.change_guard()));
     }
     if a.versions.v3 {
-        rpcrdma_nfs3::server::register_guarded(
+        rpcrdma_nfs3::server::register_exports(
             &mut services,
-            export.clone(),
+            exports.clone(),
             rpcrdma_oncrpc::ReplyCacheConfig::default(),
             guard,
         );
@@ -243,24 +335,52 @@ async fn serve<D: Device + Clone>(
         ),
         None => None,
     };
+    let table = exports.table();
+    let what = if from_file {
+        format!(
+            "{} export(s) of {}",
+            table.entries().len(),
+            a.exports
+                .as_deref()
+                .unwrap_or(std::path::Path::new(""))
+                .display()
+        )
+    } else {
+        table.entries()[0]
+            .export()
+            .root_path()
+            .display()
+            .to_string()
+    };
     println!(
-        "serving {} over {}: RPC-over-RDMA ({}) on {rdma_addr}, MOUNT v3 on tcp {mount_addr}{}{}",
-        export.root_path().display(),
+        "serving {what} over {}: RPC-over-RDMA ({}) on {rdma_addr}, MOUNT v3 on tcp {mount_addr}{}{}",
         a.versions.names(),
         setup.label,
         tcp_addr.map_or_else(String::new, |t| format!(", NFS over TCP on {t}")),
         if a.read_only { " (read-only)" } else { "" },
     );
+    if from_file {
+        for e in table.entries() {
+            let clients: Vec<String> = e.clients().map(ToString::to_string).collect();
+            println!("  {} to {}", e.path_display(), clients.join(" "));
+        }
+    }
+    let path = if from_file {
+        table.entries()[0].path_display()
+    } else {
+        "/".to_owned()
+    };
+    drop(table);
     if a.versions.v3 {
         println!(
-            "mount with: mount -t nfs -o vers=3,proto=rdma,port={},nolock,noacl,mountport={},mountproto=tcp HOST:/ MOUNTPOINT",
+            "mount with: mount -t nfs -o vers=3,proto=rdma,port={},nolock,noacl,mountport={},mountproto=tcp HOST:{path} MOUNTPOINT",
             rdma_addr.port(),
             mount_addr.port()
         );
     }
     if a.versions.v41 || a.versions.v42 {
         println!(
-            "mount with: mount -t nfs -o vers={},proto=rdma,port={} HOST:/ MOUNTPOINT",
+            "mount with: mount -t nfs -o vers={},proto=rdma,port={} HOST:{path} MOUNTPOINT",
             if a.versions.v42 { "4.2" } else { "4.1" },
             rdma_addr.port(),
         );

@@ -82,7 +82,6 @@ pub const MAX_LINK_TARGET: usize = 4095;
 
 /// Settings of an export.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct ExportConfig {
     /// The directory served.
     pub root: PathBuf,

@@ -181,6 +181,9 @@ impl ChunkLists {
     /// assert_eq!((chunks[0].position, chunks[0].data_len()), (8, 4));
     /// assert_eq!(chunks[1].segments.iter().map(|s| s.handle).collect::<Vec<_>>(), vec![1, 3]);
     /// ```
+    //= rfc5666bis-04#section-4.4.4
+    //# Segments MAY divide a chunk on any boundary that is convenient to the
+    //# requester.
     pub fn read_chunks_by_position(&self) -> Vec<PositionedChunk> {
         let mut order: Vec<&ReadSegment> = self.reads.iter().collect();
         // Stable: segments of one Position keep their list order.
@@ -262,6 +265,8 @@ fn decode_read_list(
         }
         let seg: ReadSegment = dec.get().map_err(HeaderError::xdr("rdma_reads"))?;
         let index = reads.len();
+        //= rfc5666bis-04#section-4.4.5.1
+        //# The value in this field MUST be a multiple of four.
         if seg.position % 4 != 0 {
             return Err(HeaderError::MisalignedPosition {
                 index,
@@ -321,6 +326,10 @@ fn decode_write_chunk(
     Ok(WriteChunk { segments })
 }
 
+//= rfc5666bis-04#section-5.2.4
+//# The Transport stream contains the four fixed fields, followed by the Read
+//# and Write lists and the Reply chunk, though any or all three MAY be marked
+//# as not present.
 impl Encode for ChunkLists {
     fn encode(&self, enc: &mut Encoder<'_>) {
         for seg in &self.reads {

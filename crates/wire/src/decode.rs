@@ -357,16 +357,38 @@ fn reject(buf: &Bytes, cfg: &DecodeConfig, error: HeaderError) -> Rejection {
         HeaderError::DirectionMismatch { .. } => None,
         _ => rejected_direction(buf, cfg),
     };
+    //= rfc5666bis-04#section-5.5
+    //# If errors are detected in an RPC-over-RDMA header, an RDMA_ERROR
+    //# procedure MUST be generated.
+    //= rfc5666bis-04#section-5.5.2
+    //# If the rdma_vers field contains a recognized value, but an XDR parsing
+    //# error occurs, the responder MUST reply with an RDMA_ERROR procedure
+    //# and set the rdma_err value to RDMA_ERR_BADHEADER.
     let body = match error.action() {
         // A REPLY is never answered (spec note W14): the error would name
         // an XID of the other direction at its receiver.
         _ if direction == Some(Direction::Reply) => None,
+        //= rfc5666bis-04#section-5.5.1
+        //# When a receiver detects an RPC-over-RDMA header version that it
+        //# does not support (currently this document defines only Version
+        //# One), it MUST reply with an RDMA_ERROR procedure and set the
+        //# rdma_err value to RDMA_ERR_VERS, also providing the low and high
+        //# inclusive version numbers it does, in fact, support.
         Action::ReplyVers => Some(ErrorBody::Vers {
             low: cfg.versions.low(),
             high: cfg.versions.high(),
         }),
         Action::ReplyBadHeader => Some(ErrorBody::BadHeader),
+        //= draft-cel-01#section-3.1
+        //# When an implementation does not recognize or support the value
+        //# contained in the rdma_opttype field, it MUST send an RPC-over-RDMA
+        //# message with the rdma_xid field set to the same value as the
+        //# erroneous message, the rdma_proc field set to RDMA2_ERROR, and the
+        //# rdma_err field set to RDMA2_ERR_INVAL_OPTION.
         Action::ReplyInvalOption => Some(ErrorBody::InvalOption),
+        //= rfc5666bis-04#section-5.5
+        //# A receiver MUST silently discard an RDMA_ERROR procedure that
+        //# cannot be decoded.
         Action::Discard => None,
     };
     let verdict = match (body, word(buf, 0), word(buf, 1)) {
@@ -375,6 +397,14 @@ fn reject(buf: &Bytes, cfg: &DecodeConfig, error: HeaderError) -> Rejection {
                 ErrorCredits::Echo => word(buf, 2).unwrap_or(1).max(1),
                 ErrorCredits::Grant(n) => n,
             };
+            //= rfc5666bis-04#section-5.5
+            //# To form an RDMA_ERROR procedure: The rdma_xid field MUST
+            //# contain the same XID that was in the rdma_xid field in the
+            //# failing request; The rdma_vers field MUST contain the same
+            //# version that was in the rdma_vers field in the failing
+            //# request; The rdma_proc field MUST contain the value
+            //# RDMA_ERROR; The rdma_err field contains a value that reflects
+            //# the type of error that occurred, as described below.
             Verdict::Reply(ErrorReply {
                 xid,
                 vers,
@@ -679,6 +709,11 @@ fn decode_with(
                         what: "msg_type",
                     });
                 };
+                //= draft-cel-01#section-4.2.2
+                //# o When the rdma_proc field has the value RDMA2_MSG or
+                //# RDMA2_NOMSG, the value of the rdma_direction field MUST be
+                //# the same as the value of the associated RPC message's
+                //# msg_type field.
                 if msg_type != direction.value() {
                     return Err(HeaderError::DirectionMismatch {
                         field: "rdma_direction",
@@ -705,6 +740,10 @@ fn decode_with(
                 }
             }
             V2Body::Error(_) => {}
+            //= draft-cel-01#section-4.2.1
+            //# o When the rdma_proc field has the value RDMA2_OPTIONAL, all,
+            //# part of, or no RPC Payload Stream MAY follow the Transport
+            //# header Stream in the Send buffer.
             V2Body::Optional(o) => {
                 if !cfg.options.supports(o.opttype) {
                     return Err(HeaderError::UnsupportedOption {
@@ -731,6 +770,9 @@ fn check_msg(
             nomsg_name,
         });
     }
+    //= draft-cel-01#section-4.2.1
+    //# o When the rdma_proc field has the value RDMA2_MSG, an RPC Payload
+    //# Stream MUST follow the Transport Header Stream in the Send buffer.
     if payload.is_empty() {
         return Err(HeaderError::MissingPayload { proc_name });
     }
@@ -740,6 +782,8 @@ fn check_msg(
             what: "XID",
         });
     };
+    //= rfc5666bis-04#section-5.2.1
+    //# This XID MUST be the same as the XID in the RPC message.
     if rpc_xid != xid {
         return Err(HeaderError::XidMismatch {
             rdma_xid: xid,
@@ -756,6 +800,9 @@ fn check_nomsg(
     payload: &[u8],
     proc_name: &'static str,
 ) -> Result<(), HeaderError> {
+    //= rfc5666bis-04#section-5.2.4
+    //# Though any of these MAY be marked as not present, one MUST be present
+    //# and MUST hold the Payload stream for this RPC-over-RDMA message.
     if !chunks.has_position_zero() && chunks.reply.is_none() {
         return Err(HeaderError::NoMsgWithoutChunks { proc_name });
     }

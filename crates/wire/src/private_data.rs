@@ -103,6 +103,14 @@ pub enum PrivateDataError {
 impl PrivateData {
     /// Our own advertisement: the largest Send we will post, the receive
     /// buffers we post, and whether our STags may be invalidated remotely.
+    //= rfc8797#section-1
+    //# To enable current RPC-over-RDMA version 1 implementations to
+    //# interoperate with implementations that support the private message
+    //# format described in this document, implementation of the private data
+    //# message is OPTIONAL.
+    //= rfc8797#section-4
+    //# Senders MUST set these bits to zero and receivers MUST ignore their
+    //# value.
     pub fn new(send_bytes: u32, recv_bytes: u32, remote_invalidation: bool) -> Self {
         Self {
             flags: if remote_invalidation {
@@ -215,6 +223,14 @@ impl PrivateData {
     /// What to assume about a peer from the private data it sent: the
     /// message if [`PrivateData::find`] finds one, otherwise
     /// [`PrivateData::DEFAULT`] (RFC 8797 §5.1, §5.2).
+    //= rfc8797#section-5.1
+    //# In other words, the peer MUST behave as if a Private Data message was
+    //# received in which bit 15 of the Flags field is zero, and both Size
+    //# fields contain the value zero.
+    //= rfc8797#section-5.2
+    //# If the RPC-over-RDMA version 1 CM Private Data Format Identifier is
+    //# not present, an RPC-over-RDMA version 1 receiver MUST behave as if no
+    //# RPC-over-RDMA version 1 CM Private Data has been provided.
     pub fn from_peer(buf: Option<&[u8]>) -> Self {
         buf.and_then(|b| Self::find(b).ok())
             .map_or(Self::DEFAULT, |(_, pd)| pd)
@@ -275,6 +291,9 @@ impl InlineThresholds {
 /// assert!(remote_invalidation_allowed(&us, &PrivateData::new(1024, 1024, true)));
 /// assert!(!remote_invalidation_allowed(&us, &PrivateData::DEFAULT));
 /// ```
+//= rfc8797#section-4.1
+//# When either peer on a connection clears this flag, the responder MUST use
+//# only RDMA Send when transmitting RPC Replies.
 pub fn remote_invalidation_allowed(local: &PrivateData, remote: &PrivateData) -> bool {
     local.remote_invalidation() && remote.remote_invalidation()
 }

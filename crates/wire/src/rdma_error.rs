@@ -116,6 +116,9 @@ pub struct ErrorReply {
     pub body: ErrorBody,
 }
 
+//= draft-cel-01#section-4.2.1
+//# o When the rdma_proc field has the value RDMA2_ERROR, an RPC Payload
+//# Stream MUST NOT follow the Transport Header Stream.
 impl Encode for ErrorReply {
     fn encode(&self, enc: &mut Encoder<'_>) {
         put_prefix(enc, self.xid, self.vers, self.credits, Proc::ERROR);

@@ -23,6 +23,11 @@ pub const READ_SEGMENT_LEN: usize = 4 + SEGMENT_LEN;
 /// assert_eq!(buf.len(), seg.encoded_len());
 /// assert_eq!(&buf[..8], &[0, 0, 0x12, 0x34, 0, 0, 0x10, 0]);
 /// ```
+//= rfc5666bis-04#section-3.2.2
+//= type=implication
+//# The RPC-over-RDMA Version One protocol assumes that each segment of
+//# registered memory MUST be identified with a steering tag of no more than
+//# 32 bits and memory addresses of up to 64 bits in length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Segment {
     /// Steering tag (STag, R_key) of the registered memory (`rdma_handle`).

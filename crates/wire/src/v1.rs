@@ -46,6 +46,12 @@ pub struct V1Header {
 }
 
 /// The body of a Version One header, by message type.
+//= rfc5666bis-04#section-5.6.1
+//= type=implication
+//# Therefore, senders MUST NOT send RDMA_MSGP procedures.
+//= rfc5666bis-04#section-5.6.2
+//= type=implication
+//# Therefore, senders MUST NOT send RDMA_DONE messages.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum V1Body {
     /// `RDMA_MSG`: chunk lists, then the Payload stream in the same Send.
@@ -90,6 +96,14 @@ impl V1Header {
             Proc::ERROR => ErrorBody::decode(dec, VERSION)
                 .map(V1Body::Error)
                 .map_err(HeaderError::UndecodableError),
+            //= rfc5666bis-04#section-5.6.1
+            //# When receiving an RDMA_MSGP procedure, receivers SHOULD reply
+            //# with an RDMA_ERROR procedure, setting the rdma_err field to
+            //# RDMA_ERR_BADHEADER.
+            //= rfc5666bis-04#section-5.6.2
+            //# When receiving an RDMA_DONE procedure, receivers SHOULD reply
+            //# with an RDMA_ERROR procedure, setting the rdma_err field to
+            //# RDMA_ERR_BADHEADER.
             Proc::MSGP | Proc::DONE => Err(HeaderError::ObsoleteProc { proc_ }),
             other => Err(HeaderError::UnknownProc {
                 vers: VERSION,
@@ -99,6 +113,12 @@ impl V1Header {
     }
 }
 
+//= rfc5666bis-04#section-5
+//= type=implication
+//# All RPC-over-RDMA header content is contained in the Transport stream, and
+//# thus MUST be XDR encoded.
+//= rfc5666bis-04#section-5.2.2
+//# For RPC-over-RDMA Version One, this field MUST contain the value one (1).
 impl Encode for V1Header {
     fn encode(&self, enc: &mut Encoder<'_>) {
         put_prefix(enc, self.xid, VERSION, self.credits, self.proc_());

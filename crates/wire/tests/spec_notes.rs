@@ -20,6 +20,13 @@ fn reply_hex(buf: &str, cfg: &DecodeConfig) -> Option<String> {
         .map(hex::encode)
 }
 
+//= rfc5666bis-04#section-5.5
+//# To form an RDMA_ERROR procedure: The rdma_xid field MUST contain the same
+//# XID that was in the rdma_xid field in the failing request; The rdma_vers
+//# field MUST contain the same version that was in the rdma_vers field in the
+//# failing request; The rdma_proc field MUST contain the value RDMA_ERROR;
+//# The rdma_err field contains a value that reflects the type of error that
+//# occurred, as described below.
 #[test]
 fn w1_error_reply_copies_xid_and_version_even_for_err_vers() {
     let cfg = DecodeConfig {
@@ -51,6 +58,12 @@ fn w2_error_reply_credits_echo_or_grant() {
     );
 }
 
+//= rfc5666bis-04#section-5.6.1
+//# When receiving an RDMA_MSGP procedure, receivers SHOULD reply with an
+//# RDMA_ERROR procedure, setting the rdma_err field to RDMA_ERR_BADHEADER.
+//= rfc5666bis-04#section-5.6.2
+//# When receiving an RDMA_DONE procedure, receivers SHOULD reply with an
+//# RDMA_ERROR procedure, setting the rdma_err field to RDMA_ERR_BADHEADER.
 #[test]
 fn w3_msgp_and_done_get_badheader() {
     for p in ["00000002", "00000003"] {
@@ -132,6 +145,9 @@ fn w8_msg_with_position_zero_chunk_is_rejected() {
     );
 }
 
+//= rfc5666bis-04#section-4.4.4
+//# Segments MAY divide a chunk on any boundary that is convenient to the
+//# requester.
 #[test]
 fn w9_read_list_in_any_order_is_accepted_and_grouped_by_position() {
     use rpcrdma_wire::Segment;
@@ -362,6 +378,9 @@ fn d3_v2_nomsg_holds_its_payload_where_its_direction_says() {
     assert!(decode(&h(reply), &DecodeConfig::default()).is_ok());
 }
 
+//= draft-cel-01#section-4.2.1
+//# o When the rdma_proc field has the value RDMA2_ERROR, an RPC Payload
+//# Stream MUST NOT follow the Transport Header Stream.
 #[test]
 fn d4_inval_option_reply_copies_version_two() {
     let m = "00000005 00000002 00000007 00000005 00000000 00000009 00000000";
@@ -371,6 +390,10 @@ fn d4_inval_option_reply_copies_version_two() {
     );
 }
 
+//= draft-cel-01#section-4.2.2
+//# o When the rdma_proc field has the value RDMA2_MSG or RDMA2_NOMSG, the
+//# value of the rdma_direction field MUST be the same as the value of the
+//# associated RPC message's msg_type field.
 #[test]
 fn d5_v2_direction_must_match_msg_type() {
     let m =
@@ -381,6 +404,8 @@ fn d5_v2_direction_must_match_msg_type() {
     ));
 }
 
+//= rfc8797#section-4
+//# Senders MUST set these bits to zero and receivers MUST ignore their value.
 #[test]
 fn p1_r_bit_is_the_low_bit_of_the_flags_byte() {
     assert!(PrivateData::decode(&h("f6ab0e18 01 01 00 00"))
@@ -399,6 +424,14 @@ fn p2_first_valid_identifier_wins() {
     assert_eq!((pd.send_size.bytes(), pd.recv_size.bytes()), (8192, 16384));
 }
 
+//= rfc8797#section-5.1
+//# In other words, the peer MUST behave as if a Private Data message was
+//# received in which bit 15 of the Flags field is zero, and both Size fields
+//# contain the value zero.
+//= rfc8797#section-5.2
+//# If the RPC-over-RDMA version 1 CM Private Data Format Identifier is not
+//# present, an RPC-over-RDMA version 1 receiver MUST behave as if no
+//# RPC-over-RDMA version 1 CM Private Data has been provided.
 #[test]
 fn p3_unusable_private_data_means_defaults() {
     for buf in ["", "00112233", "f6ab0e18 02 01 03 03", "f6ab0e18 01 01 03"] {
@@ -418,6 +451,10 @@ fn p4_sizes_round_down_and_clamp() {
     assert_eq!(InlineSize(255).bytes(), 262_144);
 }
 
+//= rfc8797#section-1
+//# To enable current RPC-over-RDMA version 1 implementations to interoperate
+//# with implementations that support the private message format described in
+//# this document, implementation of the private data message is OPTIONAL.
 #[test]
 fn p5_thresholds_from_either_end() {
     let client = PrivateData::new(4096, 8192, true);

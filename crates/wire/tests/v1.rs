@@ -63,6 +63,10 @@ const RPC_CALL: &str = "1234abcd 00000000 00000002 000186a3 00000003 00000000";
 // §5.7 golden vectors
 // ---------------------------------------------------------------------
 
+//= rfc5666bis-04#section-5.2.4
+//# The Transport stream contains the four fixed fields, followed by the Read
+//# and Write lists and the Reply chunk, though any or all three MAY be marked
+//# as not present.
 #[test]
 fn golden_no_chunks_is_three_zero_words() {
     // "after the four fixed fields ... simply three 32-bit fields that contain zero"
@@ -158,6 +162,10 @@ fn golden_reply_chunk_of_two_segments() {
     assert_eq!(m.header.to_bytes(), bytes.slice(..m.header_len));
 }
 
+//= rfc5666bis-04#section-3.2.2
+//# The RPC-over-RDMA Version One protocol assumes that each segment of
+//# registered memory MUST be identified with a steering tag of no more than
+//# 32 bits and memory addresses of up to 64 bits in length.
 #[test]
 fn golden_segment_layouts() {
     // HLOO and PHLOO, field by field.
@@ -177,6 +185,11 @@ fn golden_segment_layouts() {
     );
 }
 
+//= rfc5666bis-04#section-5
+//# All RPC-over-RDMA header content is contained in the Transport stream, and
+//# thus MUST be XDR encoded.
+//= rfc5666bis-04#section-5.2.2
+//# For RPC-over-RDMA Version One, this field MUST contain the value one (1).
 #[test]
 fn encoder_matches_golden_bytes() {
     let hdr = V1Header {
@@ -273,6 +286,12 @@ fn too_short_to_answer_is_discarded() {
     }
 }
 
+//= rfc5666bis-04#section-5.5.1
+//# When a receiver detects an RPC-over-RDMA header version that it does not
+//# support (currently this document defines only Version One), it MUST reply
+//# with an RDMA_ERROR procedure and set the rdma_err value to RDMA_ERR_VERS,
+//# also providing the low and high inclusive version numbers it does, in
+//# fact, support.
 #[test]
 fn unsupported_version_gets_err_vers_with_our_range() {
     for vers in [0u32, 3, 0x0100_0000, u32::MAX] {
@@ -363,6 +382,13 @@ fn msgp_and_done_are_badheader() {
     ));
 }
 
+//= rfc5666bis-04#section-5.5
+//# If errors are detected in an RPC-over-RDMA header, an RDMA_ERROR procedure
+//# MUST be generated.
+//= rfc5666bis-04#section-5.5.2
+//# If the rdma_vers field contains a recognized value, but an XDR parsing
+//# error occurs, the responder MUST reply with an RDMA_ERROR procedure and
+//# set the rdma_err value to RDMA_ERR_BADHEADER.
 #[test]
 fn truncated_chunk_lists_are_badheader() {
     let full = h(&(prefix(XID, 1, 2, 0)
@@ -511,6 +537,8 @@ fn custom_limits_apply() {
     assert!(decode(&two_reads, &DecodeConfig::default()).is_ok());
 }
 
+//= rfc5666bis-04#section-4.4.5.1
+//# The value in this field MUST be a multiple of four.
 #[test]
 fn misaligned_position_is_badheader() {
     for pos in [1u32, 2, 3, 5, 22] {
@@ -595,6 +623,8 @@ fn msg_payload_too_short_for_xid_is_badheader() {
     ));
 }
 
+//= rfc5666bis-04#section-5.2.1
+//# This XID MUST be the same as the XID in the RPC message.
 #[test]
 fn xid_mismatch_is_badheader() {
     let bytes = h(&(prefix(XID, 1, 1, 0) + "00000000 00000000 00000000 deadbeef 00000000"));
@@ -623,6 +653,9 @@ fn msg_with_position_zero_read_chunk_is_badheader() {
     ));
 }
 
+//= rfc5666bis-04#section-5.2.4
+//# Though any of these MAY be marked as not present, one MUST be present and
+//# MUST hold the Payload stream for this RPC-over-RDMA message.
 #[test]
 fn nomsg_without_chunk_lists_is_badheader() {
     let bytes = h(&(prefix(XID, 1, 1, 1) + "00000000 00000000 00000000"));
@@ -687,6 +720,9 @@ fn nomsg_followed_by_bytes_is_badheader() {
     );
 }
 
+//= rfc5666bis-04#section-5.5
+//# A receiver MUST silently discard an RDMA_ERROR procedure that cannot be
+//# decoded.
 #[test]
 fn undecodable_errors_are_discarded() {
     let cases = [

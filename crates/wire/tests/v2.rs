@@ -106,6 +106,12 @@ fn error_messages() {
     }
 }
 
+//= draft-cel-01#section-3.1
+//# When an implementation does not recognize or support the value contained
+//# in the rdma_opttype field, it MUST send an RPC-over-RDMA message with the
+//# rdma_xid field set to the same value as the erroneous message, the
+//# rdma_proc field set to RDMA2_ERROR, and the rdma_err field set to
+//# RDMA2_ERR_INVAL_OPTION.
 #[test]
 fn optional_is_answered_with_inval_option_by_default() {
     // §3.1: no option type is supported yet, so every one is refused.
@@ -115,6 +121,10 @@ fn optional_is_answered_with_inval_option_by_default() {
     assert_eq!(r.reply_bytes().unwrap(), h(&(prefix(XID, 9, 4) + &w(3))));
 }
 
+//= draft-cel-01#section-4.2.1
+//# o When the rdma_proc field has the value RDMA2_OPTIONAL, all, part of, or
+//# no RPC Payload Stream MAY follow the Transport header Stream in the Send
+//# buffer.
 #[test]
 fn optional_with_a_registered_type_is_valid() {
     let mut cfg = DecodeConfig::default();
@@ -163,6 +173,9 @@ fn optional_xdr_errors_come_before_the_registry() {
     ));
 }
 
+//= draft-cel-01#section-4.2.1
+//# o When the rdma_proc field has the value RDMA2_MSG, an RPC Payload Stream
+//# MUST follow the Transport Header Stream in the Send buffer.
 #[test]
 fn msg_rules() {
     // Direction must be CALL or REPLY.

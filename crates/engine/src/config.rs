@@ -97,6 +97,12 @@ pub struct EngineConfig {
     /// forward credits); on a server, how many it asks for (within what its
     /// receive queue holds beyond its grant). Zero disables the reverse
     /// direction.
+    //= rfc5666bis-04#section-7.2.1
+    //# The backward direction credit value MAY be different than the forward
+    //# direction credit value.
+    //= rfc8167#section-4.1
+    //# The reverse-direction credit value MAY be different than the
+    //# forward-direction credit value.
     pub backchannel_credits: u32,
     /// Our largest Send (RFC 8797 Send Size). 1024..=262144.
     pub inline_send: u32,
@@ -203,6 +209,10 @@ impl EngineConfig {
     /// accepted (a Version Two peer without RFC 8797 assumes 4096,
     /// draft-cel-01 §2.3).
     pub fn recv_buffer_size(&self) -> usize {
+        //= draft-cel-01#section-2.3
+        //# RPC-over-RDMA Version Two receiver implementations MUST support an
+        //# inline threshold of 4096 bytes, but MAY support larger inline
+        //# threshold values.
         let v2_floor = if self.versions.high() >= 2 {
             rpcrdma_wire::v2::DEFAULT_INLINE_THRESHOLD
         } else {
@@ -248,6 +258,9 @@ impl EngineConfig {
     /// Checks the values; the error names the field to fix.
     pub fn validate(&self) -> Result<(), crate::ConfigError> {
         use crate::ConfigError as E;
+        //= rfc5666bis-04#section-4.3.1
+        //# The granted value MUST NOT be zero, since such a value would
+        //# result in deadlock.
         if self.credits_grant == 0 {
             return Err(E::ZeroGrant);
         }
@@ -258,6 +271,9 @@ impl EngineConfig {
             ("inline_send", self.inline_send),
             ("inline_recv", self.inline_recv),
         ] {
+            //= rfc5666bis-04#section-4.3.3
+            //# Receiver implementations MUST support an inline threshold of
+            //# 1024 bytes, but MAY support larger inline thresholds values.
             if !(1024..=262_144).contains(&v) {
                 return Err(E::InlineSize {
                     field: name,

@@ -20,6 +20,18 @@ impl Credits {
     /// A requester that will never use more than `max` credits.
     pub(crate) fn new(max: u32) -> Self {
         Self {
+            //= rfc5666bis-04#section-4.3.3
+            //# A responder MAY exceed this basic level of configuration, but
+            //# a requester MUST NOT assume more than one credit is available,
+            //# and MUST receive a valid reply from the responder carrying the
+            //# actual number of available credits, prior to sending its next
+            //# request.
+            //= draft-cel-01#section-5
+            //# As with RPC-over-RDMA Version One, a requester MUST assume the
+            //# ability to exchange only a single RPC-over-RDMA message at a
+            //# time until it receives a non-error RPC-over-RDMA message from
+            //# the responder that reports the responder's actual credit
+            //# limit.
             granted: 1,
             in_flight: 0,
             max: max.max(1),
@@ -28,6 +40,11 @@ impl Credits {
     }
 
     /// Whether another call may be sent now.
+    //= rfc5666bis-04#section-4.3.1
+    //# The requester MUST NOT send unacknowledged requests in excess of this
+    //# granted responder credit limit.
+    //= rfc5666bis-04#section-5.2.3
+    //# RPC Calls SHOULD NOT be sent in excess of the currently granted limit.
     pub(crate) fn available(&self) -> bool {
         self.in_flight < self.granted
     }
@@ -78,6 +95,12 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    //= rfc5666bis-04#section-4.3.3
+    //= type=test
+    //# A responder MAY exceed this basic level of configuration, but a
+    //# requester MUST NOT assume more than one credit is available, and MUST
+    //# receive a valid reply from the responder carrying the actual number of
+    //# available credits, prior to sending its next request.
     #[test]
     fn one_credit_until_first_grant() {
         let mut c = Credits::new(128);
@@ -101,6 +124,10 @@ mod tests {
     }
 
     proptest! {
+        //= rfc5666bis-04#section-4.3.1
+        //= type=test
+        //# The requester MUST NOT send unacknowledged requests in excess of
+        //# this granted responder credit limit.
         #[test]
         fn never_more_in_flight_than_granted(ops in proptest::collection::vec((0u8..3, any::<u32>()), 0..200)) {
             let mut c = Credits::new(32);

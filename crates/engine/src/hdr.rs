@@ -19,6 +19,20 @@ pub(crate) fn chunked_len(
 }
 
 /// `RDMA_MSG` (`nomsg == false`) or `RDMA_NOMSG` in `version`.
+//= rfc5666bis-04#section-7.3.4
+//# The ONC RPC Call header MUST follow immediately, starting with the same
+//# XID value that is present in the RPC-over-RDMA header.
+//= rfc5666bis-04#section-7.3.5
+//# The ONC RPC Reply header MUST follow immediately, starting with the same
+//# XID value that is present in the RPC-over-RDMA header.
+//= rfc8167#section-5.1
+//# Whether presented inline or as a separate chunk, the ONC RPC Call header
+//# MUST start with the same XID value that is present in the RPC-over-RDMA
+//# header, and the RPC header's msg_type field MUST contain the value CALL.
+//= rfc8167#section-5.2
+//# Whether presented inline or as a separate chunk, the ONC RPC Reply header
+//# MUST start with the same XID value that is present in the RPC-over-RDMA
+//# header, and the RPC header's msg_type field MUST contain the value REPLY.
 pub(crate) fn chunked(
     version: u32,
     xid: u32,

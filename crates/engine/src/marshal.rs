@@ -353,6 +353,14 @@ fn plan_inner<P: ProtectionDomain>(
                     setting: MAX_MESSAGE,
                 });
             }
+            //= rfc5666bis-04#section-4.4.6
+            //# A requester does not know the actual length of the result data
+            //# item to be returned, thus it MUST register a Write chunk long
+            //# enough to accommodate the maximum possible size of the
+            //# returned data item.
+            //= rfc5666bis-04#section-4.4.6.1
+            //# A requester SHOULD NOT provide extra length in a Write chunk
+            //# to accommodate XDR pad bytes.
             let w = regs.sink(max)?;
             regs.writes.push(w);
         }
@@ -371,6 +379,12 @@ fn plan_inner<P: ProtectionDomain>(
         Some(r) if want_writes => r as usize,
         _ => max_reply,
     };
+    //= rfc5666bis-04#section-5.3.3
+    //# A requester MUST provide a Reply chunk whenever the maximum possible
+    //# size of the reply is larger than its own inline threshold.
+    //= rfc5666bis-04#section-5.3.3
+    //# The Reply chunk MUST be large enough to contain a Payload stream (RPC
+    //# message) of this maximum size.
     if reply_header_len(p.version, &write_list, None) + largest > recv {
         let len = match stated {
             Some(m) => u32::try_from(round_up(m))
@@ -413,6 +427,9 @@ fn plan_inner<P: ProtectionDomain>(
         )
     };
 
+    //= rfc5666bis-04#section-5.2.4
+    //# However, the total length of the gathered send buffers MUST NOT exceed
+    //# the peer receiver's inline threshold.
     // Short.
     if header_len(0) + payload.stream_len() <= send {
         let (pieces, _) = stream_sges(payload, 0);
@@ -435,6 +452,17 @@ fn plan_inner<P: ProtectionDomain>(
             "the call exceeds the largest message the peer accepts (its transport properties)",
         ));
     }
+    //= rfc5666bis-04#section-4.4.2
+    //# All other XDR data items MUST NOT be reduced.
+    //= rfc5666bis-04#section-8.1
+    //# Senders MUST NOT reduce data items that are not DDP-eligible.
+    //= rfc5666bis-04#section-4.5.3
+    //# DDP-eligible data items MAY be removed from these special chunks and
+    //# conveyed via normal chunks, but non-eligible data items MUST NOT
+    //# appear in normal chunks.
+    //= rfc5666bis-04#section-10.2.2.3
+    //# Therefore a sender MUST NOT reduce a Payload stream when RPCSEC_GSS
+    //# integrity or encryption services are in use.
     let items = if hints.reduce && payload.has_items() {
         item_positions(payload)
     } else {
@@ -445,10 +473,20 @@ fn plan_inner<P: ProtectionDomain>(
     let reduce = !items.is_empty() && items.len() <= max_reads;
     let reduce_long = !items.is_empty() && items.len() < max_reads;
 
+    //= rfc5666bis-04#section-4.5.2
+    //# If DDP-eligible data items are present in a Payload stream, a sender
+    //# MAY reduce the Payload stream to enable the use of RDMA Read or Write
+    //# operations to move the reduced data items.
     // Chunked: every DDP item becomes a Read chunk at its position.
     let mut item_reads = Vec::new();
     if reduce {
         for (position, data) in items {
+            //= rfc5666bis-04#section-4.4.5.1
+            //# If this sum is not a multiple of four, the requester MAY
+            //# choose to send a Read chunk without any XDR padding.
+            //= rfc5666bis-04#section-4.4.4.1
+            //# Any byte count left in the Payload stream MUST match the sum
+            //# of the lengths of the segments making up the chunk.
             let target = regs.source(data)?;
             item_reads.push(ReadSegment { position, target });
         }
@@ -460,6 +498,18 @@ fn plan_inner<P: ProtectionDomain>(
         }
     }
 
+    //= rfc5666bis-04#section-4.5.3
+    //# If there are no DDP-eligible data items in the Payload stream, or the
+    //# Payload stream is still too large after it has been reduced, the RDMA
+    //# transport MUST use RDMA Read or Write operations to convey the Payload
+    //# stream itself.
+    //= rfc5666bis-04#section-4.5.3
+    //# Because these special chunks contain a whole RPC message, any XDR data
+    //# item MAY appear in one of these special chunks without regard to its
+    //# DDP-eligibility.
+    //= rfc5666bis-04#section-8.1
+    //# Such data items MAY, however, be moved as part of a Position Zero Read
+    //# Chunk or a Reply chunk.
     // Long: the (reduced) stream in a Position-Zero Read chunk.
     if !reduce_long {
         // Registered for a Chunked attempt, but one segment too many for
@@ -476,6 +526,9 @@ fn plan_inner<P: ProtectionDomain>(
     };
     let pz = regs.source(stream)?;
     let mut reads = vec![ReadSegment {
+        //= rfc5666bis-04#section-4.5.3
+        //# Every segment in this Read chunk MUST contain zero in its Position
+        //# field.
         position: 0,
         target: pz,
     }];

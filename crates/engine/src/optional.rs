@@ -187,6 +187,12 @@ impl<P: ProtectionDomain> Engine<P> {
             let h = optional_header(
                 xid,
                 self.cfg.credits_request,
+                //= draft-cel-01#section-4.2.2
+                //# o When the rdma_proc field has the value RDMA2_OPTIONAL
+                //# and no RPC message payload is present, a Requester MUST
+                //# set the value of the rdma_optdir field to CALL, and a
+                //# Responder MUST set the value of the rdma_optdir field to
+                //# REPLY.
                 Direction::Call,
                 opttype,
                 info,
@@ -233,6 +239,9 @@ impl<P: ProtectionDomain> Engine<P> {
         };
         let ctx = self.feature_context();
         match o.direction {
+            //= draft-cel-01#section-3.1
+            //# The value in this field denotes an optional operation that MAY
+            //# be supported by the receiver.
             Direction::Call => {
                 let result =
                     self.features.slots[slot]
@@ -243,6 +252,13 @@ impl<P: ProtectionDomain> Engine<P> {
                         let h = optional_header(
                             xid,
                             self.grant.max(1),
+                            //= draft-cel-01#section-4.2.2
+                            //# o When the rdma_proc field has the value
+                            //# RDMA2_OPTIONAL and no RPC message payload is
+                            //# present, a Requester MUST set the value of the
+                            //# rdma_optdir field to CALL, and a Responder
+                            //# MUST set the value of the rdma_optdir field to
+                            //# REPLY.
                             Direction::Reply,
                             o.opttype,
                             info,

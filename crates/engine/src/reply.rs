@@ -105,6 +105,16 @@ pub(crate) fn scatter(
                 },
             });
         }
+        //= rfc5666bis-04#section-4.4.6
+        //# The responder MUST NOT change the number of segments in the Write
+        //# chunk.
+        //= rfc5666bis-04#section-4.4.6
+        //# If a Write chunk segment is not filled by the responder, the
+        //# updated length of the segment SHOULD be zero.
+        //= rfc5666bis-04#section-4.4.6.2
+        //# When forming an RPC-over-RDMA Reply message with an unused Write
+        //# chunk, the responder MUST set the length of all segments in the
+        //# chunk to zero.
         updated.push(Segment {
             length: used as u32,
             ..*seg
@@ -173,11 +183,22 @@ fn plan_reply_general(
     for chunk in writes {
         let item = positioned.next();
         reduced += usize::from(item.is_some());
+        //= rfc5666bis-04#section-4.4.6.1
+        //# A responder MUST NOT write XDR pad bytes for a Write chunk.
+        //= rfc5666bis-04#section-5.3.2
+        //# * When a Write list is provided for the results of an RPC Call,
+        //# the responder MUST provide data corresponding to DDP-eligible XDR
+        //# data items via RDMA Write operations to the memory referenced in
+        //# the Write list.
         let data = item.map_or(&[][..], std::slice::from_ref);
         let segs =
             scatter(data, &chunk.segments, &mut ops).ok_or(ReplyError::WriteChunkTooSmall)?;
         write_list.push(WriteChunk::new(segs));
     }
+    //= rfc5666bis-04#section-4.4.6.1
+    //# Thus when an XDR data item is moved from a reply Payload stream into a
+    //# Write chunk, the responder MUST remove XDR padding for that data item
+    //# from the reply Payload stream as well.
     let (pieces, inline_len) = stream_sges(payload, reduced);
     let form_if_inline = if reduced > 0 {
         MessageForm::Chunked
@@ -202,6 +223,13 @@ fn plan_reply_general(
             nomsg,
         )
     };
+    //= rfc5666bis-04#section-5.3.3
+    //# If the actual reply Payload stream is smaller than the requester's
+    //# inline threshold, the responder MAY return it as a Short message
+    //# rather than using the Reply chunk.
+    //= rfc5666bis-04#section-5.2.4
+    //# However, the total length of the gathered send buffers MUST NOT exceed
+    //# the peer receiver's inline threshold.
     if hdr::chunked_len(p.version, 0, &write_list, None) + inline_len <= p.send_threshold as usize {
         return Ok(ReplyPlan {
             writes: ops,
@@ -210,6 +238,15 @@ fn plan_reply_general(
             form: form_if_inline,
         });
     }
+    //= rfc5666bis-04#section-4.5.3
+    //# If a Reply chunk was provided and the reduced Payload is larger than
+    //# the requester's inline threshold, the responder MUST use the provided
+    //# Reply chunk for the reply.
+    //= rfc5666bis-04#section-4.5.3
+    //# If there are no DDP-eligible data items in the Payload stream, or the
+    //# Payload stream is still too large after it has been reduced, the RDMA
+    //# transport MUST use RDMA Read or Write operations to convey the Payload
+    //# stream itself.
     let Some(chunk) = reply else {
         return Err(ReplyError::NoReplyChunk);
     };
@@ -241,6 +278,14 @@ mod tests {
         }
     }
 
+    //= rfc5666bis-04#section-4.4.6
+    //= type=test
+    //# The responder MUST NOT change the number of segments in the Write
+    //# chunk.
+    //= rfc5666bis-04#section-4.4.6
+    //= type=test
+    //# If a Write chunk segment is not filled by the responder, the updated
+    //# length of the segment SHOULD be zero.
     #[test]
     fn scatter_fills_segments_in_order_and_zeroes_the_rest() {
         let data = [Bytes::from_static(b"0123456789")];

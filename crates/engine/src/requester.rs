@@ -34,6 +34,14 @@ impl<P: ProtectionDomain> Engine<P> {
         hints: ReplyHints,
     ) -> Result<(), ApiError> {
         self.check_alive()?;
+        //= rfc5666bis-04#section-7.3.1
+        //# An Upper Layer Protocol consumer MUST NOT perform backward
+        //# direction ONC RPC operations unless the peer consumer has
+        //# indicated it is prepared to handle them.
+        //= rfc8167#section-6
+        //# Therefore, a ULP MUST NOT perform reverse-direction ONC RPC
+        //# operations until the peer has indicated it is prepared to handle
+        //# them.
         if !self.req_enabled {
             return Err(ApiError::BackchannelNotReady);
         }
@@ -78,6 +86,11 @@ impl<P: ProtectionDomain> Engine<P> {
         {
             return None;
         }
+        //= rfc8167#section-5.1
+        //# The rdma_vers field MUST contain the same value in reverse- and
+        //# forward-direction Call messages on the same connection.
+        //= rfc5666bis-04#section-7.3.4
+        //# The rdma_vers field MUST contain the value one.
         self.send_version()
     }
 
@@ -127,6 +140,9 @@ impl<P: ProtectionDomain> Engine<P> {
     ///
     /// A call released before its reply keeps its credit until the reply
     /// arrives (the responder still counts it).
+    //= rfc5666bis-04#section-10.1
+    //# The use of RPC-over-RDMA MUST NOT introduce any vulnerabilities to
+    //# system memory contents, nor to memory owned by user processes.
     pub fn release(&mut self, xid: u32) {
         if let Some(i) = self.queue.iter().position(|p| p.xid == xid) {
             self.queue.remove(i);
@@ -213,6 +229,9 @@ impl<P: ProtectionDomain> Engine<P> {
         // What we ask for is what we posted receives for: every reply of
         // ours in flight takes one (RFC 8166 §3.3.1, RFC 8167 §4.1; spec
         // note E29).
+        //= rfc5666bis-04#section-7.2.1
+        //# The rdma_credit field in a backward direction RPC-over-RDMA
+        //# message MUST NOT contain the value zero.
         let credits = self.credits.max();
         // A reverse-direction call whose largest reply the Upper Layer
         // does not state goes inline and expects its reply inline: no
@@ -220,6 +239,8 @@ impl<P: ProtectionDomain> Engine<P> {
         // reverse-direction chunks (the Linux client does not; spec note
         // E28).
         let mut hints = hints;
+        //= rfc8167#section-5.3
+        //# Chunks MAY be used in the reverse direction.
         if self.cfg.role == Role::Server && hints.max_reply.is_none() {
             let header = crate::hdr::chunked_len(version, 0, &[], None) as u32;
             hints.max_reply = Some(self.thresholds().recv.saturating_sub(header));
@@ -519,6 +540,8 @@ impl<P: ProtectionDomain> Engine<P> {
             tracing::debug!(xid, "RDMA_ERROR for no outstanding call");
             return;
         };
+        //= rfc8167#section-4.1
+        //# In such cases, the receiver MUST ignore the header's credit value.
         // The direction of a Version One RDMA_ERROR is unknown: its credit
         // value is ignored (RFC 8167 §4.1).
         self.credits.put();

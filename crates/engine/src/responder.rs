@@ -155,8 +155,21 @@ impl<P: ProtectionDomain> Engine<P> {
     fn answer(&mut self, call: InCall<P::Mr>, payload: Payload) {
         let t = self.thresholds();
         let params = ReplyParams {
+            //= draft-cel-01#section-5.3
+            //# [I-D.ietf-nfsv4-rfc5666bis] REQUIRES that a responder MUST
+            //# send Replies with the same RPC-over-RDMA protocol version that
+            //# the requester uses to send its Calls.
+            //= rfc8167#section-5.2
+            //# The rdma_vers field MUST contain the same value in a
+            //# reverse-direction Reply message as in the matching Call
+            //# message.
+            //= rfc5666bis-04#section-7.3.5
+            //# The rdma_vers field MUST contain the value one.
             version: call.version,
             xid: call.xid,
+            //= rfc5666bis-04#section-4.3.1
+            //# The granted value MUST NOT be zero, since such a value would
+            //# result in deadlock.
             credits: self.grant.max(1),
             send_threshold: t.send,
         };
@@ -192,6 +205,14 @@ impl<P: ProtectionDomain> Engine<P> {
                     let wr_id = self.wr_id(Wr::Write);
                     self.push_sq(SendWr::write(wr_id, w.pieces, w.remote));
                 }
+                //= rfc8797#section-4.1
+                //# When both connection peers have set this bit flag in their
+                //# CM Private Data, the responder MAY use RDMA Send With
+                //# Invalidate when transmitting RPC Replies.
+                //= rfc8797#section-4.1
+                //# Each RDMA Send With Invalidate MUST invalidate an STag
+                //# associated only with the XID in the rdma_xid field of the
+                //# RPC-over-RDMA Transport Header it carries.
                 let invalidate = if self.remote_inv {
                     call.more.as_ref().and_then(|m| m.rkeys.first().copied())
                 } else {
@@ -273,6 +294,10 @@ impl<P: ProtectionDomain> Engine<P> {
         self.stats.calls_received += 1;
         let nomsg = head.nomsg;
         let mut chunks = chunks;
+        //= rfc5666bis-04#section-4.5.3
+        //# Though the purpose of a Long Message is to handle large RPC
+        //# messages, requesters MAY use a Long Message at any time to convey
+        //# an RPC Call.
         let has_pz = chunks.has_position_zero();
         // The reply data its Write chunks and Reply chunk may make us
         // hold, reserved at admission (spec note E21).
@@ -306,6 +331,13 @@ impl<P: ProtectionDomain> Engine<P> {
             more,
         };
 
+        //= rfc5666bis-04#section-4.3.1
+        //# If an RDMA layer error does not occur, the responder MAY handle
+        //# excess requests or return an RPC layer error to the requester.
+        //= rfc5666bis-04#section-5.2.1
+        //# The receiver MAY perform its processing based solely on the XID in
+        //# the RPC-over-RDMA header, and thereby ignore the XID in the RPC
+        //# message, if it so chooses.
         if self.incoming.len() as u32 >= self.grant {
             // The requester exceeded our grant (RFC 8166 §4.3.1): answer
             // with an RPC-level error rather than spend memory on it, an
@@ -362,6 +394,12 @@ impl<P: ProtectionDomain> Engine<P> {
             if *position == 0 {
                 stream_end += len;
             } else {
+                //= rfc5666bis-04#section-5.5.2
+                //# When a responder receives a valid RPC-over-RDMA header but
+                //# the responder's Upper Layer Protocol implementation cannot
+                //# parse the RPC arguments in the RPC Call message, the
+                //# responder SHOULD return a RPC_GARBAGEARGS reply, using an
+                //# RDMA_MSG procedure.
                 let misplaced = u64::from(*position) > stream_end
                     || last_pos.is_some_and(|p| p != 0 && *position <= p);
                 if misplaced {
@@ -696,6 +734,12 @@ impl<P: ProtectionDomain> Engine<P> {
             Some((0, _)) => chunks.remove(0).1,
             _ => call.inline.clone(),
         };
+        //= rfc5666bis-04#section-4.4.5.1
+        //# If the requester provides no actual round-up in a Read chunk, the
+        //# responder MUST be prepared to provide appropriate round-up in the
+        //# reconstructed call XDR stream The Position field in a read segment
+        //# indicates where the containing Read chunk starts in the Payload
+        //# stream.
         strip_read_chunk_padding(&inline, &mut chunks);
         let xid = call.xid;
         // The RPC call header: the stream before the first remaining chunk.

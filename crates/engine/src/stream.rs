@@ -70,6 +70,10 @@ fn visit_pieces(payload: &Payload, reduced: usize, mut f: impl FnMut(Bytes)) -> 
         let Some(off) = item.inline_offset else {
             continue;
         };
+        //= rfc5666bis-04#section-4.4.5.1
+        //# Thus when an XDR data item is moved from the Payload stream into a
+        //# Read chunk, the requester MUST remove XDR padding for that data
+        //# item from the Payload stream as well.
         if i < reduced {
             continue;
         }

@@ -203,6 +203,12 @@ fn item6_rdma_error_with_pad_bytes_still_ends_its_call() {
 /// without a Reply chunk and a 3000-byte call goes inline. With and
 /// without the transport properties feature, and with the call queued
 /// before the version (and the properties) settled.
+//= draft-cel-01#section-2.3
+//# RPC-over-RDMA Version Two receiver implementations MUST support an inline
+//# threshold of 4096 bytes, but MAY support larger inline threshold values.
+//= draft-cel-01#section-2.3
+//# In the absense of such a mechanism, senders MUST assume a receiver's
+//# inline threshold is 4096 bytes.
 #[test]
 fn item4_version_two_without_private_data_uses_4096_both_ways() {
     for (props, early) in [(true, false), (true, true), (false, false), (false, true)] {
@@ -517,6 +523,11 @@ fn item2_long_calls_without_a_usable_rpc_call() {
 /// A requester that cannot invalidate a region after the reply arrived
 /// closes the connection (RFC 8166 §5.5.4) before the RPC completes: the
 /// reply is not reported, the connection fails with the reason.
+//= rfc5666bis-04#section-5.5.4
+//# After a requester has received a reply, if it is unable to invalidate a
+//# memory region due to an unrecoverable problem, the requester MUST close
+//# the connection to fence that memory from the responder before the
+//# associated RPC transaction is complete.
 #[test]
 fn item7_a_failed_invalidation_closes_the_connection() {
     use rpcrdma_engine::EngineError;

@@ -262,6 +262,9 @@ fn item1_nomsg_reply_without_a_reply_chunk_at_the_requester() {
 /// The valid shapes still work when built by hand: an `RDMA2_NOMSG` CALL
 /// whose Position-Zero Read chunk holds the call, answered through its
 /// Reply chunk as an `RDMA2_NOMSG` REPLY.
+//= rfc5666bis-04#section-4.5.3
+//# Though the purpose of a Long Message is to handle large RPC messages,
+//# requesters MAY use a Long Message at any time to convey an RPC Call.
 #[test]
 fn item1_a_hand_built_long_call_in_version_two_is_served() {
     let mut pair = Pair::with(PairOptions::default().inline(1024));

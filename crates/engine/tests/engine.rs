@@ -126,6 +126,10 @@ fn a_failed_unsignaled_send_ends_the_connection() {
     pair.assert_no_leaks();
 }
 
+//= rfc5666bis-04#section-4.5.2
+//# If DDP-eligible data items are present in a Payload stream, a sender MAY
+//# reduce the Payload stream to enable the use of RDMA Read or Write
+//# operations to move the reduced data items.
 #[test]
 fn write_1mib_travels_in_a_read_chunk() {
     let mut pair = Pair::new();
@@ -209,6 +213,10 @@ fn reads_of_consecutive_calls_are_pipelined() {
     }
 }
 
+//= rfc5666bis-04#section-5.3.2
+//# * When a Write list is provided for the results of an RPC Call, the
+//# responder MUST provide data corresponding to DDP-eligible XDR data items
+//# via RDMA Write operations to the memory referenced in the Write list.
 #[test]
 fn read_1mib_travels_in_a_write_chunk() {
     let mut pair = Pair::new();
@@ -226,6 +234,17 @@ fn read_1mib_travels_in_a_write_chunk() {
     pair.assert_no_leaks();
 }
 
+//= rfc5666bis-04#section-4.4.5.1
+//# If the requester provides no actual round-up in a Read chunk, the
+//# responder MUST be prepared to provide appropriate round-up in the
+//# reconstructed call XDR stream The Position field in a read segment
+//# indicates where the containing Read chunk starts in the Payload stream.
+//= rfc5666bis-04#section-4.4.6.1
+//# Thus when an XDR data item is moved from a reply Payload stream into a
+//# Write chunk, the responder MUST remove XDR padding for that data item from
+//# the reply Payload stream as well.
+//= rfc5666bis-04#section-4.4.6.1
+//# A responder MUST NOT write XDR pad bytes for a Write chunk.
 #[test]
 fn odd_length_items_lose_their_padding_in_chunks() {
     let mut pair = Pair::new();
@@ -260,6 +279,11 @@ fn odd_length_items_lose_their_padding_in_chunks() {
     pair.assert_no_leaks();
 }
 
+//= rfc5666bis-04#section-4.5.3
+//# If there are no DDP-eligible data items in the Payload stream, or the
+//# Payload stream is still too large after it has been reduced, the RDMA
+//# transport MUST use RDMA Read or Write operations to convey the Payload
+//# stream itself.
 #[test]
 fn long_call_goes_in_a_position_zero_read_chunk() {
     let mut pair = Pair::new();
@@ -277,6 +301,10 @@ fn long_call_goes_in_a_position_zero_read_chunk() {
     pair.assert_no_leaks();
 }
 
+//= rfc5666bis-04#section-4.5.3
+//# If a Reply chunk was provided and the reduced Payload is larger than the
+//# requester's inline threshold, the responder MUST use the provided Reply
+//# chunk for the reply.
 #[test]
 fn long_reply_goes_in_the_reply_chunk() {
     let mut pair = Pair::new();
@@ -309,6 +337,16 @@ fn reply_too_large_without_reply_chunk_draws_rdma_error() {
     pair.assert_no_leaks();
 }
 
+//= rfc5666bis-04#section-4.5.3
+//# Because these special chunks contain a whole RPC message, any XDR data
+//# item MAY appear in one of these special chunks without regard to its
+//# DDP-eligibility.
+//= rfc5666bis-04#section-8.1
+//# Such data items MAY, however, be moved as part of a Position Zero Read
+//# Chunk or a Reply chunk.
+//= rfc5666bis-04#section-10.2.2.3
+//# Therefore a sender MUST NOT reduce a Payload stream when RPCSEC_GSS
+//# integrity or encryption services are in use.
 #[test]
 fn reduction_off_sends_long_call_and_reply_chunk() {
     let mut pair = Pair::new();
@@ -328,6 +366,21 @@ fn reduction_off_sends_long_call_and_reply_chunk() {
     pair.assert_no_leaks();
 }
 
+//= rfc5666bis-04#section-4.3.1
+//# The requester MUST NOT send unacknowledged requests in excess of this
+//# granted responder credit limit.
+//= rfc5666bis-04#section-5.2.3
+//# RPC Calls SHOULD NOT be sent in excess of the currently granted limit.
+//= rfc5666bis-04#section-4.3.3
+//# A responder MAY exceed this basic level of configuration, but a requester
+//# MUST NOT assume more than one credit is available, and MUST receive a
+//# valid reply from the responder carrying the actual number of available
+//# credits, prior to sending its next request.
+//= draft-cel-01#section-5
+//# As with RPC-over-RDMA Version One, a requester MUST assume the ability to
+//# exchange only a single RPC-over-RDMA message at a time until it receives a
+//# non-error RPC-over-RDMA message from the responder that reports the
+//# responder's actual credit limit.
 #[test]
 fn credits_one_until_first_reply_then_never_above_grant() {
     let mut pair = Pair::with(PairOptions::default().grant(3));
@@ -396,6 +449,9 @@ fn zero_grant_counts_as_one_and_huge_grant_is_clamped() {
     assert_eq!(pair.client.engine.info().credits_granted, 64);
 }
 
+//= rfc5666bis-04#section-4.3.1
+//# If an RDMA layer error does not occur, the responder MAY handle excess
+//# requests or return an RPC layer error to the requester.
 #[test]
 fn peer_exceeding_our_grant_gets_system_err_not_memory() {
     let mut o = PairOptions::default().grant(1);
@@ -459,6 +515,11 @@ fn lying_write_chunk_length_fails_the_call() {
     assert_eq!(pair.client.engine.stats().live_registrations(), 0);
 }
 
+//= rfc5666bis-04#section-5.5.2
+//# When a responder receives a valid RPC-over-RDMA header but the responder's
+//# Upper Layer Protocol implementation cannot parse the RPC arguments in the
+//# RPC Call message, the responder SHOULD return a RPC_GARBAGEARGS reply,
+//# using an RDMA_MSG procedure.
 #[test]
 fn read_chunk_position_beyond_the_payload_gets_garbage_args() {
     let mut pair = Pair::with(PairOptions::v1());
@@ -705,6 +766,16 @@ fn disconnect_at_every_step_leaks_nothing_and_completes_at_most_once() {
     }
 }
 
+//= rfc5666bis-04#section-7.3.1
+//# An Upper Layer Protocol consumer MUST NOT perform backward direction ONC
+//# RPC operations unless the peer consumer has indicated it is prepared to
+//# handle them.
+//= rfc8167#section-6
+//# Therefore, a ULP MUST NOT perform reverse-direction ONC RPC operations
+//# until the peer has indicated it is prepared to handle them.
+//= rfc5666bis-04#section-5
+//# Both endpoints of a connection MAY send any RPC-over-RDMA message header
+//# type at any time (subject to credit limits).
 #[test]
 fn reverse_direction_needs_readiness_and_flows_past_exhausted_forward_credits() {
     let mut pair = Pair::with(PairOptions::default().grant(1));
@@ -791,6 +862,9 @@ fn reverse_call_to_a_client_without_backchannel_is_refused() {
         .all(|e| !matches!(e, Event::Call { .. })));
 }
 
+//= rfc5666bis-04#section-4.3.1
+//# The granted value MUST NOT be zero, since such a value would result in
+//# deadlock.
 #[test]
 fn config_rejects_zero_grant() {
     let mut c = EngineConfig::server();
@@ -802,6 +876,9 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     /// Whatever the sizes, no Send exceeds the receiver's threshold and every
     /// byte arrives.
+    //= rfc5666bis-04#section-5.2.4
+    //# However, the total length of the gathered send buffers MUST NOT exceed
+    //# the peer receiver's inline threshold.
     #[test]
     fn never_sends_more_than_the_threshold(
         args in 0usize..6000,
@@ -886,6 +963,16 @@ fn call_header(pair: &Pair, i: usize) -> rpcrdma_wire::Header {
 /// E1, E2: Write chunks only when the largest reply might not fit inline;
 /// a Reply chunk whenever the largest reply, unreduced, might not fit (it
 /// may come from a branch without the DDP item).
+//= rfc5666bis-04#section-5.3.3
+//# A requester MUST provide a Reply chunk whenever the maximum possible size
+//# of the reply is larger than its own inline threshold.
+//= rfc5666bis-04#section-5.3.3
+//# The Reply chunk MUST be large enough to contain a Payload stream (RPC
+//# message) of this maximum size.
+//= rfc5666bis-04#section-5.3.3
+//# If the actual reply Payload stream is smaller than the requester's inline
+//# threshold, the responder MAY return it as a Short message rather than
+//# using the Reply chunk.
 #[test]
 fn spec_e1_e2_reply_resources_follow_the_largest_reply() {
     let mut pair = Pair::new();
@@ -950,6 +1037,8 @@ fn spec_n13_reduced_maximum_needs_no_reply_chunk() {
 }
 
 /// E6: the credit value of a Version One RDMA_ERROR is ignored.
+//= rfc8167#section-4.1
+//# In such cases, the receiver MUST ignore the header's credit value.
 #[test]
 fn spec_e6_rdma_error_credit_value_is_ignored() {
     let mut pair = Pair::with(PairOptions::v1());
@@ -975,6 +1064,19 @@ fn spec_e6_rdma_error_credit_value_is_ignored() {
 
 /// E9: RFC 8797 sizes win over the Version Two default; without private
 /// data, Version Two raises both thresholds to 4096.
+//= rfc5666bis-04#section-4.3.3
+//# In the absence of such a mechanism, senders MUST assume a receiver's
+//# inline threshold is 1024 bytes.
+//= draft-cel-01#section-2.3
+//# In the absense of such a mechanism, senders MUST assume a receiver's
+//# inline threshold is 4096 bytes.
+//= draft-cel-01#section-5.2
+//# To permit inline threshold values to change during negotiation of protocol
+//# version, RPC-over-RDMA Version Two implementations MUST allow inline
+//# threshold values to change without triggering a connection loss.
+//= rfc8797#section-4
+//# An implementation of the extension described in this document MUST be
+//# prepared for the settings to change upon a reconnection.
 #[test]
 fn spec_e9_thresholds_by_private_data_and_version() {
     let mut pair = Pair::with(PairOptions::default().inline(1024));

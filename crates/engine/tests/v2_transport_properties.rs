@@ -231,6 +231,14 @@ const GOLDEN_OFFER: &str = "80001234 00000002 00000080 00000005 00000000 8054500
 const GOLDEN_ANSWER: &str = "80001234 00000002 00000040 00000005 00000001 80545001 00000018 00004000 00004000 00000040 00000010 00000040 01010000";
 const GOLDEN_INVAL_OPTION: &str = "80001234 00000002 00000040 00000004 00000003";
 
+//= draft-cel-01#section-4.2.2
+//# o When the rdma_proc field has the value RDMA2_OPTIONAL and no RPC message
+//# payload is present, a Requester MUST set the value of the rdma_optdir
+//# field to CALL, and a Responder MUST set the value of the rdma_optdir field
+//# to REPLY.
+//= draft-cel-01#section-3.1
+//# The value in this field denotes an optional operation that MAY be
+//# supported by the receiver.
 #[test]
 fn x2_offer_and_answer_are_byte_exact() {
     let mut o = PairOptions::default();

@@ -235,6 +235,10 @@ impl MrTable {
 
     /// Checks that `[addr, addr + len)` lies in a valid region with `needed`
     /// rights; returns the offset into the buffer.
+    //= rfc5666bis-04#section-10.1
+    //# It is REQUIRED that any RDMA provider used for RPC transport be
+    //# conformant to the requirements of [RFC5042] in order to satisfy these
+    //# protections.
     pub fn check(
         &self,
         key: u32,

@@ -181,6 +181,9 @@ fn write_with_bad_stag_is_refused_and_places_nothing() {
     }
 }
 
+//= rfc5666bis-04#section-10.1
+//# It is REQUIRED that any RDMA provider used for RPC transport be conformant
+//# to the requirements of [RFC5042] in order to satisfy these protections.
 #[test]
 fn write_out_of_bounds_wrapping_or_without_rights_is_refused() {
     type Case = (

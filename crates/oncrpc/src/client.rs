@@ -113,6 +113,14 @@ impl ConnSource for Fixed {
             if !c.is_alive() {
                 Err(SourceError::Connect(TransportError::Closed))
             } else if c.side() == Side::Server && !c.backchannel_ready() {
+                //= rfc8167#section-6
+                //# Therefore, a ULP MUST NOT perform reverse-direction ONC RPC
+                //# operations until the peer has indicated it is prepared to
+                //# handle them.
+                //= rfc5666bis-04#section-7.3.1
+                //# An Upper Layer Protocol consumer MUST NOT perform backward
+                //# direction ONC RPC operations unless the peer consumer has
+                //# indicated it is prepared to handle them.
                 Err(SourceError::NotReady)
             } else {
                 Ok(c)

@@ -220,6 +220,14 @@ impl CallHeader {
             // body): ten words in one copy.
             enc.put_u32s([
                 self.xid,
+                //= rfc5666bis-04#section-7.3.4
+                //# The Call header's msg_type field MUST contain the value
+                //# CALL.
+                //= rfc8167#section-5.1
+                //# Whether presented inline or as a separate chunk, the ONC
+                //# RPC Call header MUST start with the same XID value that is
+                //# present in the RPC-over-RDMA header, and the RPC header's
+                //# msg_type field MUST contain the value CALL.
                 MsgType::CALL.0,
                 RPC_VERSION,
                 self.prog,
@@ -371,6 +379,13 @@ impl ReplyHeader {
     }
 
     /// Appends the XDR encoding.
+    //= rfc5666bis-04#section-7.3.5
+    //# The Reply header's msg_type field MUST contain the value REPLY.
+    //= rfc8167#section-5.2
+    //# Whether presented inline or as a separate chunk, the ONC RPC Reply
+    //# header MUST start with the same XID value that is present in the
+    //# RPC-over-RDMA header, and the RPC header's msg_type field MUST contain
+    //# the value REPLY.
     pub fn encode(&self, enc: &mut Encoder<'_>) {
         match &self.body {
             ReplyBody::Accepted { verf, status } if verf.body.is_empty() => {

@@ -160,6 +160,13 @@ async fn readiness(tcp: bool) {
     server.shutdown().await;
 }
 
+//= rfc8167#section-6
+//# Therefore, a ULP MUST NOT perform reverse-direction ONC RPC operations
+//# until the peer has indicated it is prepared to handle them.
+//= rfc5666bis-04#section-7.3.1
+//# An Upper Layer Protocol consumer MUST NOT perform backward direction ONC
+//# RPC operations unless the peer consumer has indicated it is prepared to
+//# handle them.
 #[tokio::test]
 async fn readiness_is_explicit_over_mem() {
     bounded(readiness(false)).await;

@@ -43,6 +43,12 @@ fn call_header_layout_is_rfc5531() {
     d.expect_end().unwrap();
 }
 
+//= rfc5666bis-04#section-7.3.5
+//# The Reply header's msg_type field MUST contain the value REPLY.
+//= rfc8167#section-5.2
+//# Whether presented inline or as a separate chunk, the ONC RPC Reply header
+//# MUST start with the same XID value that is present in the RPC-over-RDMA
+//# header, and the RPC header's msg_type field MUST contain the value REPLY.
 #[test]
 fn every_reply_form_round_trips() {
     let statuses = [
@@ -405,6 +411,13 @@ async fn dispatch_answers_every_status_and_auth_case() {
 
 /// A Read chunk at a place the binding does not allow (here: a u32
 /// argument) or left over is GARBAGE_ARGS (RFC 8166 §8.1.1).
+//= rfc5666bis-04#section-8.1.1
+//# In the first case, a responder MUST NOT process the Call message.
+//= rfc5666bis-04#section-8.1.1
+//# Both types of violations MUST be reported as described in Section 5.5.2.
+//= rfc5666bis-04#section-5.5.2
+//# A responder MAY also report the presence of a non-DDP-eligible data item
+//# in a Read or Write chunk using RPC_GARBAGEARGS.
 #[tokio::test]
 async fn ddp_violations_in_arguments_are_garbage_args() {
     let (a, _b) = mem::pair(mem::MemConfig::default());

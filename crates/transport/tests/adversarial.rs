@@ -182,6 +182,9 @@ async fn write_via_read_chunk(peer: &mut RawPeer, xid: u32, n: u32) -> (u32, u64
     (sink_stag, sink_to, size)
 }
 
+//= rfc5666bis-04#section-4.4.4.1
+//# Any byte count left in the Payload stream MUST match the sum of the
+//# lengths of the segments making up the chunk.
 #[tokio::test(flavor = "current_thread")]
 async fn read_chunk_shorter_than_it_claims_never_reaches_the_procedure() {
     let h = Harness::start().await;
@@ -232,6 +235,9 @@ async fn read_chunk_shorter_than_it_claims_never_reaches_the_procedure() {
     h.no_live_regions("short Read Response").await;
 }
 
+//= rfc5666bis-04#section-10.1
+//# The use of RPC-over-RDMA MUST NOT introduce any vulnerabilities to system
+//# memory contents, nor to memory owned by user processes.
 #[tokio::test(flavor = "current_thread")]
 async fn cancelled_call_chunk_is_invalidated_before_the_server_writes_into_it() {
     let h = Harness::start().await;

@@ -362,6 +362,15 @@ async fn same_xid_both_ways(net: Net) {
     rig.shutdown().await;
 }
 
+//= rfc5666bis-04#section-7.1.4
+//# In other words, a forward direction requester MAY use the same xid value
+//# at the same time as a backward direction requester on the same transport
+//# connection, but such concurrent requests represent distinct ONC RPC
+//# transactions.
+//= rfc8167#section-2.4.1
+//# Therefore, a forward-direction Requester MAY use the same XID value at the
+//# same time as a reverse-direction Requester on the same transport
+//# connection.
 #[tokio::test]
 async fn forward_and_reverse_calls_share_an_xid_over_rdma() {
     bounded(same_xid_both_ways(Net::Rdma)).await;
@@ -468,6 +477,8 @@ async fn reverse_calls_flow_while_forward_credits_are_exhausted() {
 /// Long messages: the server's call in a Position-Zero Read chunk that the
 /// client pulls, the client's reply through the Reply chunk the server
 /// provided.
+//= rfc8167#section-5.3
+//# Chunks MAY be used in the reverse direction.
 #[tokio::test]
 async fn reverse_long_call_and_long_reply_over_rdma() {
     bounded(async {
@@ -659,6 +670,18 @@ async fn a_call_dropped_while_waiting_leaves_the_reverse_direction_served() {
 /// back are checked (`Connection::client()` in a procedure, and
 /// `Server::backchannels()`); the bytes are read off the wire through a
 /// relay, both when Version Two is negotiated and on Version One.
+//= rfc5666bis-04#section-7.3.4
+//# The ONC RPC Call header MUST follow immediately, starting with the same
+//# XID value that is present in the RPC-over-RDMA header.
+//= rfc5666bis-04#section-7.3.4
+//# The Call header's msg_type field MUST contain the value CALL.
+//= rfc8167#section-5.1
+//# The rdma_vers field MUST contain the same value in reverse- and
+//# forward-direction Call messages on the same connection.
+//= rfc8167#section-5.1
+//# Whether presented inline or as a separate chunk, the ONC RPC Call header
+//# MUST start with the same XID value that is present in the RPC-over-RDMA
+//# header, and the RPC header's msg_type field MUST contain the value CALL.
 #[tokio::test]
 async fn reverse_call_without_max_results_goes_inline_over_rdma() {
     use rpcrdma_engine::VersionPolicy;

@@ -73,6 +73,14 @@ impl<'a> Decoder<'a> {
         d
     }
 
+    //= rfc5666bis-04#section-8.1.1
+    //# In the first case, a responder MUST NOT process the Call message.
+    //= rfc5666bis-04#section-8.1.1
+    //# Both types of violations MUST be reported as described in Section
+    //# 5.5.2.
+    //= rfc5666bis-04#section-5.5.2
+    //# A responder MAY also report the presence of a non-DDP-eligible data
+    //# item in a Read or Write chunk using RPC_GARBAGEARGS.
     fn update_limit(&mut self) {
         self.limit = match self.ddp.get(self.next_item) {
             Some(DdpItem {
@@ -336,6 +344,9 @@ impl<'a> Decoder<'a> {
                 None => !item.data.is_empty() || len == 0,
             };
             if here {
+                //= rfc5666bis-04#section-4.4.4.1
+                //# Any byte count left in the Payload stream MUST match the
+                //# sum of the lengths of the segments making up the chunk.
                 if item.data.len() != len as usize {
                     return Err(XdrError::DdpLengthMismatch {
                         offset,

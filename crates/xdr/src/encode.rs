@@ -151,6 +151,10 @@ impl<'b> Encoder<'b> {
     /// # Panics
     /// If `data` is longer than `u32::MAX` bytes.
     pub fn put_opaque_ddp(&mut self, data: Bytes) {
+        //= rfc5666bis-04#section-4.4.4.1
+        //# If a chunk contains a counted array data type, the count of array
+        //# elements MUST remain in the Payload stream, while the array
+        //# elements MUST be moved to the chunk.
         self.put_u32(len_u32(data.len()));
         match &mut self.ddp {
             Some(items) if !data.is_empty() => items.push(DdpItem {

@@ -88,6 +88,12 @@ impl Payload {
             if off > inline.len() {
                 return Err(bad);
             }
+            //= rfc5666bis-04#section-4.4.5.1
+            //# If the requester provides no actual round-up in a Read chunk,
+            //# the responder MUST be prepared to provide appropriate round-up
+            //# in the reconstructed call XDR stream The Position field in a
+            //# read segment indicates where the containing Read chunk starts
+            //# in the Payload stream.
             placed = placed.saturating_add(round_up(data.len()));
             last_end = pos.saturating_add(round_up(data.len()));
             items.push(DdpItem {
@@ -142,6 +148,9 @@ impl Payload {
     }
 
     /// Each positioned item with its position in the full stream.
+    //= rfc5666bis-04#section-4.4.5
+    //# The Position value MUST be computed from the beginning of the Payload
+    //# stream, which begins at Position zero.
     pub fn item_positions(&self) -> impl Iterator<Item = (usize, &DdpItem)> + '_ {
         let mut placed = 0usize;
         self.items.iter().filter_map(move |item| {

@@ -143,6 +143,15 @@ pub struct Engine<P: ProtectionDomain> {
     // Requester side (our calls).
     pub(crate) credits: Credits,
     pub(crate) queue: VecDeque<Pending>,
+    //= rfc5666bis-04#section-7.1.4
+    //# In other words, a forward direction requester MAY use the same xid
+    //# value at the same time as a backward direction requester on the same
+    //# transport connection, but such concurrent requests represent distinct
+    //# ONC RPC transactions.
+    //= rfc8167#section-2.4.1
+    //# Therefore, a forward-direction Requester MAY use the same XID value at
+    //# the same time as a reverse-direction Requester on the same transport
+    //# connection.
     pub(crate) calls: IdMap<u32, OutCall<P::Mr>>,
     pub(crate) req_enabled: bool,
 
@@ -213,6 +222,9 @@ impl<P: ProtectionDomain> Engine<P> {
     /// absent or malformed means the defaults, RFC 8797 §5). `caps` are the
     /// queue pair's negotiated sizes. The engine queues its receive buffers
     /// at once: post them ([`Engine::poll_recv`]) before anything else.
+    //= rfc8797#section-4
+    //# An implementation of the extension described in this document MUST be
+    //# prepared for the settings to change upon a reconnection.
     pub fn new(
         cfg: EngineConfig,
         pd: P,
@@ -462,6 +474,11 @@ impl<P: ProtectionDomain> Engine<P> {
     /// Recomputes the values derived from the version, the private data
     /// and the features (their states and adjustments): called wherever
     /// one of them changes.
+    //= draft-cel-01#section-5.2
+    //# To permit inline threshold values to change during negotiation of
+    //# protocol version, RPC-over-RDMA Version Two implementations MUST allow
+    //# inline threshold values to change without triggering a connection
+    //# loss.
     pub(crate) fn refresh_derived(&mut self) {
         self.adjustments = self.features.adjustments();
         self.thresholds = self.compute_thresholds();
@@ -471,6 +488,12 @@ impl<P: ProtectionDomain> Engine<P> {
         let mut t = match self.peer_pd {
             Some(peer) => InlineThresholds::derive(&self.local_pd, &peer),
             None => {
+                //= rfc5666bis-04#section-4.3.3
+                //# In the absence of such a mechanism, senders MUST assume a
+                //# receiver's inline threshold is 1024 bytes.
+                //= draft-cel-01#section-2.3
+                //# In the absense of such a mechanism, senders MUST assume a
+                //# receiver's inline threshold is 4096 bytes.
                 let d = match self.send_version() {
                     Some(2) => rpcrdma_wire::v2::DEFAULT_INLINE_THRESHOLD,
                     _ => rpcrdma_wire::v1::DEFAULT_INLINE_THRESHOLD,
@@ -635,6 +658,10 @@ impl<P: ProtectionDomain> Engine<P> {
     pub fn handle_completion(&mut self, now: Instant, wc: WorkCompletion) {
         let Some(kind) = self.take_wr(wc.wr_id) else {
             // An unsignaled Send reports only its failure (verbs).
+            //= rfc5666bis-04#section-5.5.4
+            //# If a responder is unable to construct and transmit a Reply or
+            //# error message, the responder MUST close the connection to
+            //# signal to the requester that a reply was lost.
             if !wc.status.is_ok() && self.failed.is_none() {
                 if wc.status != WcStatus::WrFlush {
                     tracing::warn!(opcode = ?wc.opcode, status = ?wc.status, "work request failed");
@@ -714,6 +741,12 @@ impl<P: ProtectionDomain> Engine<P> {
             }
             Err(error) => {
                 tracing::warn!(key, %error, "a memory region could not be invalidated; closing the connection");
+                //= rfc5666bis-04#section-5.5.4
+                //# After a requester has received a reply, if it is unable to
+                //# invalidate a memory region due to an unrecoverable
+                //# problem, the requester MUST close the connection to fence
+                //# that memory from the responder before the associated RPC
+                //# transaction is complete.
                 self.fail(EngineError::InvalidationFailed { key, error });
                 None
             }

@@ -203,6 +203,9 @@ impl<P: ProtectionDomain> Engine<P> {
         self.send_error_reply(&ErrorReply {
             xid,
             vers: version,
+            //= rfc5666bis-04#section-4.3.1
+            //# The granted value MUST NOT be zero, since such a value would
+            //# result in deadlock.
             credits: self.grant.max(1),
             body,
         });

@@ -1,6 +1,7 @@
 //! `rpcrdma nfs bench HOST:/DIR`: 1 MiB READ and WRITE throughput and the
 //! GETATTR round trip over RPC-over-RDMA against the same server over TCP,
-//! in one run, with ratios.
+//! in one run, with ratios: NFSv4.1 on both by default (`--vers 4.1`;
+//! NFSv3 with `--vers 3` or when the server does not serve NFSv4.1).
 //!
 //! Method: paired rounds. Each round measures both transports back to
 //! back (the order flips every round) on a file of `--size` MiB created
@@ -16,8 +17,9 @@ use anyhow::Context;
 use bytes::Bytes;
 use clap::Args;
 use rpcrdma_nfs3::client::NfsClient;
+use rpcrdma_nfs4::client::{Nfs4Client, OpenOptions};
 
-use super::client::{open, parse_target, Remote};
+use super::client::{open_any, parse_target, v4_report, Opened, Remote, Vers};
 use crate::cmd::bench::{median, num};
 use crate::cmd::connect::TransportKind;
 use crate::cmd::{runtime, Scheduler};
@@ -53,7 +55,22 @@ struct Figures {
     getattr_us: f64,
 }
 
-async fn measure(
+fn pattern(size: usize) -> Bytes {
+    Bytes::from(
+        (0..size)
+            .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0])
+            .collect::<Vec<u8>>(),
+    )
+}
+
+async fn measure(c: &Opened, path: &[u8], size: usize, getattrs: u32) -> anyhow::Result<Figures> {
+    match c {
+        Opened::V3(c, rest) => measure_v3(c, rest, size, getattrs).await,
+        Opened::V4(c) => measure_v4(c, path, size, getattrs).await,
+    }
+}
+
+async fn measure_v3(
     c: &NfsClient,
     dir_rest: &[u8],
     size: usize,
@@ -62,11 +79,7 @@ async fn measure(
     let (dir, _) = c.lookup_path(dir_rest).await?;
     let name = format!(".rpcrdma-nfs-bench-{}", std::process::id());
     let fh = c.create(&dir, name.as_bytes(), 0o600).await?;
-    let data = Bytes::from(
-        (0..size)
-            .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0])
-            .collect::<Vec<u8>>(),
-    );
+    let data = pattern(size);
     let t = Instant::now();
     c.write_file(&fh, &data).await?;
     let w = t.elapsed().as_secs_f64();
@@ -100,23 +113,85 @@ async fn measure(
     })
 }
 
+/// The same over NFSv4.1: OPEN (create, read and write), WRITEs and
+/// COMMIT, READs, GETATTRs (each a COMPOUND with SEQUENCE), CLOSE, REMOVE.
+async fn measure_v4(
+    c: &Nfs4Client,
+    path: &[u8],
+    size: usize,
+    getattrs: u32,
+) -> anyhow::Result<Figures> {
+    let (dir, _, _) = c.resolve(path, true).await?;
+    let name = format!(".rpcrdma-nfs-bench-{}", std::process::id());
+    let f = c
+        .open(
+            &dir,
+            name.as_bytes(),
+            OpenOptions::read_write().create(0o600).truncate(),
+        )
+        .await?;
+    let data = pattern(size);
+    let t = Instant::now();
+    f.write_file(&data).await?;
+    let w = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let mut same = true;
+    let mut at = 0usize;
+    let n = f
+        .read_to(size as u64, |chunk| {
+            same &= data.get(at..at + chunk.len()) == Some(chunk);
+            at += chunk.len();
+            Ok(())
+        })
+        .await?;
+    let r = t.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        same && n as usize == size,
+        "the data read back differs from what was written"
+    );
+    let mut rtt = Vec::with_capacity(getattrs as usize);
+    for _ in 0..getattrs {
+        let t = Instant::now();
+        c.getattr(f.fh()).await?;
+        rtt.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    f.close().await?;
+    c.remove(&dir, name.as_bytes()).await?;
+    let mib = size as f64 / 1048576.0;
+    Ok(Figures {
+        write_mib_s: mib / w.max(1e-9),
+        read_mib_s: mib / r.max(1e-9),
+        getattr_us: median(rtt),
+    })
+}
+
 pub(crate) fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     let rt = runtime(Scheduler::MultiThread)?;
     rt.block_on(async {
         let (host, path) = parse_target(&a.target)?;
         let size = (a.size as usize) << 20;
         let rdma_port = a.remote.port;
-        let (rdma, rest) = open(&a.remote, TransportKind::Rdma, rdma_port, &host, &path).await?;
-        let (tcp, _) = open(&a.remote, TransportKind::Tcp, Some(a.tcp_port), &host, &path).await?;
+        let rdma = open_any(&a.remote, TransportKind::Rdma, rdma_port, &host, &path).await?;
+        // The same version over TCP as the RDMA client settled on.
+        let mut remote = a.remote.clone();
+        remote.vers = Some(match &rdma {
+            Opened::V3(..) => Vers::V3,
+            Opened::V4(_) => Vers::V41,
+        });
+        let tcp = open_any(&remote, TransportKind::Tcp, Some(a.tcp_port), &host, &path).await?;
+        let version = match &rdma {
+            Opened::V3(..) => "NFSv3",
+            Opened::V4(_) => "NFSv4.1",
+        };
         let mut rounds = Vec::new();
         for round in 0..a.rounds {
             let (r, t) = if round % 2 == 0 {
-                let r = measure(&rdma, &rest, size, a.getattrs).await.context("over RPC-over-RDMA")?;
-                let t = measure(&tcp, &rest, size, a.getattrs).await.context("over TCP")?;
+                let r = measure(&rdma, &path, size, a.getattrs).await.context("over RPC-over-RDMA")?;
+                let t = measure(&tcp, &path, size, a.getattrs).await.context("over TCP")?;
                 (r, t)
             } else {
-                let t = measure(&tcp, &rest, size, a.getattrs).await.context("over TCP")?;
-                let r = measure(&rdma, &rest, size, a.getattrs).await.context("over RPC-over-RDMA")?;
+                let t = measure(&tcp, &path, size, a.getattrs).await.context("over TCP")?;
+                let r = measure(&rdma, &path, size, a.getattrs).await.context("over RPC-over-RDMA")?;
                 (r, t)
             };
             if !a.json {
@@ -147,6 +222,7 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             };
             let v = serde_json::json!({
                 "target": a.target,
+                "version": version,
                 "size_mib": a.size,
                 "rounds": a.rounds,
                 "getattrs": a.getattrs,
@@ -161,11 +237,19 @@ pub(crate) fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             });
             println!("{}", serde_json::to_string_pretty(&v)?);
         } else {
-            println!("NFSv3 bench on {} ({} MiB, {} rounds, median):", a.target, a.size, a.rounds);
+            println!("{version} bench on {} ({} MiB, {} rounds, median):", a.target, a.size, a.rounds);
             println!("                     RPC-over-RDMA         TCP   ratio (RDMA/TCP)");
             println!("  WRITE 1 MiB       {rw:>10.1} MiB/s {tw:>8.1} MiB/s   {write_ratio:.2}");
             println!("  READ 1 MiB        {rr:>10.1} MiB/s {tr:>8.1} MiB/s   {read_ratio:.2}");
             println!("  GETATTR round trip {rg:>9.1} us    {tg:>8.1} us      {getattr_ratio:.2}");
+        }
+        for c in [&rdma, &tcp] {
+            if let Opened::V4(c) = c {
+                if !a.json {
+                    eprintln!("{}", v4_report(c));
+                }
+                let _ = c.close().await;
+            }
         }
         Ok(ExitCode::SUCCESS)
     })

@@ -1,5 +1,10 @@
-//! The NFSv3 client commands: `rpcrdma nfs ls|get|put|stat HOST:/PATH`.
+//! The NFS client commands: `rpcrdma nfs ls|get|put|stat HOST:/PATH`,
+//! NFSv4.1 by default (`--vers 4.1`, falling back to NFSv3 when the server
+//! does not serve it) or NFSv3 (`--vers 3`), over RPC-over-RDMA or TCP.
+//! Over NFSv4.1 the client answers the server's callbacks on its own
+//! connection (RFC 8167 reverse-direction calls over RDMA).
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,9 +12,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use bytes::Bytes;
-use clap::Args;
+use clap::{Args, ValueEnum};
 use rpcrdma_nfs3::client::{local_credential, NfsClient, NfsClientError};
 use rpcrdma_nfs3::fs::{Attr, FileType};
+use rpcrdma_nfs4::client::{
+    self as v4, Callbacks, ClientEvent, FileKind, Nfs4Client, Nfs4ClientConfig, Nfs4Error,
+    OpenOptions,
+};
 use rpcrdma_oncrpc::tcp::TcpConnector;
 use rpcrdma_oncrpc::{Client, ClientConfig};
 
@@ -17,16 +26,32 @@ use crate::cmd::connect::{connect, resolve, TransportKind};
 use crate::cmd::rdma_opts::RdmaOpts;
 use crate::cmd::{runtime, Scheduler};
 
+/// The NFS version of the client commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Vers {
+    /// NFSv3 (with MOUNT v3 over TCP).
+    #[value(name = "3")]
+    V3,
+    /// NFSv4.1 (sessions; the server's callbacks answered on the client's
+    /// connection).
+    #[value(name = "4.1")]
+    V41,
+}
+
 /// Where the server is and how to reach it.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct Remote {
+    /// NFS version (default 4.1, falling back to 3 when the server does
+    /// not serve NFSv4.1).
+    #[arg(long, value_enum)]
+    pub(crate) vers: Option<Vers>,
     /// Transport for NFS (MOUNT always goes over TCP).
     #[arg(long, value_enum, default_value = "rdma")]
     pub(crate) transport: TransportKind,
     /// NFS port (default: 20049 over RDMA, 2049 over TCP).
     #[arg(long)]
     pub(crate) port: Option<u16>,
-    /// MOUNT v3 port (TCP).
+    /// MOUNT v3 port (TCP; NFSv3 only).
     #[arg(long, default_value_t = 20048)]
     pub(crate) mount_port: u16,
     /// Seconds a call may take.
@@ -85,10 +110,123 @@ pub(crate) async fn open(
         .with_context(|| format!("cannot mount {host}:{}", String::from_utf8_lossy(path)))
 }
 
-async fn open_default(r: &Remote, target: &str) -> anyhow::Result<(NfsClient, Vec<u8>, String)> {
+/// An NFS client of either version, on the path given.
+pub(crate) enum Opened {
+    /// NFSv3: the client and the path left after the mounted prefix.
+    V3(NfsClient, Vec<u8>),
+    /// NFSv4.1: the client (paths resolve from its root).
+    V4(Nfs4Client),
+}
+
+/// Starts an NFSv4.1 client: the callback service in the connection's
+/// services, then EXCHANGE_ID and CREATE_SESSION with a backchannel. The
+/// outer error is the connection's; the inner one NFSv4's.
+pub(crate) async fn open_v4(
+    r: &Remote,
+    kind: TransportKind,
+    port: Option<u16>,
+    host: &str,
+) -> anyhow::Result<Result<Nfs4Client, Nfs4Error>> {
+    let callbacks = Callbacks::default();
+    let mut cfg = ClientConfig::default();
+    cfg.credential = local_credential();
+    cfg.timeout = Duration::from_secs(r.timeout.max(1));
+    cfg.services = callbacks.services();
+    let port = port.unwrap_or(match kind {
+        TransportKind::Rdma => 20049,
+        TransportKind::Tcp => 2049,
+    });
+    let nfs_addr = addr(host, port)?;
+    let rpc = connect(nfs_addr, kind, &r.rdma, cfg).await?.client;
+    let mut ncfg = Nfs4ClientConfig::default();
+    ncfg.patience = Duration::from_secs(r.timeout.max(1)).max(Duration::from_secs(120));
+    Ok(Nfs4Client::start(rpc, callbacks, ncfg).await)
+}
+
+/// Opens a client of the version asked for (`None`: NFSv4.1, else NFSv3
+/// when the server does not serve NFSv4.1).
+pub(crate) async fn open_any(
+    r: &Remote,
+    kind: TransportKind,
+    port: Option<u16>,
+    host: &str,
+    path: &[u8],
+) -> anyhow::Result<Opened> {
+    if r.vers != Some(Vers::V3) {
+        match open_v4(r, kind, port, host).await? {
+            Ok(c) => return Ok(Opened::V4(c)),
+            Err(e @ Nfs4Error::Unsupported { .. }) if r.vers.is_none() => {
+                eprintln!("{e}: falling back to NFSv3");
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("cannot start an NFSv4.1 client with {host}")))
+            }
+        }
+    }
+    let (c, rest) = open(r, kind, port, host, path).await?;
+    Ok(Opened::V3(c, rest))
+}
+
+async fn open_target(r: &Remote, target: &str) -> anyhow::Result<(Opened, Vec<u8>)> {
     let (host, path) = parse_target(target)?;
-    let (c, rest) = open(r, r.transport, r.port, &host, &path).await?;
-    Ok((c, rest, host))
+    let o = open_any(r, r.transport, r.port, &host, &path).await?;
+    Ok((o, path))
+}
+
+/// One line on how the NFSv4.1 session and its backchannel went: the
+/// back channel negotiated, the callbacks answered, and the SEQUENCE
+/// status flags the server set after its CB_NULL probe was answered.
+pub(crate) fn v4_report(c: &Nfs4Client) -> String {
+    let r = c.report();
+    let after = v4::session::flag_names(r.flags_after_probe);
+    let seen = v4::session::flag_names(r.flags_seen);
+    format!(
+        "NFSv4.1 session: {} slots, I/O {} KiB; back channel {} slot(s), calls up to {} bytes, {} ops ({}); \
+         backchannel: {} CB_NULL, {} CB_COMPOUND ({} CB_RECALL) answered; SEQUENCE status flags after the probe: {} ({} SEQUENCEs){}",
+        r.fore.ca_maxrequests,
+        r.io.0 / 1024,
+        r.back.ca_maxrequests,
+        r.back.ca_maxrequestsize,
+        r.back.ca_maxoperations,
+        if r.back_on_connection { "on this connection" } else { "bound later" },
+        r.callbacks.nulls,
+        r.callbacks.compounds,
+        r.callbacks.recalls,
+        if after.is_empty() { "none, no SEQ4_STATUS_CB_PATH_DOWN".to_owned() } else { after.join("|") },
+        r.sequences_after_probe,
+        if seen.is_empty() { String::new() } else { format!("; before it: {}", seen.join("|")) },
+    )
+}
+
+/// Ends an NFSv4.1 client: its report on standard error, DESTROY_SESSION
+/// and DESTROY_CLIENTID.
+async fn finish_v4(c: &Nfs4Client) {
+    eprintln!("{}", v4_report(c));
+    if let Err(e) = c.close().await {
+        eprintln!("closing the NFSv4.1 session: {e}");
+    }
+}
+
+/// A path's parent and last component.
+fn split_last(path: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let split = path.iter().rposition(|&b| b == b'/').unwrap_or(0);
+    (
+        path[..split.max(1)].to_vec(),
+        path[(split + 1).min(path.len())..].to_vec(),
+    )
+}
+
+fn mode_string4(kind: FileKind, mode: u32) -> String {
+    let mut s = String::new();
+    s.push(kind.type_char());
+    for shift in [6, 3, 0] {
+        let b = (mode >> shift) & 7;
+        s.push(if b & 4 != 0 { 'r' } else { '-' });
+        s.push(if b & 2 != 0 { 'w' } else { '-' });
+        s.push(if b & 1 != 0 { 'x' } else { '-' });
+    }
+    s
 }
 
 fn type_char(t: FileType) -> char {
@@ -132,28 +270,29 @@ pub(crate) struct LsArgs {
 
 pub(crate) fn ls(a: LsArgs) -> anyhow::Result<ExitCode> {
     runtime(Scheduler::MultiThread)?.block_on(async {
-        let (c, rest, _) = open_default(&a.remote, &a.target).await?;
-        let (dir, attr) = c.lookup_path(&rest).await?;
-        if attr.ftype != FileType::Directory {
+        let (opened, path) = open_target(&a.remote, &a.target).await?;
+        let c = match opened {
+            Opened::V3(c, rest) => return ls_v3(&a, &c, &rest).await,
+            Opened::V4(c) => c,
+        };
+        let (dir, attr, _) = c.resolve(&path, true).await?;
+        if attr.kind != FileKind::Directory {
             bail!("{} is not a directory (use `nfs stat`)", a.target);
         }
         let t = Instant::now();
-        let mut list = c.list(&dir, !a.names_only).await?;
+        let mut list = c.readdir(&dir).await?;
         let took = t.elapsed();
         list.sort_by(|x, y| x.name.cmp(&y.name));
         let mut out = String::new();
-        for e in list
-            .iter()
-            .filter(|e| &e.name[..] != b"." && &e.name[..] != b"..")
-        {
+        for e in &list {
             let name = String::from_utf8_lossy(&e.name);
-            match (&e.attr, a.long) {
+            match (&e.attrs, a.long) {
                 (Some(at), true) => out.push_str(&format!(
                     "{} {:>3} {:>6} {:>6} {:>12} {}\n",
-                    mode_string(at),
+                    mode_string4(at.kind, at.mode),
                     at.nlink,
-                    at.uid,
-                    at.gid,
+                    String::from_utf8_lossy(&at.owner),
+                    String::from_utf8_lossy(&at.group),
                     at.size,
                     name
                 )),
@@ -165,12 +304,53 @@ pub(crate) fn ls(a: LsArgs) -> anyhow::Result<ExitCode> {
         }
         print!("{out}");
         eprintln!(
-            "{} entries listed in {:.1} ms",
-            list.len().saturating_sub(2),
+            "{} entries listed in {:.1} ms (NFSv4.1 READDIR)",
+            list.len(),
             took.as_secs_f64() * 1e3
         );
+        finish_v4(&c).await;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+async fn ls_v3(a: &LsArgs, c: &NfsClient, rest: &[u8]) -> anyhow::Result<ExitCode> {
+    let (dir, attr) = c.lookup_path(rest).await?;
+    if attr.ftype != FileType::Directory {
+        bail!("{} is not a directory (use `nfs stat`)", a.target);
+    }
+    let t = Instant::now();
+    let mut list = c.list(&dir, !a.names_only).await?;
+    let took = t.elapsed();
+    list.sort_by(|x, y| x.name.cmp(&y.name));
+    let mut out = String::new();
+    for e in list
+        .iter()
+        .filter(|e| &e.name[..] != b"." && &e.name[..] != b"..")
+    {
+        let name = String::from_utf8_lossy(&e.name);
+        match (&e.attr, a.long) {
+            (Some(at), true) => out.push_str(&format!(
+                "{} {:>3} {:>6} {:>6} {:>12} {}\n",
+                mode_string(at),
+                at.nlink,
+                at.uid,
+                at.gid,
+                at.size,
+                name
+            )),
+            _ => {
+                out.push_str(&name);
+                out.push('\n');
+            }
+        }
+    }
+    print!("{out}");
+    eprintln!(
+        "{} entries listed in {:.1} ms",
+        list.len().saturating_sub(2),
+        took.as_secs_f64() * 1e3
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Arguments of `rpcrdma nfs stat`.
@@ -184,16 +364,32 @@ pub(crate) struct StatArgs {
 
 pub(crate) fn stat(a: StatArgs) -> anyhow::Result<ExitCode> {
     runtime(Scheduler::MultiThread)?.block_on(async {
-        let (c, rest, _) = open_default(&a.remote, &a.target).await?;
-        let (fh, at) = c.lookup_path(&rest).await?;
+        let (opened, path) = open_target(&a.remote, &a.target).await?;
+        let c = match opened {
+            Opened::V3(c, rest) => return stat_v3(&a, &c, &rest).await,
+            Opened::V4(c) => c,
+        };
+        let (fh, at, _) = c.resolve(&path, false).await?;
         println!("  path: {}", a.target);
-        println!("  type: {:?}", at.ftype);
-        println!("  mode: {:04o} ({})", at.mode, mode_string(&at));
+        println!("  type: {:?}", at.kind);
+        println!(
+            "  mode: {:04o} ({})",
+            at.mode,
+            mode_string4(at.kind, at.mode)
+        );
         println!(" links: {}", at.nlink);
-        println!("   uid: {}  gid: {}", at.uid, at.gid);
+        println!(
+            " owner: {}  group: {}",
+            String::from_utf8_lossy(&at.owner),
+            String::from_utf8_lossy(&at.group)
+        );
         println!("  size: {}  used: {}", at.size, at.used);
-        println!("  rdev: {},{}", at.rdev.0, at.rdev.1);
-        println!("  fsid: {:#x}  fileid: {}", at.fsid, at.fileid);
+        println!("  rdev: {},{}", at.rawdev.0, at.rawdev.1);
+        println!(
+            "  fsid: {:#x}.{:#x}  fileid: {}",
+            at.fsid.0, at.fsid.1, at.fileid
+        );
+        println!("change: {}", at.change);
         for (n, t) in [
             ("atime", at.atime),
             ("mtime", at.mtime),
@@ -201,9 +397,31 @@ pub(crate) fn stat(a: StatArgs) -> anyhow::Result<ExitCode> {
         ] {
             println!(" {n}: {}.{:09}", t.seconds, t.nseconds);
         }
-        println!("handle: {}", hex::encode(fh.as_bytes()));
+        println!("handle: {}", hex::encode(&fh));
+        finish_v4(&c).await;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+async fn stat_v3(a: &StatArgs, c: &NfsClient, rest: &[u8]) -> anyhow::Result<ExitCode> {
+    let (fh, at) = c.lookup_path(rest).await?;
+    println!("  path: {}", a.target);
+    println!("  type: {:?}", at.ftype);
+    println!("  mode: {:04o} ({})", at.mode, mode_string(&at));
+    println!(" links: {}", at.nlink);
+    println!("   uid: {}  gid: {}", at.uid, at.gid);
+    println!("  size: {}  used: {}", at.size, at.used);
+    println!("  rdev: {},{}", at.rdev.0, at.rdev.1);
+    println!("  fsid: {:#x}  fileid: {}", at.fsid, at.fileid);
+    for (n, t) in [
+        ("atime", at.atime),
+        ("mtime", at.mtime),
+        ("ctime", at.ctime),
+    ] {
+        println!(" {n}: {}.{:09}", t.seconds, t.nseconds);
+    }
+    println!("handle: {}", hex::encode(fh.as_bytes()));
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Arguments of `rpcrdma nfs get`.
@@ -214,65 +432,180 @@ pub(crate) struct GetArgs {
     /// Local file to write (default: the remote name, in the current
     /// directory; `-` for standard output).
     local: Option<PathBuf>,
+    /// NFSv4.1: after reading, keep the file open and the delegation the
+    /// server granted for up to SECS seconds, until the server recalls it
+    /// (CB_RECALL on this client's connection); it is then returned
+    /// (DELEGRETURN) and the times reported.
+    #[arg(long, value_name = "SECS")]
+    hold_delegation: Option<u64>,
     #[command(flatten)]
     remote: Remote,
 }
 
-pub(crate) fn get(a: GetArgs) -> anyhow::Result<ExitCode> {
-    use std::io::Write;
-    runtime(Scheduler::MultiThread)?.block_on(async {
-        let (c, rest, _) = open_default(&a.remote, &a.target).await?;
-        let (fh, attr) = c.lookup_path(&rest).await?;
-        if attr.ftype != FileType::Regular {
-            bail!("{} is a {:?}, not a regular file", a.target, attr.ftype);
-        }
-        let local = match &a.local {
-            Some(p) => p.clone(),
-            None => {
-                let name = rest.rsplit(|&b| b == b'/').next().unwrap_or(b"");
-                if name.is_empty() {
-                    bail!("name the local file: rpcrdma nfs get HOST:/PATH LOCAL");
-                }
-                PathBuf::from(String::from_utf8_lossy(name).into_owned())
+/// The local file `get` writes, or standard output.
+fn sink_for(
+    local: Option<&PathBuf>,
+    remote_name: &[u8],
+) -> anyhow::Result<(PathBuf, Box<dyn std::io::Write>)> {
+    let local = match local {
+        Some(p) => p.clone(),
+        None => {
+            if remote_name.is_empty() {
+                bail!("name the local file: rpcrdma nfs get HOST:/PATH LOCAL");
             }
+            PathBuf::from(String::from_utf8_lossy(remote_name).into_owned())
+        }
+    };
+    let out: Box<dyn std::io::Write> = if local.as_os_str() == "-" {
+        Box::new(std::io::stdout().lock())
+    } else {
+        Box::new(std::io::BufWriter::with_capacity(
+            1 << 20,
+            std::fs::File::create(&local)
+                .with_context(|| format!("cannot create {}", local.display()))?,
+        ))
+    };
+    Ok((local, out))
+}
+
+fn report_rate(n: u64, t: Instant, to: &str) {
+    let s = t.elapsed().as_secs_f64();
+    eprintln!(
+        "{n} bytes in {:.3} s ({:.1} MiB/s) -> {to}",
+        s,
+        n as f64 / s.max(1e-9) / 1048576.0,
+    );
+}
+
+pub(crate) fn get(a: GetArgs) -> anyhow::Result<ExitCode> {
+    runtime(Scheduler::MultiThread)?.block_on(async {
+        let (opened, path) = open_target(&a.remote, &a.target).await?;
+        let c = match opened {
+            Opened::V3(c, rest) => {
+                if a.hold_delegation.is_some() {
+                    bail!("--hold-delegation needs NFSv4.1 (the server speaks NFSv3 only)");
+                }
+                return get_v3(&a, &c, &rest).await;
+            }
+            Opened::V4(c) => c,
         };
-        let mut out: Box<dyn Write> = if local.as_os_str() == "-" {
-            Box::new(std::io::stdout().lock())
-        } else {
-            Box::new(std::io::BufWriter::with_capacity(
-                1 << 20,
-                std::fs::File::create(&local)
-                    .with_context(|| format!("cannot create {}", local.display()))?,
-            ))
-        };
+        let (parent, name) = split_last(&path);
+        if name.is_empty() {
+            bail!("{} names no file", a.target);
+        }
+        let (dir, _, _) = c.resolve(&parent, true).await?;
+        let mut events = c.events();
+        let f = c.open(&dir, &name, OpenOptions::read()).await?;
+        let attr = f.attrs();
+        if attr.kind != FileKind::Regular {
+            bail!("{} is a {:?}, not a regular file", a.target, attr.kind);
+        }
+        let (local, mut out) = sink_for(a.local.as_ref(), &name)?;
         let t = Instant::now();
         let cannot_write = || format!("cannot write {}", local.display());
-        let n = c
-            .read_file(&fh, attr.size, |chunk| {
-                out.write_all(chunk).map_err(NfsClientError::Local)
+        let n = f
+            .read_to(attr.size, |chunk| {
+                out.write_all(chunk).map_err(Nfs4Error::Local)
             })
             .await
             .map_err(|e| match e {
-                // The sink's own failure: say which local file.
-                NfsClientError::Local(e) => anyhow::Error::new(e).context(cannot_write()),
+                Nfs4Error::Local(e) => anyhow::Error::new(e).context(cannot_write()),
                 e => e.into(),
             })?;
         out.flush().with_context(cannot_write)?;
-        let s = t.elapsed().as_secs_f64();
-        eprintln!(
-            "{n} bytes in {:.3} s ({:.1} MiB/s) -> {}",
-            s,
-            n as f64 / s.max(1e-9) / 1048576.0,
-            local.display()
-        );
+        drop(out);
+        report_rate(n, t, &local.display().to_string());
         if n != attr.size {
             bail!(
                 "the file changed size while reading: {n} bytes read, {} expected",
                 attr.size
             );
         }
-        Ok(ExitCode::SUCCESS)
+        let mut code = ExitCode::SUCCESS;
+        if let Some(secs) = a.hold_delegation {
+            code = hold_delegation(&f, &mut events, secs, &a.target).await;
+        }
+        f.close().await?;
+        finish_v4(&c).await;
+        Ok(code)
     })
+}
+
+/// `get --hold-delegation`: waits for the recall of the file's delegation
+/// and its return; exit status 0 only if both happened.
+async fn hold_delegation(
+    f: &v4::File,
+    events: &mut tokio::sync::broadcast::Receiver<ClientEvent>,
+    secs: u64,
+    target: &str,
+) -> ExitCode {
+    let Some(write) = f.delegation() else {
+        eprintln!("delegation: the server granted none for {target}");
+        return ExitCode::from(3);
+    };
+    eprintln!(
+        "delegation: a {} delegation of {target} is held; waiting up to {secs} s for the server to recall it",
+        if write { "write" } else { "read" }
+    );
+    let until = tokio::time::Instant::now() + Duration::from_secs(secs);
+    let mut recalled = None;
+    loop {
+        match tokio::time::timeout_at(until, events.recv()).await {
+            Ok(Ok(ClientEvent::Recalled { fh })) if fh == f.fh() => {
+                recalled = Some(Instant::now());
+                eprintln!("delegation: recalled by the server (CB_RECALL)");
+            }
+            Ok(Ok(ClientEvent::Returned { fh, took, status })) if fh == f.fh() => {
+                eprintln!(
+                    "delegation: returned (DELEGRETURN {}) {:.1} ms after the recall arrived",
+                    v4::status_name(status),
+                    took.as_secs_f64() * 1e3
+                );
+                return if status == v4::Status::Nfs4Ok && recalled.is_some() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(3)
+                };
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {}
+            Ok(Err(_)) | Err(_) => {
+                eprintln!("delegation: not recalled within {secs} s");
+                return ExitCode::from(3);
+            }
+        }
+    }
+}
+
+async fn get_v3(a: &GetArgs, c: &NfsClient, rest: &[u8]) -> anyhow::Result<ExitCode> {
+    let (fh, attr) = c.lookup_path(rest).await?;
+    if attr.ftype != FileType::Regular {
+        bail!("{} is a {:?}, not a regular file", a.target, attr.ftype);
+    }
+    let name = rest.rsplit(|&b| b == b'/').next().unwrap_or(b"");
+    let (local, mut out) = sink_for(a.local.as_ref(), name)?;
+    let t = Instant::now();
+    let cannot_write = || format!("cannot write {}", local.display());
+    let n = c
+        .read_file(&fh, attr.size, |chunk| {
+            out.write_all(chunk).map_err(NfsClientError::Local)
+        })
+        .await
+        .map_err(|e| match e {
+            // The sink's own failure: say which local file.
+            NfsClientError::Local(e) => anyhow::Error::new(e).context(cannot_write()),
+            e => e.into(),
+        })?;
+    out.flush().with_context(cannot_write)?;
+    drop(out);
+    report_rate(n, t, &local.display().to_string());
+    if n != attr.size {
+        bail!(
+            "the file changed size while reading: {n} bytes read, {} expected",
+            attr.size
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Arguments of `rpcrdma nfs put`.
@@ -299,8 +632,21 @@ fn parse_mode(s: &str) -> Result<u32, String> {
 /// Bytes written per window of `put` (the memory it uses).
 const PUT_WINDOW: usize = 16 << 20;
 
-pub(crate) fn put(a: PutArgs) -> anyhow::Result<ExitCode> {
+/// Reads the next window of `file` into `buf`; the bytes read.
+fn fill(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
     use std::io::Read;
+    let mut n = 0;
+    while n < buf.len() {
+        let k = file.read(&mut buf[n..])?;
+        if k == 0 {
+            break;
+        }
+        n += k;
+    }
+    Ok(n)
+}
+
+pub(crate) fn put(a: PutArgs) -> anyhow::Result<ExitCode> {
     runtime(Scheduler::MultiThread)?.block_on(async {
         let (host, mut path) = parse_target(&a.target)?;
         if path.ends_with(b"/") {
@@ -310,46 +656,55 @@ pub(crate) fn put(a: PutArgs) -> anyhow::Result<ExitCode> {
                 .context("the local path has no file name")?;
             path.extend_from_slice(name.as_encoded_bytes());
         }
-        let split = path.iter().rposition(|&b| b == b'/').unwrap_or(0);
-        let (dir_path, name) = (path[..split.max(1)].to_vec(), path[split + 1..].to_vec());
+        let (dir_path, name) = split_last(&path);
         if name.is_empty() {
             bail!("{} names no file", a.target);
         }
         let mut file = std::fs::File::open(&a.local)
             .with_context(|| format!("cannot open {}", a.local.display()))?;
-        let (c, rest) = open(&a.remote, a.remote.transport, a.remote.port, &host, &dir_path).await?;
-        let (dir, _) = c.lookup_path(&rest).await?;
-        let fh = c.create(&dir, &name, a.mode).await?;
-        let t = Instant::now();
+        let opened = open_any(&a.remote, a.remote.transport, a.remote.port, &host, &dir_path).await?;
         let mut verfs = std::collections::HashSet::new();
         let mut off = 0u64;
         let mut buf = vec![0u8; PUT_WINDOW];
-        loop {
-            let mut n = 0;
-            while n < buf.len() {
-                let k = file.read(&mut buf[n..])?;
-                if k == 0 {
-                    break;
+        let t;
+        match opened {
+            Opened::V3(c, rest) => {
+                let (dir, _) = c.lookup_path(&rest).await?;
+                let fh = c.create(&dir, &name, a.mode).await?;
+                t = Instant::now();
+                loop {
+                    let n = fill(&mut file, &mut buf)?;
+                    if n == 0 {
+                        break;
+                    }
+                    verfs.extend(c.write_range(&fh, off, Bytes::copy_from_slice(&buf[..n])).await?);
+                    off += n as u64;
                 }
-                n += k;
+                verfs.insert(c.commit(&fh).await?);
             }
-            if n == 0 {
-                break;
+            Opened::V4(c) => {
+                let (dir, _, _) = c.resolve(&dir_path, true).await?;
+                let f = c
+                    .open(&dir, &name, OpenOptions::write().create(a.mode).truncate())
+                    .await?;
+                t = Instant::now();
+                loop {
+                    let n = fill(&mut file, &mut buf)?;
+                    if n == 0 {
+                        break;
+                    }
+                    verfs.extend(f.write_all(off, Bytes::copy_from_slice(&buf[..n])).await?);
+                    off += n as u64;
+                }
+                verfs.insert(f.commit().await?);
+                f.close().await?;
+                finish_v4(&c).await;
             }
-            verfs.extend(c.write_range(&fh, off, Bytes::copy_from_slice(&buf[..n])).await?);
-            off += n as u64;
         }
-        verfs.insert(c.commit(&fh).await?);
         if verfs.len() > 1 {
             bail!("the server restarted during the transfer (its write verifier changed); run put again");
         }
-        let s = t.elapsed().as_secs_f64();
-        eprintln!(
-            "{off} bytes in {:.3} s ({:.1} MiB/s) -> {host}:{}",
-            s,
-            off as f64 / s.max(1e-9) / 1048576.0,
-            String::from_utf8_lossy(&path)
-        );
+        report_rate(off, t, &format!("{host}:{}", String::from_utf8_lossy(&path)));
         Ok(ExitCode::SUCCESS)
     })
 }

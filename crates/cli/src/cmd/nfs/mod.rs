@@ -1,5 +1,6 @@
-//! `rpcrdma nfs`: an NFSv3 server exporting a directory, and an NFSv3
-//! client, over RPC-over-RDMA or TCP.
+//! `rpcrdma nfs`: an NFS server exporting a directory (NFSv3, NFSv4.1,
+//! NFSv4.2), and an NFS client (NFSv4.1, or NFSv3 with `--vers 3`), over
+//! RPC-over-RDMA or TCP.
 
 use std::process::ExitCode;
 
@@ -18,9 +19,11 @@ pub(crate) struct NfsArgs {
 
 #[derive(Debug, Subcommand)]
 enum NfsCommand {
-    /// Export DIR over NFSv3 and MOUNT v3 (RPC-over-RDMA, and TCP with --tcp).
+    /// Export DIR over NFSv3 (and MOUNT v3), NFSv4.1 and NFSv4.2
+    /// (RPC-over-RDMA, and TCP with --tcp).
     Serve(serve::ServeArgs),
-    /// List a directory: HOST:/PATH (READDIRPLUS; -l for details).
+    /// List a directory: HOST:/PATH (NFSv4.1 READDIR, NFSv3 READDIRPLUS;
+    /// -l for details).
     Ls(client::LsArgs),
     /// Copy a remote file to a local one: HOST:/PATH [LOCAL].
     Get(client::GetArgs),
@@ -29,7 +32,8 @@ enum NfsCommand {
     /// Show a file's attributes and handle: HOST:/PATH.
     Stat(client::StatArgs),
     /// 1 MiB READ/WRITE throughput and GETATTR round trip over
-    /// RPC-over-RDMA against the same server over TCP, with ratios.
+    /// RPC-over-RDMA against the same server over TCP (NFSv4.1, or NFSv3
+    /// with --vers 3), with ratios.
     Bench(bench::BenchArgs),
 }
 

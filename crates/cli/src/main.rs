@@ -3,9 +3,10 @@
 //! Each subcommand lives in its own module under `cmd/`; this file only
 //! parses arguments, sets up logging and dispatches.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
+mod docs;
 
 /// RPC-over-RDMA (RFC 8166, RFC 8167, RFC 8797, Version Two) in Rust.
 #[derive(Debug, Parser)]
@@ -17,7 +18,23 @@ struct Cli {
     log: Option<String>,
 
     #[command(subcommand)]
-    command: Command,
+    command: Top,
+}
+
+/// The subcommands: those that work ([`Command`], run by `cmd::run`) and
+/// those that describe the command line itself.
+// Parsed once per run: its size does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Subcommand)]
+enum Top {
+    #[command(flatten)]
+    Run(Command),
+    /// Print a shell completion script (bash, zsh, fish, elvish,
+    /// powershell), generated from this command line.
+    Completions(docs::CompletionsArgs),
+    /// Print the manual page (roff; `rpcrdma man | man -l -`), or write
+    /// one per subcommand with --dir.
+    Man(docs::ManArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -81,11 +98,24 @@ fn default_sigpipe() {}
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    if matches!(cli.command, Command::Decode(_) | Command::Xdrgen(_)) {
+    if matches!(
+        cli.command,
+        Top::Run(Command::Decode(_) | Command::Xdrgen(_)) | Top::Completions(_) | Top::Man(_)
+    ) {
         default_sigpipe();
     }
     init_logging(cli.log.as_deref());
-    match cmd::run(cli.command) {
+    let command = match cli.command {
+        Top::Run(command) => command,
+        Top::Completions(args) => return docs::completions(args, Cli::command()),
+        Top::Man(args) => {
+            return docs::man(args, Cli::command()).unwrap_or_else(|e| {
+                eprintln!("rpcrdma: error: {e:#}");
+                std::process::ExitCode::from(2)
+            })
+        }
+    };
+    match cmd::run(command) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("rpcrdma: error: {e:#}");

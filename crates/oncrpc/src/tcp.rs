@@ -8,7 +8,7 @@
 //! never leave half a record on the wire. Reads go through the
 //! [`Deframer`], which enforces the maximum record size before buffering.
 //!
-//! A server's connections ([`TcpTransport::serving`]) count what their
+//! A server's connections (`TcpTransport::serving`) count what their
 //! peer makes them hold against the server's memory budget and stop
 //! handing up calls while over it (`budget.rs`); one whose replies make no
 //! progress for the stall timeout is dropped.

@@ -247,8 +247,8 @@ pub fn squash(how: Squash, anon: (u32, u32), cred: Option<(u32, u32, &[u32])>) -
 
 /// Maps a call's credential to the identity it acts as: ids outside `maps`
 /// (and [`INVALID_ID`]) are invalid and become the anonymous id (a
-/// supplementary gid is dropped), then `how` squashes (see the [module
-/// rules](self)). `None` (AUTH_NONE, or any other flavor) is the
+/// supplementary gid is dropped), then `how` squashes (the rules:
+/// `docs/nfs.md`, "Identities: the rules"). `None` (AUTH_NONE, or any other flavor) is the
 /// anonymous user. The caller is marked [`Caller::anonymous`] when it
 /// acts as the anonymous uid and squashing is on (or AUTH_NONE, or
 /// `all_squash`).

@@ -33,7 +33,7 @@ use p::NfsArgop4 as A;
 use p::NfsResop4 as R;
 
 /// Something that happened to the client's state, for whoever listens
-/// ([`Nfs4Client::events`]).
+/// ([`Nfs4Client::events`](super::Nfs4Client::events)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ClientEvent {

@@ -700,36 +700,86 @@ impl NfsClient {
     }
 
     /// Writes `data` at `offset` with UNSTABLE WRITEs of up to `wtmax`,
-    /// [`NfsClient::in_flight`] at a time (no COMMIT); returns the write verifiers
-    /// seen (more than one: the server restarted meanwhile).
+    /// [`NfsClient::in_flight`] at a time (no COMMIT); returns the write
+    /// verifiers seen (more than one: the server restarted meanwhile).
     pub async fn write_range(
         &self,
         fh: &FileHandle,
         offset: u64,
         data: Bytes,
     ) -> Result<std::collections::HashSet<[u8; 8]>, NfsClientError> {
+        let mut at = 0usize;
+        let (_, verfs) = self
+            .write_stream(fh, offset, |max| {
+                let end = (at + max).min(data.len());
+                let chunk = (end > at).then(|| data.slice(at..end));
+                at = end;
+                Ok(chunk)
+            })
+            .await?;
+        Ok(verfs)
+    }
+
+    /// Writes what `next` hands out, in order from `offset`, with UNSTABLE
+    /// WRITEs kept [`NfsClient::in_flight`] at a time (no COMMIT). `next`
+    /// is called with the largest WRITE (`wtmax`) whenever the window has
+    /// room, and returns the next chunk of at most that many octets
+    /// (`None` at the end); it runs while earlier WRITEs are on the wire,
+    /// so a caller reading a local file overlaps its reads with the
+    /// transfer. Returns the octets written and the write verifiers seen.
+    pub async fn write_stream(
+        &self,
+        fh: &FileHandle,
+        offset: u64,
+        mut next: impl FnMut(usize) -> std::io::Result<Option<Bytes>>,
+    ) -> Result<(u64, std::collections::HashSet<[u8; 8]>), NfsClientError> {
         type Write = tokio::task::JoinHandle<Result<(u32, [u8; 8]), NfsClientError>>;
         let step = self.wtmax as usize;
         let mut verfs = std::collections::HashSet::new();
         let mut queue: VecDeque<(usize, Write)> = VecDeque::new();
-        let mut at = 0usize;
+        let mut at = 0u64;
+        let mut more = true;
         let result = loop {
-            while queue.len() < self.in_flight && at < data.len() {
-                let end = (at + step).min(data.len());
-                let chunk = data.slice(at..end);
+            while more && queue.len() < self.in_flight {
+                let chunk = match next(step) {
+                    Ok(Some(c)) if !c.is_empty() => c,
+                    Ok(_) => {
+                        more = false;
+                        break;
+                    }
+                    Err(e) => {
+                        for (_, t) in queue.drain(..) {
+                            t.abort();
+                        }
+                        return Err(NfsClientError::Local(e));
+                    }
+                };
+                if chunk.len() > step {
+                    for (_, t) in queue.drain(..) {
+                        t.abort();
+                    }
+                    return Err(NfsClientError::Local(std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        format!(
+                            "a chunk of {} octets is larger than the WRITE size {step}",
+                            chunk.len()
+                        ),
+                    )));
+                }
                 let (me, fh) = (self.clone(), fh.clone());
-                let off = offset + at as u64;
+                let off = offset + at;
+                let len = chunk.len();
                 queue.push_back((
-                    end - at,
+                    len,
                     tokio::spawn(async move {
                         let (n, _, v) = me.write(&fh, off, chunk, StableHow::Unstable).await?;
                         Ok((n, v))
                     }),
                 ));
-                at = end;
+                at += len as u64;
             }
             let Some((want, task)) = queue.pop_front() else {
-                break Ok(verfs);
+                break Ok((at, verfs));
             };
             match task.await {
                 Ok(Ok((n, v))) if n as usize == want => {

@@ -637,3 +637,60 @@ async fn readdirplus_dircount_is_a_hint_and_readlink_without_a_write_chunk() {
     assert!(matches!(r, p::Readlink3res::Nfs3Ok(ok) if ok.data == target.as_bytes()));
     rig.server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_stream_keeps_its_window_and_says_why_it_stops() {
+    let rig = rig(false).await;
+    let (mut c, _) = rig.mount(true, b"/").await;
+    for window in [1, 2, 8] {
+        c.set_in_flight(window);
+        assert_eq!(c.in_flight(), window);
+        let f = c.create(c.root(), b"streamed", 0o644).await.unwrap();
+        // Full-size chunks, a short one, then the end; the source sees
+        // the WRITE size every time.
+        let sizes = [1 << 20, 1 << 20, 7, 1 << 20];
+        let mut k = 0usize;
+        let mut expected = Vec::new();
+        let (n, verfs) = c
+            .write_stream(&f, 5, |max| {
+                assert_eq!(max, 1 << 20);
+                let Some(&len) = sizes.get(k) else {
+                    return Ok(None);
+                };
+                let chunk: Vec<u8> = (0..len).map(|i| (i + k * 31) as u8).collect();
+                expected.extend_from_slice(&chunk);
+                k += 1;
+                Ok(Some(Bytes::from(chunk)))
+            })
+            .await
+            .unwrap();
+        assert_eq!(n as usize, expected.len());
+        assert_eq!(verfs.len(), 1);
+        let on_disk = std::fs::read(rig.root.join("streamed")).unwrap();
+        assert_eq!(&on_disk[..5], &[0; 5]);
+        assert!(on_disk[5..] == expected[..], "window {window}");
+        c.remove(c.root(), b"streamed").await.unwrap();
+    }
+    // Clamped to 1..=MAX_IN_FLIGHT.
+    c.set_in_flight(0);
+    assert_eq!(c.in_flight(), 1);
+    c.set_in_flight(1 << 20);
+    assert_eq!(c.in_flight(), rpcrdma_nfs3::client::MAX_IN_FLIGHT);
+    // The source's failure, and a chunk larger than a WRITE, stop it with
+    // a local error.
+    let f = c.create(c.root(), b"failing", 0o644).await.unwrap();
+    let e = c
+        .write_stream(&f, 0, |_| Err(std::io::Error::other("disk on fire")))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, NfsClientError::Local(ref io) if io.to_string() == "disk on fire"));
+    let e = c
+        .write_stream(&f, 0, |max| Ok(Some(Bytes::from(vec![0u8; max + 1]))))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, NfsClientError::Local(ref io) if io.to_string().contains("larger than the WRITE size")),
+        "{e}"
+    );
+    rig.server.shutdown().await;
+}

@@ -54,6 +54,15 @@ pub struct Stats {
     pub rdma_reads: u64,
     /// RDMA Write operations posted.
     pub rdma_writes: u64,
+    /// Octets of the RDMA Reads posted (Read chunks pulled from the peer).
+    pub rdma_read_bytes: u64,
+    /// Octets of the RDMA Writes posted (Write and Reply chunks filled).
+    pub rdma_write_bytes: u64,
+    /// Octets sent inline: every Send (transport header and inline part).
+    pub inline_sent_bytes: u64,
+    /// Octets received inline: every receive (transport header and inline
+    /// part).
+    pub inline_received_bytes: u64,
     /// Calls the upper layer abandoned before their reply.
     pub released_early: u64,
     /// Receive buffers allocated.
@@ -91,6 +100,93 @@ pub struct Stats {
     /// `RDMA2_OPTIONAL` messages received of a supported type (others are
     /// answered by the decoder and counted in `bad_messages`).
     pub options_received: u64,
+}
+
+/// Adds each counter of `rhs` to `self` (the counters of several
+/// connections).
+impl std::ops::AddAssign for Stats {
+    fn add_assign(&mut self, rhs: Self) {
+        let Stats {
+            calls_short,
+            calls_chunked,
+            calls_long,
+            replies_short,
+            replies_chunked,
+            replies_long,
+            calls_received,
+            replies_sent,
+            rdma_errors_sent,
+            rdma_errors_received,
+            bad_messages,
+            unmatched_replies,
+            credit_waits,
+            calls_retired,
+            answers_dropped,
+            sends_unsignaled,
+            credit_overruns,
+            registrations,
+            deregistrations,
+            remote_invalidations,
+            rdma_reads,
+            rdma_writes,
+            rdma_read_bytes,
+            rdma_write_bytes,
+            inline_sent_bytes,
+            inline_received_bytes,
+            released_early,
+            recv_buffers_allocated,
+            recv_buffers_reused,
+            sink_buffers_allocated,
+            sink_bytes_allocated,
+            sink_buffers_reused,
+            calls_waited_for_memory,
+            calls_waited_for_window,
+            calls_refused_for_memory,
+            calls_refused_too_large,
+            replies_refused_for_memory,
+            options_sent,
+            options_received,
+        } = rhs;
+        self.calls_short += calls_short;
+        self.calls_chunked += calls_chunked;
+        self.calls_long += calls_long;
+        self.replies_short += replies_short;
+        self.replies_chunked += replies_chunked;
+        self.replies_long += replies_long;
+        self.calls_received += calls_received;
+        self.replies_sent += replies_sent;
+        self.rdma_errors_sent += rdma_errors_sent;
+        self.rdma_errors_received += rdma_errors_received;
+        self.bad_messages += bad_messages;
+        self.unmatched_replies += unmatched_replies;
+        self.credit_waits += credit_waits;
+        self.calls_retired += calls_retired;
+        self.answers_dropped += answers_dropped;
+        self.sends_unsignaled += sends_unsignaled;
+        self.credit_overruns += credit_overruns;
+        self.registrations += registrations;
+        self.deregistrations += deregistrations;
+        self.remote_invalidations += remote_invalidations;
+        self.rdma_reads += rdma_reads;
+        self.rdma_writes += rdma_writes;
+        self.rdma_read_bytes += rdma_read_bytes;
+        self.rdma_write_bytes += rdma_write_bytes;
+        self.inline_sent_bytes += inline_sent_bytes;
+        self.inline_received_bytes += inline_received_bytes;
+        self.released_early += released_early;
+        self.recv_buffers_allocated += recv_buffers_allocated;
+        self.recv_buffers_reused += recv_buffers_reused;
+        self.sink_buffers_allocated += sink_buffers_allocated;
+        self.sink_bytes_allocated += sink_bytes_allocated;
+        self.sink_buffers_reused += sink_buffers_reused;
+        self.calls_waited_for_memory += calls_waited_for_memory;
+        self.calls_waited_for_window += calls_waited_for_window;
+        self.calls_refused_for_memory += calls_refused_for_memory;
+        self.calls_refused_too_large += calls_refused_too_large;
+        self.replies_refused_for_memory += replies_refused_for_memory;
+        self.options_sent += options_sent;
+        self.options_received += options_received;
+    }
 }
 
 impl Stats {

@@ -92,7 +92,7 @@ pub use error::{AuthSysError, MessageError, RecordError, RpcError, TransportErro
 pub use limit::{Limit, OwnedSlot, Slot};
 pub use server::{Server, ServerConfig, DEFAULT_CALLBACK_WAIT, DEFAULT_STALL_TIMEOUT};
 pub use service::{
-    encode_reply, encode_success, AuthPolicy, BoxFuture, CallInfo, Dispatch, ProcError, Services,
-    Version,
+    encode_reply, encode_success, AuthPolicy, BoxFuture, CallInfo, CallObserver, CallOutcome,
+    Dispatch, ProcError, Services, Version,
 };
 pub use transport::{CallHints, Connector, Received, Transport};

@@ -164,6 +164,16 @@ impl Server {
         &self.inner.memory
     }
 
+    /// How many connections the server serves now, over every transport
+    /// (those of [`Server::serve_tcp`] and those handed to
+    /// [`Server::serve`]).
+    pub fn connection_count(&self) -> usize {
+        lock(&self.inner.connections)
+            .iter()
+            .filter(|c| c.is_alive())
+            .count()
+    }
+
     /// The server's registry of clients ready for reverse-direction calls
     /// ([`Connection::peer_ready_for_callbacks`] binds a connection in
     /// it); [`Backchannels::client`] makes calls that survive the loss of

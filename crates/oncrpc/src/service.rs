@@ -14,6 +14,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder, XdrError};
 
@@ -104,6 +105,113 @@ const KEPT_FUTURE_SLOTS: usize = 4;
 
 /// A handler's outcome, encoded: results or an error status.
 type Reply = Result<Box<dyn Marshal + Send>, ProcError>;
+
+/// How a call the [`Services`] dispatched ended, as its reply says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CallOutcome {
+    /// `SUCCESS` (the program's own status, if any, is in its results).
+    Success,
+    /// `PROG_UNAVAIL`.
+    ProgUnavail,
+    /// `PROG_MISMATCH`.
+    ProgMismatch,
+    /// `PROC_UNAVAIL`.
+    ProcUnavail,
+    /// `GARBAGE_ARGS`.
+    GarbageArgs,
+    /// `SYSTEM_ERR` (a handler that failed or panicked, too).
+    SystemErr,
+    /// Denied: `RPC_MISMATCH`.
+    RpcMismatch,
+    /// Denied: `AUTH_ERROR`.
+    AuthError,
+    /// Not answered: the message was not a call that can be answered.
+    Dropped,
+}
+
+impl CallOutcome {
+    /// Every outcome, in a fixed order (index with [`Self::index`]).
+    pub const ALL: [CallOutcome; 9] = [
+        Self::Success,
+        Self::ProgUnavail,
+        Self::ProgMismatch,
+        Self::ProcUnavail,
+        Self::GarbageArgs,
+        Self::SystemErr,
+        Self::RpcMismatch,
+        Self::AuthError,
+        Self::Dropped,
+    ];
+
+    /// Its place in [`Self::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// A lower-case name (`success`, `garbage_args`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::ProgUnavail => "prog_unavail",
+            Self::ProgMismatch => "prog_mismatch",
+            Self::ProcUnavail => "proc_unavail",
+            Self::GarbageArgs => "garbage_args",
+            Self::SystemErr => "system_err",
+            Self::RpcMismatch => "rpc_mismatch",
+            Self::AuthError => "auth_error",
+            Self::Dropped => "dropped",
+        }
+    }
+
+    /// The outcome an encoded reply says (`SystemErr` for one that does
+    /// not decode: every reply here is ours).
+    pub fn of_reply(reply: &Payload) -> Self {
+        let b = reply.inline();
+        let word = |at: usize| -> Option<u32> {
+            let w = b.get(at..at.checked_add(4)?)?;
+            Some(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+        };
+        let outcome = || -> Option<Self> {
+            match word(8)? {
+                // MSG_ACCEPTED: the verifier (flavor, length, body), then
+                // accept_stat.
+                0 => {
+                    let len = usize::try_from(word(16)?).ok()?;
+                    let at = 20usize.checked_add(len.checked_add(3)? & !3)?;
+                    Some(match word(at)? {
+                        0 => Self::Success,
+                        1 => Self::ProgUnavail,
+                        2 => Self::ProgMismatch,
+                        3 => Self::ProcUnavail,
+                        4 => Self::GarbageArgs,
+                        _ => Self::SystemErr,
+                    })
+                }
+                // MSG_DENIED: reject_stat.
+                1 => Some(if word(12)? == 0 {
+                    Self::RpcMismatch
+                } else {
+                    Self::AuthError
+                }),
+                _ => None,
+            }
+        };
+        outcome().unwrap_or(Self::SystemErr)
+    }
+}
+
+/// Told of every call [`Services`] dispatch: which procedure, how it
+/// ended, how long from its dispatch to its encoded reply. Set with
+/// [`Services::set_observer`]; without one, dispatch measures nothing.
+/// Called on the connection's reader or the handler's task: keep it
+/// cheap (atomics, no lock per call).
+pub trait CallObserver: Send + Sync + 'static {
+    /// A call was answered (or dropped: `outcome` [`CallOutcome::Dropped`],
+    /// with the program, version and procedure 0 when the header did not
+    /// decode).
+    fn call_done(&self, prog: u32, vers: u32, proc_: u32, outcome: CallOutcome, elapsed: Duration);
+}
 
 /// Authentication flavors a [`Services`] accepts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -267,11 +375,23 @@ impl Version {
 ///     .proc(1, |_info, x: u32| async move { Ok::<_, ProcError>(x + 1) });
 /// assert!(services.is_registered(0x2000_0001, 1));
 /// ```
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Services {
     programs: BTreeMap<u32, BTreeMap<u32, Version>>,
     auth: AuthPolicy,
     reply_cache: Option<Arc<ReplyCache>>,
+    observer: Option<Arc<dyn CallObserver>>,
+}
+
+impl fmt::Debug for Services {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Services")
+            .field("programs", &self.programs)
+            .field("auth", &self.auth)
+            .field("reply_cache", &self.reply_cache)
+            .field("observer", &self.observer.is_some())
+            .finish()
+    }
 }
 
 /// The result of [`Services::dispatch`].
@@ -321,6 +441,14 @@ impl Services {
     /// reply if that is still running — instead of running twice.
     pub fn set_reply_cache(&mut self, cache: Arc<ReplyCache>) -> &mut Self {
         self.reply_cache = Some(cache);
+        self
+    }
+
+    /// Tells `observer` of every call dispatched from now on (metrics):
+    /// the procedure, its [`CallOutcome`] and the time from dispatch to
+    /// the encoded reply.
+    pub fn set_observer(&mut self, observer: Arc<dyn CallObserver>) -> &mut Self {
+        self.observer = Some(observer);
         self
     }
 
@@ -374,8 +502,71 @@ impl Services {
             .collect()
     }
 
-    /// Decides what to do with a received call message.
+    /// Decides what to do with a received call message (and tells the
+    /// observer, if any, how it ended).
     pub fn dispatch(&self, message: &Payload, connection: &Connection) -> Dispatch {
+        match &self.observer {
+            None => self.dispatch_call(message, connection),
+            Some(obs) => {
+                let start = Instant::now();
+                let d = self.dispatch_call(message, connection);
+                Self::observed(obs, message, d, start)
+            }
+        }
+    }
+
+    /// Reports a dispatch's outcome to `obs`: at once for an answer made
+    /// now, when its reply is encoded for a handler that runs.
+    fn observed(
+        obs: &Arc<dyn CallObserver>,
+        message: &Payload,
+        d: Dispatch,
+        start: Instant,
+    ) -> Dispatch {
+        // The call header's fixed words: xid, CALL, 2, prog, vers, proc.
+        let word = |at: usize| {
+            message
+                .inline()
+                .get(at..at + 4)
+                .map_or(0, |w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+        };
+        let (prog, vers, proc_) = (word(12), word(16), word(20));
+        match d {
+            Dispatch::Drop(e) => {
+                obs.call_done(prog, vers, proc_, CallOutcome::Dropped, start.elapsed());
+                Dispatch::Drop(e)
+            }
+            Dispatch::Reply(r) => {
+                obs.call_done(
+                    prog,
+                    vers,
+                    proc_,
+                    CallOutcome::of_reply(&r),
+                    start.elapsed(),
+                );
+                Dispatch::Reply(r)
+            }
+            Dispatch::Run { xid, future } => {
+                let obs = obs.clone();
+                Dispatch::Run {
+                    xid,
+                    future: Box::pin(async move {
+                        let r = future.await;
+                        obs.call_done(
+                            prog,
+                            vers,
+                            proc_,
+                            CallOutcome::of_reply(&r),
+                            start.elapsed(),
+                        );
+                        r
+                    }),
+                }
+            }
+        }
+    }
+
+    fn dispatch_call(&self, message: &Payload, connection: &Connection) -> Dispatch {
         let mut dec = Decoder::with_ddp(message);
         let call = match decode_header(&mut dec) {
             Ok(Header::Call(c)) => c,

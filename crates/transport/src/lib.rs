@@ -46,5 +46,5 @@ mod transport;
 
 pub use connector::{ConnectorHandle, RdmaConnector, VersionMemory};
 pub use error::RdmaError;
-pub use listener::{serve_rdma, ListenConfig, RdmaService, DEFAULT_MAX_CONNECTIONS};
+pub use listener::{serve_rdma, ListenConfig, ListenerStats, RdmaService, DEFAULT_MAX_CONNECTIONS};
 pub use transport::{reply_hints, LastForms, RdmaTransport};

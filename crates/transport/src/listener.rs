@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use rpcrdma_engine::{Charge, Engine, EngineConfig, MemoryBudget};
+use rpcrdma_engine::{Charge, Engine, EngineConfig, MemoryBudget, Stats};
 use rpcrdma_oncrpc::Server;
 use rpcrdma_sync::lock;
 use rpcrdma_verbs::{ConnectRequest, Device, Listener, QpCaps, QpParams, QueuePair};
@@ -65,7 +65,45 @@ pub struct RdmaService<D: Device> {
     stop: watch::Sender<bool>,
     /// Closed when the accept loop has ended (its sender dropped).
     done: watch::Receiver<()>,
-    connections: Arc<Mutex<Vec<RdmaTransport<D>>>>,
+    connections: Arc<Mutex<Accepted<D>>>,
+}
+
+/// The connections a listener accepted: the open ones, and what the closed
+/// ones did.
+struct Accepted<D: Device> {
+    open: Vec<RdmaTransport<D>>,
+    /// The counters of the connections that closed, added up.
+    closed: Stats,
+    /// Connections accepted in all.
+    count: u64,
+}
+
+impl<D: Device> Accepted<D> {
+    /// Forgets the closed connections, keeping their counters.
+    fn prune(&mut self) {
+        let closed = &mut self.closed;
+        self.open.retain(|t| {
+            let open = t.is_open();
+            if !open {
+                *closed += t.stats();
+            }
+            open
+        });
+    }
+}
+
+/// What a listener's connections did ([`RdmaService::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListenerStats {
+    /// Connections accepted since the listener started.
+    pub accepted: u64,
+    /// Of them, open now.
+    pub open: usize,
+    /// Credits the open connections grant their peers now.
+    pub credits_granted: u64,
+    /// The engines' counters added up over every connection accepted
+    /// (those of a closed connection as they were when it closed).
+    pub engine: Stats,
 }
 
 impl<D: Device> RdmaService<D> {
@@ -82,7 +120,32 @@ impl<D: Device> RdmaService<D> {
 
     /// The connections accepted so far that are still open.
     pub fn connections(&self) -> Vec<RdmaTransport<D>> {
-        rpcrdma_sync::lock(&self.connections).clone()
+        let mut c = lock(&self.connections);
+        c.prune();
+        c.open.clone()
+    }
+
+    /// What the connections did, over every connection accepted: their
+    /// engines' counters added up (octets inline and by RDMA Read and
+    /// Write, calls and replies by form, errors), how many are open and
+    /// the credits they grant now (metrics).
+    pub fn stats(&self) -> ListenerStats {
+        let (open, mut engine, accepted) = {
+            let mut c = lock(&self.connections);
+            c.prune();
+            (c.open.clone(), c.closed, c.count)
+        };
+        let mut credits_granted = 0;
+        for t in &open {
+            engine += t.stats();
+            credits_granted += u64::from(t.info().credits_we_grant);
+        }
+        ListenerStats {
+            accepted,
+            open: open.len(),
+            credits_granted,
+            engine,
+        }
     }
 
     /// Stops accepting and returns when the listening socket is closed
@@ -137,7 +200,11 @@ pub async fn serve_rdma<D: Device + Clone>(
     let cost = config.engine.connection_cost(config.caps);
     let (stop, mut stop_rx) = watch::channel(false);
     let (done_tx, done) = watch::channel(());
-    let connections = Arc::new(Mutex::new(Vec::new()));
+    let connections = Arc::new(Mutex::new(Accepted {
+        open: Vec::new(),
+        closed: Stats::default(),
+        count: 0,
+    }));
     let conns = connections.clone();
     let owner = server;
     let server = server.clone();
@@ -177,8 +244,9 @@ pub async fn serve_rdma<D: Device + Clone>(
                     Ok(t) => {
                         server.serve(t.clone());
                         let mut c = lock(&conns);
-                        c.retain(RdmaTransport::is_open);
-                        c.push(t);
+                        c.prune();
+                        c.open.push(t);
+                        c.count += 1;
                     }
                     Err(e) => tracing::warn!(error = %e, "accept failed"),
                 }
@@ -205,14 +273,14 @@ fn admit<D: Device>(
     req: &D::Request,
     config: &ListenConfig<D::Options>,
     budget: &MemoryBudget,
-    conns: &Mutex<Vec<RdmaTransport<D>>>,
+    conns: &Mutex<Accepted<D>>,
     cost: u64,
 ) -> Option<Charge> {
     let peer = req.peer_addr();
     let open = {
         let mut c = lock(conns);
-        c.retain(RdmaTransport::is_open);
-        c.len()
+        c.prune();
+        c.open.len()
     };
     if open >= config.max_connections {
         tracing::warn!(

@@ -16,6 +16,7 @@ use rpcrdma_transport::{serve_rdma, ListenConfig, RdmaService};
 use rpcrdma_verbs::Device;
 
 use super::connect::resolve;
+use super::metrics::{self, MetricsOpts};
 use super::provider::{Setup, WithDevice};
 use super::rdma_opts::RdmaOpts;
 use crate::cmd::read_window::{describe, ReadWindow};
@@ -40,6 +41,8 @@ pub(crate) struct ServeArgs {
     duration: Option<u64>,
     #[command(flatten)]
     memory: MemoryOpts,
+    #[command(flatten)]
+    metrics: MetricsOpts,
     #[command(flatten)]
     rdma: RdmaOpts,
 }
@@ -201,7 +204,7 @@ pub(crate) type Registered<'a> = Vec<(&'a [(u32, u32)], String)>;
 pub(crate) async fn run_until_stopped<D: Device>(
     duration: Option<u64>,
     registered: Registered<'_>,
-    svc: RdmaService<D>,
+    svc: Arc<RdmaService<D>>,
     server: &Server,
 ) {
     super::stop_signal(duration).await;
@@ -256,19 +259,33 @@ async fn serve<D: Device + Clone>(
 ) -> anyhow::Result<ExitCode> {
     let mut services = Services::new();
     serve_demo(&mut services);
+    let calls = a
+        .metrics
+        .metrics
+        .as_ref()
+        .map(|_| metrics::CallStats::new(&services.registrations()));
+    if let Some(c) = &calls {
+        services.set_observer(c.clone());
+    }
     let budget = a.memory.budget();
     let server = Server::new(services, a.memory.server_config(&budget));
     let cfg = a
         .memory
         .listen_config(&a.rdma, setup.options.clone(), &budget)?;
-    let svc = serve_rdma(&server, dev, listen, cfg)
-        .await
-        .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?;
+    let svc = Arc::new(
+        serve_rdma(&server, dev, listen, cfg)
+            .await
+            .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?,
+    );
     let rdma_addr = svc.local_addr();
     println!(
         "serving the demo program {PROGRAM:#x} v{VERSION} over RPC-over-RDMA ({}) on {rdma_addr}",
         setup.label
     );
+    if let (Some(addr), Some(calls)) = (&a.metrics.metrics, calls) {
+        let at = start_metrics(addr, calls, &server, &svc, &budget, None).await?;
+        println!("metrics on http://{at}/metrics");
+    }
     println!("{}", a.memory.memory_line());
     println!("{}", a.memory.connections_line(&a.rdma));
     let tcp_addr = match tcp {
@@ -307,6 +324,30 @@ async fn serve<D: Device + Clone>(
 
     run_until_stopped(a.duration, registered, svc, &server).await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Serves the metrics of `server`, its RPC-over-RDMA listener `svc` and
+/// `budget` at `addr` (`--metrics`); `refused`: the exports' refusals.
+pub(crate) async fn start_metrics<D: Device>(
+    addr: &str,
+    calls: Arc<metrics::CallStats>,
+    server: &Server,
+    svc: &Arc<RdmaService<D>>,
+    budget: &MemoryBudget,
+    refused: Option<Box<dyn Fn() -> u64 + Send + Sync>>,
+) -> anyhow::Result<SocketAddr> {
+    let svc = svc.clone();
+    metrics::serve(
+        addr,
+        metrics::Sources {
+            calls,
+            server: server.clone(),
+            rdma: Box::new(move || svc.stats()),
+            budget: budget.clone(),
+            refused,
+        },
+    )
+    .await
 }
 
 /// Parses a size: bytes, or a number with a K, M, G or T suffix (binary

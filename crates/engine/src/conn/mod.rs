@@ -711,6 +711,7 @@ impl<P: ProtectionDomain> Engine<P> {
                 // has dropped every view of the message.
                 let full = wc.buf.unwrap_or_default().freeze();
                 let len = (wc.byte_len as usize).min(full.len());
+                self.stats.inline_received_bytes += len as u64;
                 self.on_receive(now, full.slice(..len), wc.invalidated_rkey);
                 if self.spare.len() < 2 * self.recv_target as usize {
                     self.spare.push_back(full);

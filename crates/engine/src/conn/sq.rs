@@ -43,8 +43,17 @@ impl<P: ProtectionDomain> Engine<P> {
     #[inline]
     pub(crate) fn push_sq(&mut self, wr: SendWr) {
         match &wr.op {
-            SendOp::Write { .. } => self.stats.rdma_writes += 1,
-            SendOp::Read { .. } => self.stats.rdma_reads += 1,
+            SendOp::Write { sges, .. } => {
+                self.stats.rdma_writes += 1;
+                self.stats.rdma_write_bytes += sges.iter().map(|s| s.len() as u64).sum::<u64>();
+            }
+            SendOp::Read { sink, .. } => {
+                self.stats.rdma_reads += 1;
+                self.stats.rdma_read_bytes += u64::from(sink.len);
+            }
+            SendOp::Send { sges, .. } => {
+                self.stats.inline_sent_bytes += sges.iter().map(|s| s.len() as u64).sum::<u64>();
+            }
             _ => {}
         }
         if self.sq_backlog.is_empty() && self.sq_busy < self.sq_limit {

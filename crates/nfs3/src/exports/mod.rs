@@ -26,6 +26,7 @@ pub mod file;
 use std::collections::HashMap;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -377,6 +378,7 @@ type RefusalLog = HashMap<(Option<IpAddr>, Vec<u8>), Instant>;
 pub struct Exports {
     table: RwLock<Arc<ExportTable>>,
     logged: Mutex<RefusalLog>,
+    refusals: AtomicU64,
 }
 
 impl Exports {
@@ -385,6 +387,7 @@ impl Exports {
         Self {
             table: RwLock::new(Arc::new(table)),
             logged: Mutex::new(HashMap::new()),
+            refusals: AtomicU64::new(0),
         }
     }
 
@@ -430,9 +433,15 @@ impl Exports {
         }
     }
 
-    /// Logs a refusal: a warning the first time in a minute for this
-    /// client and export, else at debug level.
+    /// How many calls were refused since the start ([`Self::refused`]).
+    pub fn refusals(&self) -> u64 {
+        self.refusals.load(Ordering::Relaxed)
+    }
+
+    /// Counts and logs a refusal: a warning the first time in a minute for
+    /// this client and export, else at debug level.
     pub fn refused(&self, ip: Option<IpAddr>, entry: &Entry, what: &str) {
+        self.refusals.fetch_add(1, Ordering::Relaxed);
         let now = Instant::now();
         let key = (ip, entry.path().to_vec());
         let warn = {

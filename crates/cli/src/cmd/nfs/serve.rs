@@ -21,9 +21,10 @@ use rpcrdma_transport::serve_rdma;
 use rpcrdma_verbs::Device;
 
 use crate::cmd::connect::resolve;
+use crate::cmd::metrics::{self, MetricsOpts};
 use crate::cmd::provider::{Setup, WithDevice};
 use crate::cmd::rdma_opts::RdmaOpts;
-use crate::cmd::serve::{run_until_stopped, MemoryOpts, Registered};
+use crate::cmd::serve::{run_until_stopped, start_metrics, MemoryOpts, Registered};
 use crate::cmd::{runtime, Scheduler};
 
 /// Arguments of `rpcrdma nfs serve`.
@@ -88,6 +89,8 @@ pub(crate) struct ServeArgs {
     duration: Option<u64>,
     #[command(flatten)]
     memory: MemoryOpts,
+    #[command(flatten)]
+    metrics: MetricsOpts,
     #[command(flatten)]
     rdma: RdmaOpts,
 }
@@ -306,15 +309,25 @@ async fn serve<D: Device + Clone>(
             guard,
         );
     }
+    let calls = a
+        .metrics
+        .metrics
+        .as_ref()
+        .map(|_| metrics::CallStats::new(&services.registrations()));
+    if let Some(c) = &calls {
+        services.set_observer(c.clone());
+    }
     let budget = a.memory.budget();
     let server = Server::new(services, a.memory.server_config(&budget));
 
     let lcfg = a
         .memory
         .listen_config(&a.rdma, setup.options.clone(), &budget)?;
-    let svc = serve_rdma(&server, dev, listen, lcfg)
-        .await
-        .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?;
+    let svc = Arc::new(
+        serve_rdma(&server, dev, listen, lcfg)
+            .await
+            .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?,
+    );
     let rdma_addr = svc.local_addr();
     let mount_addr = server
         .serve_tcp(SocketAddr::new(listen.ip(), a.mount_port))
@@ -387,6 +400,12 @@ async fn serve<D: Device + Clone>(
     }
     println!("{}", a.memory.memory_line());
     println!("{}", a.memory.connections_line(&a.rdma));
+    if let (Some(addr), Some(calls)) = (&a.metrics.metrics, calls) {
+        let x = exports.clone();
+        let refused: Box<dyn Fn() -> u64 + Send + Sync> = Box::new(move || x.refusals());
+        let at = start_metrics(addr, calls, &server, &svc, &budget, Some(refused)).await?;
+        println!("metrics on http://{at}/metrics");
+    }
 
     let nfs = [(nfs3::nfs_v3::PROGRAM, nfs3::nfs_v3::VERSION)];
     let mnt = [(mount3::mount_v3::PROGRAM, mount3::mount_v3::VERSION)];

@@ -13,6 +13,10 @@
 #                  rdma-core (needs libibverbs-dev librdmacm-dev)
 #   nfsd-client.sh rpcrdma nfs get/put/ls vs the kernel NFS server over siw
 #                  (issue 12 item 5)
+#   nfsd-client4.sh the same with our NFSv4.1 client, over siw and (rdma-core
+#                  provider) rxe: nfsd's CB_NULL probe and a CB_RECALL
+#                  answered on our RDMA connection, the delegation returned
+#                  (issue 38 item 4); about 4 minutes
 #   nfs-rxe.sh     the kernel NFS client and rpcrdma nfs serve --provider
 #                  rdma-core both in the guest over rxe, NFSv3 and NFSv4.1
 #                  (issue 12 item 4, issue 34 item 6)
@@ -54,7 +58,7 @@ else
     WORK=$IOP_WORK_ROOT
 fi
 mkdir -p "$WORK"
-SCRIPTS=${IOP_SCRIPTS:-siw-rping nfsd-null rdmacore nfsd-client nfs-rxe nfs-kernel-client nfs4-kernel-client nfs4-recall}
+SCRIPTS=${IOP_SCRIPTS:-siw-rping nfsd-null rdmacore nfsd-client nfsd-client4 nfs-rxe nfs-kernel-client nfs4-kernel-client nfs4-recall}
 export IOP_NAME=run-all
 # shellcheck source=common.sh
 . "$HERE/common.sh"

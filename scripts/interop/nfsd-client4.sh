@@ -1,0 +1,312 @@
+#!/usr/bin/env bash
+# nfsd-client4.sh - our NFSv4.1 client (`rpcrdma nfs --vers 4.1`) against the
+# Linux kernel NFS server (nfsd + svcrdma) in the QEMU guest of
+# ../shared/interop, answering nfsd's callbacks on its own RPC-over-RDMA
+# connection (RFC 8167; issue 38 item 4). Two guest boots:
+#
+#   siw: nfsd on siw0, our client on the host over our software iWARP:
+#     1. `nfs get` of an 8 MiB file the guest made from /dev/urandom:
+#        byte-identical (SHA-256 printed by the guest);
+#     2. `nfs put` of an 8 MiB file, `get` back: identical, and the
+#        guest's own SHA-256 of what nfsd stored matches;
+#     3. `nfs ls` of a 3000-entry directory: every name;
+#     4. `nfs stat`, and a `get` over TCP (NFSv4.1 too) for comparison;
+#     5. a delegation: `nfs get --hold-delegation` opens recall.bin for
+#        reading and keeps the read delegation nfsd grants; a process in
+#        the guest then appends to the file; nfsd recalls the delegation
+#        with CB_RECALL on our RDMA connection, we return it
+#        (DELEGRETURN), and the guest's write completes in well under the
+#        10 s lease (nfsd would otherwise wait out the lease-break time);
+#     6. the capture (after fpdu-align.py) holds nfsd's CB_NULL probe and
+#        CB_RECALL as reverse-direction RPC-over-RDMA calls from nfsd's
+#        port, our replies, and our DELEGRETURN; no SEQUENCE reply sets
+#        SEQ4_STATUS_CB_PATH_DOWN; our client's report says the same;
+#     7. tshark finds every frame well-formed.
+#   rxe: nfsd and our client built with the rdma-core provider, both in
+#     the guest over rxe0 (soft RoCE): get and put of 8 MiB identical, the
+#     directory listed, the CB_NULL probe answered, a delegation recalled
+#     by a write in the guest and returned.
+#
+# Environment: IOP_NFSD_RDMA_PORT (default 20049), IOP_NFSD_MOUNT_PORT
+# (20048), IOP_NFSD_TCP_PORT (2049): ports on 127.0.0.1 forwarded to the
+# same ports in the guest (another guest check using them: this waits);
+# IOP_NFSD4_RXE=0 skips the rxe boot; RPCRDMA_RDMACORE_BIN; plus common.sh's.
+# Exit status 0 only if every check passed. About 4 minutes under TCG
+# once the guest and the binaries are built.
+set -uo pipefail
+IOP_NAME=nfsd-client4
+# shellcheck source=common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+RP=${IOP_NFSD_RDMA_PORT:-20049}
+MP=${IOP_NFSD_MOUNT_PORT:-20048}
+TP=${IOP_NFSD_TCP_PORT:-2049}
+NDIR=3000
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+iop_setup_work
+echo "== $IOP_NAME: rpcrdma nfs --vers 4.1 vs the Linux kernel NFS server, callbacks on our RDMA connection (logs: $IOP_WORK)"
+iop_need tshark tshark || { iop_result "install tshark" 1; iop_summary; exit 1; }
+iop_build || { iop_result "build rpcrdma" 1; iop_summary; exit 1; }
+iop_prepare_guest || { iop_result "prepare the guest" 1; iop_summary; exit 1; }
+
+# The forwarded ports may be in use by another guest check: wait for them.
+for _ in $(seq 1 120); do
+    busy=0
+    for p in "$RP" "$MP" "$TP"; do
+        ss -Htln "sport = :$p" 2>/dev/null | grep -q . && busy=1
+    done
+    [ "$busy" = 0 ] && break
+    iop_log "ports $RP/$MP/$TP busy (another guest check?): waiting"
+    sleep 5
+done
+
+# The guest's nfsd: lease and grace of 10 s (a fresh nfsd is in its grace
+# period, where OPENs wait), NFSv4.1 on, an RDMA listener.
+nfsd_setup() { # $1: a line of setup run first
+    cat <<EOF
+$1
+mkdir -p /export /var/lib/nfs/v4recovery
+mount -t tmpfs -o size=200m tmpfs /export
+dd if=/dev/urandom of=/export/from-guest.bin bs=1M count=8 2>/dev/null
+echo "NFSD-SHA256 \$(sha256sum /export/from-guest.bin | cut -d' ' -f1)"
+dd if=/dev/urandom of=/export/recall.bin bs=4096 count=1 2>/dev/null
+mkdir /export/big-dir
+seq 1 $NDIR | sed 's/^/name-/' | (cd /export/big-dir && xargs touch)
+chmod 0777 /export
+chmod 0666 /export/recall.bin
+mount -t nfsd nfsd /proc/fs/nfsd
+mkdir -p /var/lib/nfs/rpc_pipefs
+mount -t rpc_pipefs rpc_pipefs /var/lib/nfs/rpc_pipefs 2>/dev/null
+echo "/export *(rw,insecure,no_root_squash,no_subtree_check,fsid=0)" > /etc/exports
+rpcbind -w
+exportfs -ra
+rpc.mountd --port $MP
+echo 10 > /proc/fs/nfsd/nfsv4leasetime
+echo 10 > /proc/fs/nfsd/nfsv4gracetime
+rpc.nfsd --port $TP 8
+echo "rdma $RP" > /proc/fs/nfsd/portlist
+echo "NFSD-PORTS \$(cat /proc/fs/nfsd/portlist | tr '\n' ' ')"
+echo "NFSD-VERSIONS \$(cat /proc/fs/nfsd/versions)"
+EOF
+}
+
+# A process in the guest writes recall.bin when told (go-write appears),
+# timing the write; nfsd recalls the delegation our client holds first.
+guest_writer() {
+    cat <<'EOF'
+write_when_told() {
+    i=0
+    while [ ! -e /export/go-write ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i + 1)); done
+    t0=$(cut -d' ' -f1 /proc/uptime)
+    echo "appended by a process in the guest" >>/export/recall.bin
+    t1=$(cut -d' ' -f1 /proc/uptime)
+    echo "GUEST-WRITE-SECS $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')"
+}
+EOF
+}
+
+# ---------------------------------------------------------------- siw
+{
+    nfsd_setup ""
+    guest_writer
+    cat <<'EOF'
+echo NFSD-READY
+write_when_told
+i=0
+while [ ! -e /export/done ] && [ $i -lt 1200 ]; do sleep 1; i=$((i + 1)); done
+echo "NFSD-GOT-SHA256 $(sha256sum /export/from-host.bin 2>/dev/null | cut -d' ' -f1)"
+EOF
+} >"$IOP_WORK/guest.sh"
+
+iop_log "siw: booting the guest (exec: nfsd + svcrdma on siw, ports $RP/$MP/$TP)"
+iop_guest_start siw exec --script "$IOP_WORK/guest.sh" --hostfwd "$RP" --hostfwd "$MP" --hostfwd "$TP" --timeout 1500
+if ! iop_guest_wait_line siw '^NFSD-READY' 300; then
+    iop_result "siw: nfsd ready" 1 "see $IOP_WORK/siw.log"
+    iop_summary
+    exit 1
+fi
+iop_result "siw: nfsd ready" 0 "$(grep -a -m1 '^NFSD-VERSIONS' "$IOP_WORK/siw.log" | tr -d '\r')"
+
+# Version One only: tshark 4.0 cannot decode our Version Two probe.
+R=(--vers 4.1 --port "$RP" --rdma-version 1)
+T=(--vers 4.1 --transport tcp --port "$TP")
+run() { # NAME COMMAND...: runs rpcrdma, shows its output's end, records it
+    local name=$1 out rc
+    shift
+    out=$IOP_WORK/$(echo "$name" | tr -c 'a-zA-Z0-9\n' '-').txt
+    timeout 300 "$BIN" "$@" >"$out" 2>&1
+    rc=$?
+    sed 's/^/    | /' "$out" | tail -4
+    return $rc
+}
+
+guest_sum=$(grep -a -m1 '^NFSD-SHA256' "$IOP_WORK/siw.log" | tr -d '\r' | cut -d' ' -f2)
+run "get 8 MiB" nfs get "127.0.0.1:/export/from-guest.bin" "$IOP_WORK/from-guest.bin" "${R[@]}"
+rc=$?
+got=$(sha256sum "$IOP_WORK/from-guest.bin" 2>/dev/null | cut -d' ' -f1)
+[ "$rc" = 0 ] && [ -n "$guest_sum" ] && [ "$got" = "$guest_sum" ]
+iop_result "siw: NFSv4.1 get: 8 MiB from nfsd, byte-identical" $? "guest $guest_sum, got ${got:-none}"
+
+head -c $((8 << 20)) /dev/urandom >"$IOP_WORK/from-host.bin"
+mine=$(sha256sum "$IOP_WORK/from-host.bin" | cut -d' ' -f1)
+run "put 8 MiB" nfs put "$IOP_WORK/from-host.bin" "127.0.0.1:/export/" "${R[@]}" &&
+    run "get back" nfs get "127.0.0.1:/export/from-host.bin" "$IOP_WORK/back.bin" "${R[@]}" &&
+    cmp -s "$IOP_WORK/from-host.bin" "$IOP_WORK/back.bin"
+iop_result "siw: NFSv4.1 put: 8 MiB to nfsd, read back identical" $?
+
+run "ls" nfs ls "127.0.0.1:/export/big-dir" "${R[@]}"
+n=$(grep -c '^name-' "$IOP_WORK/ls.txt")
+missing=$(seq 1 $NDIR | sed 's/^/name-/' | sort | comm -23 - <(grep '^name-' "$IOP_WORK/ls.txt" | sort) | wc -l)
+[ "$n" = "$NDIR" ] && [ "$missing" = 0 ]
+iop_result "siw: NFSv4.1 ls: all $NDIR entries of a large directory (READDIR)" $? "$n listed, $missing missing"
+
+run "stat" nfs stat "127.0.0.1:/export/from-guest.bin" "${R[@]}"
+grep -q 'size: 8388608' "$IOP_WORK/stat.txt"
+iop_result "siw: NFSv4.1 stat: attributes from nfsd" $?
+
+run "get over tcp" nfs get "127.0.0.1:/export/from-guest.bin" "$IOP_WORK/tcp.bin" "${T[@]}" &&
+    cmp -s "$IOP_WORK/tcp.bin" "$IOP_WORK/from-guest.bin"
+iop_result "siw: NFSv4.1 get over TCP: identical" $?
+
+# The delegation: held by our client, recalled by a write in the guest.
+hold=$IOP_WORK/hold.txt
+timeout 120 "$BIN" nfs get "127.0.0.1:/export/recall.bin" "$IOP_WORK/recall.bin" \
+    --hold-delegation 60 "${R[@]}" >"$hold" 2>&1 &
+HOLD=$!
+IOP_PIDS+=("$HOLD")
+held=1
+for _ in $(seq 1 300); do
+    grep -q 'delegation of .* is held' "$hold" && { held=0; break; }
+    kill -0 "$HOLD" 2>/dev/null || break
+    sleep 0.2
+done
+iop_result "siw: nfsd granted our client a read delegation (its backchannel answered the probe)" $held \
+    "$(grep -m1 '^delegation' "$hold")"
+: >"$IOP_WORK/empty"
+run "go-write marker" nfs put "$IOP_WORK/empty" "127.0.0.1:/export/go-write" "${T[@]}"
+iop_wait_pid "$HOLD" 90
+rc=$?
+sed 's/^/    | /' "$hold"
+grep -q 'recalled by the server (CB_RECALL)' "$hold" && grep -q 'returned (DELEGRETURN NFS4_OK)' "$hold"
+r2=$?
+[ "$rc" = 0 ] && [ "$r2" = 0 ]
+iop_result "siw: CB_RECALL answered on our RDMA connection, the delegation returned (DELEGRETURN)" $? \
+    "$(grep -m1 'returned (DELEGRETURN' "$hold" | cut -c1-120)"
+iop_guest_wait_line siw '^GUEST-WRITE-SECS' 60
+secs=$(grep -a -m1 '^GUEST-WRITE-SECS' "$IOP_WORK/siw.log" | tr -d '\r' | cut -d' ' -f2)
+awk -v s="${secs:-99}" 'BEGIN { exit !(s < 5) }'
+iop_result "siw: the guest's write completed without waiting out the lease (10 s)" $? "${secs:-none} s"
+report=$(grep -m1 '^NFSv4.1 session' "$hold")
+echo "$report" | grep -q 'SEQUENCE status flags after the probe: none, no SEQ4_STATUS_CB_PATH_DOWN' &&
+    ! echo "$report" | grep -q ' 0 CB_NULL'
+iop_result "siw: our client answered nfsd's CB_NULL; nfsd's SEQUENCE then reports the backchannel up" $? \
+    "$(echo "$report" | sed 's/.*backchannel: //' | cut -c1-160)"
+
+: >"$IOP_WORK/empty"
+run "done marker" nfs put "$IOP_WORK/empty" "127.0.0.1:/export/done" "${R[@]}"
+iop_guest_wait_line siw '^NFSD-GOT-SHA256' 60
+stored=$(grep -a -m1 '^NFSD-GOT-SHA256' "$IOP_WORK/siw.log" | tr -d '\r' | cut -d' ' -f2)
+[ "$stored" = "$mine" ]
+iop_result "siw: nfsd stored exactly what we put (its own SHA-256)" $? "${stored:-none}"
+iop_stop_qemu "$IOP_WORK/siw.qemu.pid"
+iop_guest_finish siw 20
+
+pcap=$IOP_WORK/siw.pcap
+aligned=${pcap%.pcap}.aligned.pcap
+if python3 "$HERE/fpdu-align.py" "$pcap" "$aligned" "$RP" to >"${aligned%.pcap}.txt" 2>&1; then
+    sed 's/^/    | /' "${aligned%.pcap}.txt"
+    count() { tshark -r "$aligned" -Y "$1" 2>/dev/null | wc -l; }
+    # Reverse-direction calls come from nfsd's port on our connection.
+    probes=$(count "tcp.srcport == $RP && rpc.program == 1073741824 && rpc.procedure == 0 && rpc.msgtyp == 0")
+    probe_replies=$(count "tcp.dstport == $RP && rpc.program == 1073741824 && rpc.procedure == 0 && rpc.msgtyp == 1")
+    recalls=$(count "tcp.srcport == $RP && rpc.program == 1073741824 && rpc.msgtyp == 0 && nfs.cb.operation == 4")
+    answers=$(count "tcp.dstport == $RP && rpc.program == 1073741824 && rpc.procedure == 1 && rpc.msgtyp == 1")
+    returns=$(count "tcp.dstport == $RP && rpc.msgtyp == 0 && nfs.opcode == 8")
+    [ "$probes" -ge 1 ] && [ "$probe_replies" -ge 1 ] && [ "$recalls" -ge 1 ] && [ "$answers" -ge 1 ] && [ "$returns" -ge 1 ]
+    iop_result "capture: nfsd's CB_NULL and CB_RECALL as reverse-direction RPC-over-RDMA calls on our connection, our replies, our DELEGRETURN" $? \
+        "CB_NULL $probes/$probe_replies replied, CB_RECALL $recalls, CB_COMPOUND replies $answers, DELEGRETURN $returns"
+    seqs=$(count "tcp.srcport == $RP && nfs.sequence.flags")
+    down=$(count "tcp.srcport == $RP && nfs.sequence.flags.cb_path_down == 1")
+    [ "$seqs" -ge 1 ] && [ "$down" = 0 ]
+    iop_result "capture: no SEQUENCE reply of nfsd sets SEQ4_STATUS_CB_PATH_DOWN" $? "$seqs SEQUENCE replies, $down with CB_PATH_DOWN"
+    out=${aligned%.pcap}.wire-check.txt
+    timeout 900 "$IOP_WIRE_CHECK" "$aligned" --port "$RP" >"$out" 2>&1
+    wrc=$?
+    iop_result "capture: tshark finds every frame well-formed, the reverse-direction ones included" "$wrc" \
+        "$(iop_wire_verdict "$out" "$wrc")"
+else
+    iop_result "fpdu-align the capture" 1 "$(tail -1 "${aligned%.pcap}.txt")"
+fi
+
+# ---------------------------------------------------------------- rxe
+if [ "${IOP_NFSD4_RXE:-1}" != 0 ]; then
+    if ! iop_build_rdmacore; then
+        iop_result "build rpcrdma --features rdma-core" 1
+        iop_summary
+        exit 1
+    fi
+    {
+        nfsd_setup "ulimit -l unlimited 2>/dev/null"
+        guest_writer
+        cat <<'EOF'
+N=10.0.2.15
+X="--vers 4.1 --rdma-version 1 --provider rdma-core --device rxe0 --port 20049"
+mkdir -p out
+check() { # NAME: the last command's status and output file
+    if [ "$1" = 0 ]; then echo "INTEROP-CHECK 0 rxe: $2"; else echo "INTEROP-CHECK 1 rxe: $2"; fi
+}
+./rpcrdma nfs get $N:/export/from-guest.bin /tmp/got.bin $X >out/get.txt 2>&1
+rc=$?
+tail -3 out/get.txt
+a=$(sha256sum /export/from-guest.bin | cut -d' ' -f1)
+b=$(sha256sum /tmp/got.bin 2>/dev/null | cut -d' ' -f1)
+[ "$rc" = 0 ] && [ "$a" = "$b" ]
+check $? "NFSv4.1 get: 8 MiB from nfsd, byte-identical"
+dd if=/dev/urandom of=/tmp/put.bin bs=1M count=8 2>/dev/null
+./rpcrdma nfs put /tmp/put.bin $N:/export/from-rxe.bin $X >out/put.txt 2>&1
+rc=$?
+tail -3 out/put.txt
+[ "$rc" = 0 ] && [ "$(sha256sum /tmp/put.bin | cut -d' ' -f1)" = "$(sha256sum /export/from-rxe.bin | cut -d' ' -f1)" ]
+check $? "NFSv4.1 put: 8 MiB to nfsd, stored identical"
+./rpcrdma nfs ls $N:/export/big-dir $X >out/ls.txt 2>&1
+rc=$?
+n=$(grep -c '^name-' out/ls.txt)
+[ "$rc" = 0 ] && [ "$n" = "BIGN" ]
+check $? "NFSv4.1 ls: all BIGN entries ($n listed)"
+./rpcrdma nfs get $N:/export/recall.bin /tmp/recall.bin --hold-delegation 60 $X >out/hold.txt 2>&1 &
+H=$!
+i=0
+while ! grep -q 'delegation of .* is held' out/hold.txt && [ $i -lt 300 ]; do sleep 0.2; i=$((i + 1)); done
+grep -q 'delegation of .* is held' out/hold.txt
+check $? "nfsd granted a read delegation"
+: >/export/go-write
+write_when_told
+wait $H
+rc=$?
+cat out/hold.txt
+[ "$rc" = 0 ] && grep -q 'returned (DELEGRETURN NFS4_OK)' out/hold.txt
+check $? "CB_RECALL answered on our rxe connection, the delegation returned (DELEGRETURN)"
+grep '^NFSv4.1 session' out/hold.txt | grep -q 'after the probe: none, no SEQ4_STATUS_CB_PATH_DOWN' &&
+    ! grep '^NFSv4.1 session' out/hold.txt | grep -q ' 0 CB_NULL'
+check $? "CB_NULL answered; nfsd's SEQUENCE then reports the backchannel up"
+echo "== done"
+EOF
+    } | sed "s/BIGN/$NDIR/g" >"$IOP_WORK/guest-rxe.sh"
+    iop_log "rxe: booting the guest (nfsd and our rdma-core client on rxe0)"
+    iop_guest_start rxe exec --rdma rxe --add "$RC_BIN" --script "$IOP_WORK/guest-rxe.sh" \
+        --out "$IOP_WORK/rxe-out" --timeout 900
+    iop_guest_finish rxe 960
+    rc=$?
+    grep -aE '^(INTEROP-CHECK|GUEST-WRITE-SECS|NFSv4.1 session|delegation)' "$IOP_WORK/rxe.log" | tr -d '\r' | sed 's/^/    | /'
+    n=0
+    while read -r c name; do
+        iop_result "$name" "$c"
+        n=$((n + 1))
+    done < <(sed -n 's/\r$//; s/^INTEROP-CHECK \([0-9]*\) \(.*\)$/\1 \2/p' "$IOP_WORK/rxe.log")
+    [ "$n" = 6 ] && [ "$rc" = 0 ]
+    iop_result "rxe: the guest ran every check" $? "$n checks, run-guest.sh exit $rc"
+    secs=$(grep -a -m1 '^GUEST-WRITE-SECS' "$IOP_WORK/rxe.log" | tr -d '\r' | cut -d' ' -f2)
+    awk -v s="${secs:-99}" 'BEGIN { exit !(s < 5) }'
+    iop_result "rxe: the guest's write completed without waiting out the lease (10 s)" $? "${secs:-none} s"
+fi
+iop_summary

@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 mod bench;
 mod client;
 mod serve;
+mod workload;
 
 /// Arguments of `rpcrdma nfs`.
 #[derive(Debug, Args)]

@@ -87,6 +87,11 @@ pub(crate) struct ServeArgs {
     /// Exit after this many seconds (default: run until Ctrl-C / SIGTERM).
     #[arg(long)]
     duration: Option<u64>,
+    /// Serve the demo program (`rpcrdma serve`'s) beside NFS on the same
+    /// listeners, so `rpcrdma nfs bench --demo` can compare NFS's READ
+    /// and WRITE with the transport's own on the same server.
+    #[arg(long)]
+    demo_program: bool,
     #[command(flatten)]
     memory: MemoryOpts,
     #[command(flatten)]
@@ -309,6 +314,9 @@ async fn serve<D: Device + Clone>(
             guard,
         );
     }
+    if a.demo_program {
+        rpcrdma_demoprog::serve_demo(&mut services);
+    }
     let calls = a
         .metrics
         .metrics
@@ -372,6 +380,13 @@ async fn serve<D: Device + Clone>(
         tcp_addr.map_or_else(String::new, |t| format!(", NFS over TCP on {t}")),
         if a.read_only { " (read-only)" } else { "" },
     );
+    if a.demo_program {
+        println!(
+            "and the demo program {:#x} v{} on the same listeners (--demo-program)",
+            rpcrdma_demoprog::PROGRAM,
+            rpcrdma_demoprog::VERSION
+        );
+    }
     if from_file {
         for e in table.entries() {
             let clients: Vec<String> = e.clients().map(ToString::to_string).collect();

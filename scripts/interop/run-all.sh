@@ -14,9 +14,10 @@
 #   nfsd-client.sh rpcrdma nfs get/put/ls vs the kernel NFS server over siw
 #                  (issue 12 item 5)
 #   nfsd-client4.sh the same with our NFSv4.1 client, over siw and (rdma-core
-#                  provider) rxe: nfsd's CB_NULL probe and a CB_RECALL
-#                  answered on our RDMA connection, the delegation returned
-#                  (issue 38 item 4); about 4 minutes
+#                  provider) rxe: nfsd's CB_RECALL answered on our RDMA
+#                  connection, the delegation returned, the backchannel
+#                  never CB_PATH_DOWN (nfsd sends 4.1 clients no CB_NULL)
+#                  (issue 38 item 4); about 3 to 4 minutes
 #   nfs-rxe.sh     the kernel NFS client and rpcrdma nfs serve --provider
 #                  rdma-core both in the guest over rxe, NFSv3 and NFSv4.1
 #                  (issue 12 item 4, issue 34 item 6)

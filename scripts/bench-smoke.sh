@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The bench modes run end to end, briefly: `--sweep --plot`, `--clients`,
+# `--small` (small calls at several depths),
 # `--pin` (and the read window `auto` picks there), `--only read`,
 # `--only write` (with the CPU cost per MiB and `--read-window`),
 # `bench verbs --pin`, `bench loop` (every op and path),
@@ -39,6 +40,18 @@ echo "bench-smoke: --clients 1,2"
 "$RPCRDMA" bench --clients 1,2 --scale-secs 0.2 >"$work/clients.txt" 2>/dev/null
 has "$work/clients.txt" "  2 WRITE 1 MiB"
 has "$work/clients.txt" "wake-up state:"
+
+echo "bench-smoke: --small (NULL and ECHO, two depths, one and two connections)"
+"$RPCRDMA" bench --small --small-depths 1,4 --small-connections 2 --small-secs 0.05 \
+    --small-rounds 1 --small-echo-size 4096 --json >"$work/small.json" 2>/dev/null
+has "$work/small.json" '"bench":"small"'
+has "$work/small.json" '"wake_state":{'
+for key in '"op":"null","connections":2,"depth":4' '"op":"echo","connections":1,"depth":1'; do
+    has "$work/small.json" "$key"
+done
+grep -qE '"rpcrdma_vs_raw_tcp":[0-9]' "$work/small.json" || fail "bench --small: no ratio to raw TCP"
+grep -qE '"rpcrdma_vs_oncrpc_tcp":[0-9]' "$work/small.json" ||
+    fail "bench --small: no ratio to ONC RPC/TCP"
 
 echo "bench-smoke: --pin"
 "$RPCRDMA" bench --pin --only null --rounds 1 --round-trips 200 --json \
@@ -86,6 +99,9 @@ for path in rdma oncrpc-tcp raw-tcp; do
         grep -qE "(us of CPU each|ms of CPU per MiB), [0-9.]+ CPUs busy" "$work/loop.txt" ||
             fail "bench loop --path $path --op $op: no CPU figures"
     done
+    "$RPCRDMA" bench loop --path "$path" --op null --outstanding 8 --round-trips 40 --warm-up 8 \
+        >"$work/loop.txt" 2>/dev/null || fail "bench loop --path $path --outstanding 8 failed"
+    has "$work/loop.txt" "8 outstanding:"
 done
 pgo=$(grep -oE '"pgo_build":(true|false)' "$work/read.json") ||
     fail "bench: does not say whether the build has the PGO profile"

@@ -18,6 +18,10 @@
 #                RPCRDMA_PGO=off and a CARGO_TARGET_DIR of its own, and
 #                pass it here, to count without)
 #   LOW, HIGH    round-trip counts (default 1000 and 3000)
+#   OUTSTANDING  NULL calls kept outstanding (default 1: sequential round
+#                trips; with K > 1, `bench loop --outstanding K` runs K
+#                client tasks that each call in turn, raw TCP keeps K
+#                messages in flight, and the figure is per call)
 #   KEEP=DIR     keep the callgrind output files in DIR (for
 #                callgrind_annotate; the HIGH run minus the LOW run is the
 #                per-round-trip profile)
@@ -68,7 +72,8 @@ count() {
     local path=$1 n=$2 file="$out/callgrind.$1.$2"
     # shellcheck disable=SC2086
     valgrind --tool=callgrind "${cache_args[@]}" --callgrind-out-file="$file" -q \
-        "$RPCRDMA" bench loop --path "$path" --round-trips "$n" ${EXTRA_ARGS:-} >/dev/null
+        "$RPCRDMA" bench loop --path "$path" --round-trips "$n" \
+        --outstanding "${OUTSTANDING:-1}" ${EXTRA_ARGS:-} >/dev/null
     awk '/^events:/ { for (i = 2; i <= NF; i++) col[$i] = i }
          /^totals:/ {
              if ("I1mr" in col) print $col["Ir"], $col["I1mr"], $col["D1mr"] + $col["D1mw"]
@@ -94,4 +99,4 @@ for p in "${paths[@]}"; do
         json+=", \"$p-i1-misses\": $i1, \"$p-d1-misses\": $d1"
     fi
 done
-echo "$json, \"low\": $LOW, \"high\": $HIGH}"
+echo "$json, \"low\": $LOW, \"high\": $HIGH, \"outstanding\": ${OUTSTANDING:-1}}"

@@ -5,7 +5,8 @@
 #
 # 1. builds `rpcrdma` instrumented (-Cprofile-generate, RPCRDMA_PGO=off so
 #    the old profile is not applied), in target/pgo-gen;
-# 2. runs the training workload: `rpcrdma demo`, `bench loop` NULL, READ
+# 2. runs the training workload: `rpcrdma demo`, `bench loop` NULL (one
+#    and 32 outstanding), READ
 #    and WRITE over RPC-over-RDMA (Version Two and Version One) and ONC
 #    RPC/TCP, two rounds of `rpcrdma bench`, and `rpcrdma nfs bench`
 #    against `rpcrdma nfs serve` (NFSv3 over both);
@@ -49,6 +50,7 @@ echo "pgo-profile: running the training workload" >&2
 "$bin" demo >/dev/null
 for path in rdma oncrpc-tcp; do
     "$bin" bench loop --path "$path" --round-trips 20000 >/dev/null
+    "$bin" bench loop --path "$path" --outstanding 32 --round-trips 60000 >/dev/null
     "$bin" bench loop --path "$path" --op write --round-trips 300 >/dev/null
     "$bin" bench loop --path "$path" --op read --round-trips 300 >/dev/null
 done

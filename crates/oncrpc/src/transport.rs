@@ -280,9 +280,38 @@ pub trait Transport: Send + Sync + 'static {
     /// The RPC layer stops calling [`Transport::recv`] for a while (it
     /// waits for calls in progress to finish before reading more, or it
     /// stops reading for good). A transport that does its I/O on the task
-    /// that calls `recv` hands it to a task of its own meanwhile. Does
-    /// nothing by default.
+    /// that calls `recv` hands it to a task of its own meanwhile, and puts
+    /// on the wire what it kept back for the reader's return (replies
+    /// sent while it handed up a batch of calls). Does nothing by default.
     fn recv_paused(&self) {}
+
+    /// Whether the transport can keep sends back to write several at once
+    /// ([`Transport::try_send_call_batched`], [`Transport::flush`]).
+    /// False by default.
+    fn batches_sends(&self) -> bool {
+        false
+    }
+
+    /// [`Transport::try_send_call`] for a call sent when the RPC layer
+    /// knows more will follow at once (other calls' replies wait for their
+    /// tasks, which send their next calls right after): a transport that
+    /// [`batches_sends`](Transport::batches_sends) may keep it back and
+    /// write it with those, at the latest at the next send it does not
+    /// keep back, its next receive poll or [`Transport::flush`]. The RPC
+    /// layer makes sure one of these follows soon: its reader calls
+    /// `flush` when woken for it. The default is `try_send_call`.
+    fn try_send_call_batched(
+        &self,
+        xid: u32,
+        message: Payload,
+        hints: &CallHints,
+    ) -> Result<Result<(), TransportError>, Payload> {
+        self.try_send_call(xid, message, hints)
+    }
+
+    /// Puts on the wire what the transport kept back
+    /// ([`Transport::try_send_call_batched`]). Nothing to do by default.
+    fn flush(&self) {}
 
     /// Tells the transport the client is finished with call `xid` (reply
     /// handed over, timed out, cancelled, or about to be retransmitted

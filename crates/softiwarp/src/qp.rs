@@ -768,6 +768,20 @@ impl QueuePair for Qp {
         r
     }
 
+    /// The receives under one lock (a batch of messages read at once
+    /// gives back as many buffers).
+    fn post_recv_chain<I>(&self, wrs: I) -> Result<(), PostError>
+    where
+        I: IntoIterator<Item = RecvWr>,
+    {
+        let r = {
+            let mut st = self.inner.lock();
+            wrs.into_iter().try_for_each(|wr| st.conn.post_recv(wr))
+        };
+        self.inner.start_io();
+        r
+    }
+
     fn caps(&self) -> QpCaps {
         self.inner.caps
     }

@@ -8,6 +8,28 @@
 //! ([`Transport::recv`]) drains the completion queue into the engine, posts
 //! what that produced, and hands up the engine's events. No task of its
 //! own, no channel hop on the data path.
+//!
+//! # Sends written together
+//!
+//! A Send posted alone costs software iWARP a system call and the kernel a
+//! TCP segment through loopback; a chain of them costs one of each
+//! (`QueuePair::post_send_chain`). So the driver keeps some sends back in
+//! the engine's queue and posts them together (docs/performance.md,
+//! "Small calls by the million"):
+//!
+//! * replies sent while the reader hands up a batch of received calls (a
+//!   call handed up, the reader not yet back): they go out together when
+//!   the reader comes back and finds no more events, before it reads on,
+//!   or when it stops reading ([`Transport::recv_paused`]);
+//! * calls the RPC layer sends with [`Transport::try_send_call_batched`]
+//!   (it does so while other calls' replies wait for their tasks, which
+//!   send their next calls right after): they go out with the next send
+//!   that is not kept back, the next poll of the receive side, or
+//!   [`Transport::flush`], which the RPC layer's reader makes when woken
+//!   for it, after the tasks already runnable.
+//!
+//! Nothing else changes: the engine queued the work requests in order and
+//! they are posted in that order; only when they reach the socket does.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -57,6 +79,12 @@ struct Shared<D: Device> {
     wcs: Vec<WorkCompletion>,
     /// The engine deadline the reader sleeps until (`None`: no timer).
     armed: Option<Instant>,
+    /// Work requests left in the engine's queue to post with later ones
+    /// (see "Sends written together").
+    held: bool,
+    /// The reader handed up a received call and has not polled again:
+    /// replies are kept back until it does.
+    in_batch: bool,
 }
 
 struct Inner<D: Device> {
@@ -158,6 +186,8 @@ impl<D: Device> RdmaTransport<D> {
                     next_diag: 0,
                     wcs: Vec::with_capacity(CQ_BATCH),
                     armed: None,
+                    held: false,
+                    in_batch: false,
                 }),
                 qp,
                 cq,
@@ -171,7 +201,7 @@ impl<D: Device> RdmaTransport<D> {
             }),
         };
         let mut s = t.lock();
-        t.flush(&mut s);
+        t.post_queued(&mut s);
         drop(s);
         t
     }
@@ -184,9 +214,21 @@ impl<D: Device> RdmaTransport<D> {
 
     /// Posts everything the engine has queued. A post failure ends the
     /// connection.
-    fn flush(&self, s: &mut Shared<D>) {
-        while let Some(wr) = s.engine.poll_recv() {
-            if let Err(e) = self.inner.qp.post_recv(wr) {
+    fn post_queued(&self, s: &mut Shared<D>) {
+        s.held = false;
+        if let Some(first) = s.engine.poll_recv() {
+            let qp = &self.inner.qp;
+            let r = match s.engine.poll_recv() {
+                None => qp.post_recv(first),
+                // Several (a batch of messages read at once gives back as
+                // many buffers): one call.
+                Some(second) => qp.post_recv_chain(
+                    [first, second]
+                        .into_iter()
+                        .chain(std::iter::from_fn(|| s.engine.poll_recv())),
+                ),
+            };
+            if let Err(e) = r {
                 s.engine.close(EngineError::Post(e));
                 return;
             }
@@ -248,6 +290,13 @@ impl<D: Device> RdmaTransport<D> {
         self.lock().engine.error().is_none()
     }
 
+    /// Whether work requests are kept back in the engine's queue, to be
+    /// posted with later ones (the module docs' "Sends written together";
+    /// for tests and diagnostics).
+    pub fn sends_held(&self) -> bool {
+        self.lock().held
+    }
+
     /// The private data the peer sent at connection set-up, as received
     /// (the RFC 8797 message may sit anywhere in it).
     pub fn peer_private_data(&self) -> &Bytes {
@@ -273,7 +322,7 @@ impl<D: Device> RdmaTransport<D> {
     pub fn peer_backchannel_ready(&self) -> Result<(), RdmaError> {
         let mut s = self.lock();
         s.engine.peer_backchannel_ready(Instant::now())?;
-        self.flush(&mut s);
+        self.post_queued(&mut s);
         let wake = Self::reader_must_look(&s);
         drop(s);
         if wake {
@@ -294,7 +343,7 @@ impl<D: Device> RdmaTransport<D> {
             s.engine.send_bad_header(xid)?;
             let (tx, rx) = oneshot::channel();
             s.diag.insert(xid, tx);
-            self.flush(&mut s);
+            self.post_queued(&mut s);
             rx
         };
         self.inner.wake.notify();
@@ -321,7 +370,15 @@ impl<D: Device> RdmaTransport<D> {
             // handed up: none may be left behind in `Inner::wcs`.)
             if handed.is_none() {
                 if let Some(r) = self.next_received(&mut s) {
+                    // Replies to this call (and to the others handed up
+                    // before the reader finds no more) go out together.
+                    s.in_batch = matches!(r, Ok(Received::Call { .. }));
                     return Poll::Ready(r);
+                }
+                s.in_batch = false;
+                if s.held {
+                    // What was kept back goes out before reading on.
+                    self.post_queued(&mut s);
                 }
             }
             let Shared { engine, wcs, .. } = &mut *s;
@@ -339,7 +396,7 @@ impl<D: Device> RdmaTransport<D> {
                     engine.handle_completion(now, wc);
                 }
                 handed = None;
-                self.flush(&mut s);
+                self.post_queued(&mut s);
                 continue;
             }
             handed = None;
@@ -350,7 +407,7 @@ impl<D: Device> RdmaTransport<D> {
                 let now = Instant::now();
                 if now >= d {
                     s.engine.handle_timeout(now);
-                    self.flush(&mut s);
+                    self.post_queued(&mut s);
                     continue;
                 }
             }
@@ -387,7 +444,7 @@ impl<D: Device> RdmaTransport<D> {
                 if budget.poll_released(epoch, cx).is_ready() {
                     s = self.lock();
                     s.engine.retry_admission();
-                    self.flush(&mut s);
+                    self.post_queued(&mut s);
                     continue;
                 }
             }
@@ -409,18 +466,24 @@ impl<D: Device> RdmaTransport<D> {
         }
     }
 
-    /// Sends a call (the engine queues it until a credit is free).
+    /// Sends a call (the engine queues it until a credit is free); `hold`:
+    /// leave it in the engine's queue to post with later ones.
     fn send_call_now(
         &self,
         xid: u32,
         message: Payload,
         hints: &CallHints,
+        hold: bool,
     ) -> Result<(), TransportError> {
         let mut s = self.lock();
         let r = s
             .engine
             .send_call(Instant::now(), xid, message, reply_hints(hints));
-        self.flush(&mut s);
+        if hold {
+            s.held = true;
+        } else {
+            self.post_queued(&mut s);
+        }
         // The reader hands up what the command produced (a call that failed
         // at once, a fatal error) and arms new timers; nothing to do
         // otherwise.
@@ -433,10 +496,16 @@ impl<D: Device> RdmaTransport<D> {
     }
 
     /// Sends a reply (the engine queues what the send queue cannot take).
+    /// While the reader hands up a batch of calls, the reply waits for the
+    /// replies to the others ("Sends written together").
     fn send_reply_now(&self, context: CallToken, message: Payload) -> Result<(), TransportError> {
         let mut s = self.lock();
         let r = s.engine.send_reply(context, message);
-        self.flush(&mut s);
+        if s.in_batch {
+            s.held = true;
+        } else {
+            self.post_queued(&mut s);
+        }
         let wake = Self::reader_must_look(&s);
         drop(s);
         if wake {
@@ -445,11 +514,15 @@ impl<D: Device> RdmaTransport<D> {
         r.map_err(api_error)
     }
 
-    /// Releases a call's registrations ([`Engine::release`]).
+    /// Releases a call's registrations ([`Engine::release`]; it
+    /// deregisters at once). Sends kept back stay so: whoever kept them
+    /// back posts them.
     fn release_now(&self, xid: u32) {
         let mut s = self.lock();
         s.engine.release(xid);
-        self.flush(&mut s);
+        if !s.held {
+            self.post_queued(&mut s);
+        }
         let wake = Self::reader_must_look(&s);
         drop(s);
         if wake {
@@ -558,7 +631,7 @@ impl<D: Device> Transport for RdmaTransport<D> {
         message: Payload,
         hints: &CallHints,
     ) -> Result<(), TransportError> {
-        self.send_call_now(xid, message, hints)
+        self.send_call_now(xid, message, hints, false)
     }
 
     /// Never waits: the engine queues a call that has no credit yet.
@@ -568,7 +641,29 @@ impl<D: Device> Transport for RdmaTransport<D> {
         message: Payload,
         hints: &CallHints,
     ) -> Result<Result<(), TransportError>, Payload> {
-        Ok(self.send_call_now(xid, message, hints))
+        Ok(self.send_call_now(xid, message, hints, false))
+    }
+
+    /// Kept in the engine's queue until the next send that is not kept
+    /// back, the next poll of the receive side, or [`Transport::flush`].
+    fn try_send_call_batched(
+        &self,
+        xid: u32,
+        message: Payload,
+        hints: &CallHints,
+    ) -> Result<Result<(), TransportError>, Payload> {
+        Ok(self.send_call_now(xid, message, hints, true))
+    }
+
+    fn batches_sends(&self) -> bool {
+        true
+    }
+
+    fn flush(&self) {
+        let mut s = self.lock();
+        if s.held {
+            self.post_queued(&mut s);
+        }
     }
 
     async fn send_reply(&self, context: CallToken, message: Payload) -> Result<(), TransportError> {
@@ -602,6 +697,14 @@ impl<D: Device> Transport for RdmaTransport<D> {
     /// The reader stops for a while: the provider does the queue pair's
     /// I/O on its own meanwhile.
     fn recv_paused(&self) {
+        {
+            // Replies kept back for the reader's return go out now.
+            let mut s = self.lock();
+            s.in_batch = false;
+            if s.held {
+                self.post_queued(&mut s);
+            }
+        }
         self.inner.cq.pause();
     }
 
@@ -613,7 +716,7 @@ impl<D: Device> Transport for RdmaTransport<D> {
         if let Err(e) = s.engine.retire_call(context) {
             tracing::debug!(error = %e, "retiring a call");
         }
-        self.flush(&mut s);
+        self.post_queued(&mut s);
         let wake = Self::reader_must_look(&s);
         drop(s);
         if wake {
@@ -660,7 +763,7 @@ impl<D: Device> Transport for RdmaTransport<D> {
     fn peer_backchannel_ready(&self) -> Result<(), TransportError> {
         let mut s = self.lock();
         let r = s.engine.peer_backchannel_ready(Instant::now());
-        self.flush(&mut s);
+        self.post_queued(&mut s);
         let wake = Self::reader_must_look(&s);
         drop(s);
         if wake {

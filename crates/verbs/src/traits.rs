@@ -175,6 +175,20 @@ pub trait QueuePair: Send + Sync + 'static {
     /// Posts a receive.
     fn post_recv(&self, wr: RecvWr) -> Result<(), PostError>;
 
+    /// Posts several receives in order (verbs' linked list of receive
+    /// work requests), stopping at the first refused; the ones before it
+    /// stay posted. By default they are posted in turn; a provider may
+    /// take them under one lock (software iWARP does).
+    fn post_recv_chain<I>(&self, wrs: I) -> Result<(), PostError>
+    where
+        I: IntoIterator<Item = RecvWr>,
+    {
+        for wr in wrs {
+            self.post_recv(wr)?;
+        }
+        Ok(())
+    }
+
     /// Negotiated sizes: queue depths as configured, IRD/ORD as agreed with
     /// the peer.
     fn caps(&self) -> QpCaps;

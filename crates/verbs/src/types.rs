@@ -145,9 +145,12 @@ impl Sge {
 /// the Sends and RDMA Writes of a thread need no allocation for them.
 const KEPT_GATHER_CAPACITY: usize = 8;
 
-/// How many lists a thread keeps (a reply's RDMA Writes and its Send are
-/// encoded together).
-const KEPT_GATHER_LISTS: usize = 4;
+/// How many lists a thread keeps: a reply's RDMA Writes and its Send are
+/// encoded together, and a driver that writes many Sends at once (a batch
+/// of calls or replies kept back to go out with one system call) holds a
+/// list per Send until it posts them. 64 lists of 8 elements are a few
+/// dozen KiB per thread, kept only once used.
+const KEPT_GATHER_LISTS: usize = 64;
 
 thread_local! {
     static KEPT_GATHER_LISTS_OF_THREAD: std::cell::RefCell<Vec<Vec<Sge>>> =

@@ -32,6 +32,8 @@
 //!   itself);
 //! * `reader.rs`: the reader task.
 
+#[cfg(test)]
+mod batch_tests;
 mod inline;
 mod pending;
 mod reader;
@@ -181,6 +183,12 @@ struct Conn<T: Transport> {
     registry: Option<Backchannels>,
     /// See [`ConnOps::arena`].
     arena: Mutex<bytes::BytesMut>,
+    /// Whether the transport keeps sends back to write several at once
+    /// ([`Transport::batches_sends`]).
+    batches: bool,
+    /// A call was kept back ([`Transport::try_send_call_batched`]) and the
+    /// reader was asked to [`Transport::flush`] (through `ctl`).
+    flush_due: AtomicBool,
 }
 
 const STOP_NONE: u8 = 0;
@@ -240,6 +248,19 @@ impl<T: Transport> ConnOps for Conn<T> {
         message: Payload,
         hints: &CallHints,
     ) -> Result<Result<(), TransportError>, Payload> {
+        if self.batches && self.pending.others_ready() {
+            // Other calls' tasks are about to run and send their next
+            // calls: this one may go with them. The reader flushes once
+            // the tasks already runnable have run (it is woken after
+            // them), whatever they do.
+            let r = self.transport.try_send_call_batched(xid, message, hints);
+            if !self.flush_due.load(Ordering::Acquire)
+                && !self.flush_due.swap(true, Ordering::AcqRel)
+            {
+                self.ctl.notify();
+            }
+            return r;
+        }
         self.transport.try_send_call(xid, message, hints)
     }
     fn try_release(&self, xid: u32) -> bool {
@@ -287,6 +308,16 @@ impl<T: Transport> ConnOps for Conn<T> {
     }
     fn arena(&self) -> &Mutex<bytes::BytesMut> {
         &self.arena
+    }
+}
+
+impl<T: Transport> Conn<T> {
+    /// The reader's part of [`Transport::try_send_call_batched`]: puts on
+    /// the wire what the transport kept back, when asked to.
+    fn flush_if_due(&self) {
+        if self.flush_due.load(Ordering::Acquire) && self.flush_due.swap(false, Ordering::AcqRel) {
+            self.transport.flush();
+        }
     }
 }
 
@@ -351,6 +382,7 @@ impl Connection {
         let pending = Arc::new(Pending::new());
         let reader_waker = Waker::from(pending.clone());
         let inline = transport.polls_recv();
+        let batches = transport.batches_sends();
         let conn = Arc::new(Conn {
             id,
             peer: peer.clone(),
@@ -371,6 +403,8 @@ impl Connection {
             key: Mutex::new(None),
             registry: open.registry,
             arena: Mutex::new(bytes::BytesMut::new()),
+            batches,
+            flush_due: AtomicBool::new(false),
         });
         let handle = Connection { ops: conn.clone() };
         let span = tracing::info_span!("rpc_conn", id, peer = %peer);

@@ -12,7 +12,7 @@
 
 use parking_lot::Mutex;
 use std::collections::hash_map::Entry;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -135,6 +135,9 @@ pub(crate) struct Pending {
     /// `State::alive`, readable without the lock (every call looks before
     /// it picks the connection; it changes once, under the lock).
     alive: AtomicBool,
+    /// Waiting calls whose outcome is in their slot, not yet taken by
+    /// their task (changed under the lock): [`Pending::others_ready`].
+    ready: AtomicUsize,
 }
 
 impl Pending {
@@ -148,6 +151,7 @@ impl Pending {
             }),
             held: AtomicU8::new(0),
             alive: AtomicBool::new(true),
+            ready: AtomicUsize::new(0),
         }
     }
 
@@ -192,6 +196,7 @@ impl Pending {
         };
         if e.get().outcome.is_some() {
             let outcome = e.remove().outcome;
+            self.taken();
             let wakes = st.stop_waiting(xid);
             drop(st);
             wakes.wake();
@@ -235,7 +240,10 @@ impl Pending {
             }
             e => {
                 let outcome = match e {
-                    Entry::Occupied(e) => e.remove().outcome,
+                    Entry::Occupied(e) => {
+                        self.taken();
+                        e.remove().outcome
+                    }
                     Entry::Vacant(_) => None,
                 };
                 let wakes = st.stop_waiting(xid);
@@ -250,7 +258,9 @@ impl Pending {
     /// outcome was taken).
     pub(crate) fn unregister(&self, xid: u32) {
         let mut st = lock(&self.state);
-        st.pending.remove(&xid);
+        if st.pending.remove(&xid).is_some_and(|w| w.outcome.is_some()) {
+            self.taken();
+        }
         let wakes = st.stop_waiting(xid);
         drop(st);
         wakes.wake();
@@ -326,6 +336,9 @@ impl Pending {
             Entry::Vacant(_) => Poll::Ready(mine),
             Entry::Occupied(e) if e.get().outcome.is_some() || mine.is_some() => {
                 let stored = e.remove().outcome;
+                if stored.is_some() {
+                    self.taken();
+                }
                 Poll::Ready(stored.or(mine))
             }
             Entry::Occupied(mut e) => {
@@ -373,6 +386,20 @@ impl Pending {
         if let Some(w) = w {
             w.wake();
         }
+    }
+
+    /// An outcome was taken from its slot (under the lock).
+    fn taken(&self) {
+        self.ready.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Whether some waiting call's outcome is in its slot and its task,
+    /// woken, has not taken it yet: that task runs soon, and a call sent
+    /// now may wait for the one it sends next (the transport writes them
+    /// together, `Transport::try_send_call_batched`). A hint, read
+    /// without the lock.
+    pub(crate) fn others_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed) > 0
     }
 
     /// Whether calls may still wait here.
@@ -428,6 +455,7 @@ impl Pending {
                 }
                 if w.deadline <= now {
                     w.outcome = Some(Outcome::TimedOut);
+                    self.ready.fetch_add(1, Ordering::Relaxed);
                     woken.extend(w.waker.take());
                 } else {
                     next = Some(next.map_or(w.deadline, |n| n.min(w.deadline)));
@@ -455,6 +483,7 @@ impl Pending {
             match st.pending.get_mut(&xid) {
                 Some(w) if w.outcome.is_none() => {
                     w.outcome = Some(outcome);
+                    self.ready.fetch_add(1, Ordering::Relaxed);
                     w.waker
                         .take()
                         .filter(|w| !me.is_some_and(|m| m.will_wake(w)))
@@ -509,6 +538,41 @@ mod tests {
         assert!(matches!(poll(&p, 1), Poll::Ready(Some(Outcome::TimedOut))));
         assert!(matches!(poll(&p, 2), Poll::Ready(None)), "lost");
         assert_eq!(p.register(3, t), None, "dead connection");
+    }
+
+    #[test]
+    fn others_ready_counts_outcomes_not_yet_taken() {
+        let p = Pending::new();
+        let now = Instant::now();
+        let t = now + Duration::from_secs(30);
+        for x in 1..=5 {
+            p.register(x, if x == 5 { now } else { t });
+        }
+        assert!(!p.others_ready());
+        p.complete(1, Outcome::TimedOut);
+        p.complete(1, Outcome::TimedOut); // a duplicate counts once
+        p.complete(2, Outcome::TimedOut);
+        p.complete(9, Outcome::TimedOut); // nobody waits for it
+        assert_eq!(p.sweep(now), Some(t), "5 timed out");
+        assert_eq!(p.ready.load(Ordering::Relaxed), 3);
+        // Taken by a poll, given up with its outcome, taken by the caller
+        // that read the transport: each once.
+        assert!(matches!(poll(&p, 1), Poll::Ready(Some(_))));
+        p.unregister(2);
+        p.unregister(2);
+        assert!(p.others_ready());
+        assert!(p.lease_for_caller());
+        assert!(p
+            .release_by_caller(5, Waker::noop(), false, None)
+            .is_ready());
+        assert!(!p.others_ready());
+        // Kept across a lost connection until taken.
+        p.complete(3, Outcome::TimedOut);
+        p.fail_all();
+        assert!(p.others_ready());
+        assert!(matches!(poll(&p, 3), Poll::Ready(Some(_))));
+        assert!(matches!(poll(&p, 4), Poll::Ready(None)));
+        assert!(!p.others_ready());
     }
 
     #[test]

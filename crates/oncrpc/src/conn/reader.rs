@@ -100,6 +100,7 @@ pub(super) async fn run<T: Transport>(
         };
         let received = match step {
             Step::Ctl => {
+                conn.flush_if_due();
                 if stopping(&stop) {
                     break;
                 }
@@ -145,6 +146,7 @@ pub(super) async fn run<T: Transport>(
                     tokio::select! {
                         biased;
                         () = conn.ctl.wait() => {
+                            conn.flush_if_due();
                             if stopping(&stop) {
                                 break 'outer;
                             }

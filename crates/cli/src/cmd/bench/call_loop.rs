@@ -48,9 +48,14 @@ pub(crate) struct LoopArgs {
     /// Octets per READ or WRITE.
     #[arg(long, default_value_t = 1 << 20)]
     pub(crate) size: usize,
-    /// READ or WRITE calls kept outstanding.
-    #[arg(long, default_value_t = 8)]
-    pub(crate) outstanding: usize,
+    /// Calls kept outstanding (default: 1 for NULL, whose sequential round
+    /// trips `scripts/callgrind-null.sh` counts, 8 for READ and WRITE).
+    /// With NULL and more than one, the client runs that many tasks that
+    /// each call in turn, so that many calls are always in flight (raw
+    /// TCP: that many 64-octet messages kept in flight, each side reading
+    /// what has arrived and answering it with one write).
+    #[arg(long)]
+    pub(crate) outstanding: Option<usize>,
     /// Round trips (or calls) after the warm-up.
     #[arg(long, default_value_t = 1000)]
     pub(crate) round_trips: usize,
@@ -157,6 +162,15 @@ async fn client<D: Device + Clone>(
             tcp_stream(a.sink, args.size, n, &data).await?;
             return Ok(t.elapsed());
         }
+        let k = args.outstanding.unwrap_or(1);
+        if k > 1 {
+            let mut s = TcpStream::connect(a.batch_echo).await?;
+            s.set_nodelay(true)?;
+            super::small::raw_exchange(&mut s, 64, k, warm).await?;
+            let t = Stopwatch::start();
+            super::small::raw_exchange(&mut s, 64, k, n).await?;
+            return Ok(t.elapsed());
+        }
         let mut s = TcpStream::connect(a.echo).await?;
         s.set_nodelay(true)?;
         let mut b = [7u8; 64];
@@ -184,9 +198,17 @@ async fn client<D: Device + Clone>(
     };
     if args.op != LoopOp::Null {
         let data = rpcrdma_demoprog::pattern(3, args.size);
-        rpc_calls(&c, warm, args.outstanding, args.op, &data).await?;
+        let k = args.outstanding.unwrap_or(8);
+        rpc_calls(&c, warm, k, args.op, &data).await?;
         let t = Stopwatch::start();
-        rpc_calls(&c, n, args.outstanding, args.op, &data).await?;
+        rpc_calls(&c, n, k, args.op, &data).await?;
+        return Ok(t.elapsed());
+    }
+    let k = args.outstanding.unwrap_or(1);
+    if k > 1 {
+        super::small::null_lanes(&c, warm, k).await?;
+        let t = Stopwatch::start();
+        super::small::null_lanes(&c, n, k).await?;
         return Ok(t.elapsed());
     }
     let mut t = Stopwatch::start();
@@ -276,6 +298,9 @@ pub(crate) fn run(args: LoopArgs) -> anyhow::Result<ExitCode> {
     args.rdma.check()?;
     let provider = args.rdma.provider.clone();
     let (n, path, op, size) = (args.round_trips, args.path, args.op, args.size);
+    let k = args
+        .outstanding
+        .unwrap_or(if op == LoopOp::Null { 1 } else { 8 });
     let took = crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?
         .block_on(provider.run(args.rdma.params(), LoopJob { args }))?;
     let path = path
@@ -283,12 +308,21 @@ pub(crate) fn run(args: LoopArgs) -> anyhow::Result<ExitCode> {
         .map_or_else(|| "?".to_string(), |v| v.get_name().to_string());
     let (wall, cpu) = (took.wall.as_secs_f64(), took.cpu.as_secs_f64());
     if op == LoopOp::Null {
-        println!(
-            "{n} round trips ({path}): {:.2} us each, {:.2} us of CPU each, {:.2} CPUs busy",
-            wall * 1e6 / n as f64,
-            cpu * 1e6 / n as f64,
-            took.cpus_busy()
-        );
+        if k > 1 {
+            println!(
+                "{n} round trips ({path}), {k} outstanding: {:.0} per second, {:.2} us of CPU each, {:.2} CPUs busy",
+                n as f64 / wall,
+                cpu * 1e6 / n as f64,
+                took.cpus_busy()
+            );
+        } else {
+            println!(
+                "{n} round trips ({path}): {:.2} us each, {:.2} us of CPU each, {:.2} CPUs busy",
+                wall * 1e6 / n as f64,
+                cpu * 1e6 / n as f64,
+                took.cpus_busy()
+            );
+        }
     } else {
         let mib = (n * size) as f64 / (1 << 20) as f64;
         let (what, how) = match op {

@@ -1,7 +1,8 @@
 //! `rpcrdma bench`: measurements. Without a target it measures RPC-over-RDMA
 //! against ONC RPC over TCP and raw TCP (`rpc.rs`), over message sizes with
 //! `--sweep` (`sweep.rs`, drawn by `plot.rs`), or with N connections
-//! against a multi-threaded server with `--clients` (`scale.rs`); `bench
+//! against a multi-threaded server with `--clients` (`scale.rs`), small
+//! calls' rates at several depths with `--small` (`small.rs`); `bench
 //! verbs` measures a verbs provider (software iWARP, or an RDMA device with
 //! `--provider rdma-core`) against raw TCP (`verbs.rs`). Every bench reports the wake-up state its raw TCP round
 //! trips saw, and `--pin` runs it on one CPU (`wake.rs`).
@@ -12,6 +13,7 @@ pub(crate) mod cpu;
 pub(crate) mod plot;
 pub(crate) mod rpc;
 pub(crate) mod scale;
+pub(crate) mod small;
 pub(crate) mod sweep;
 pub(crate) mod verbs;
 pub(crate) mod wake;
@@ -41,7 +43,9 @@ even on loopback). --pin runs everything on one CPU (as taskset -c 0).
 
 --sweep measures READ/WRITE throughput from 1 KiB to 16 MiB and NULL round-trip percentiles \
 instead (--plot FILE.svg draws them); --clients 1,2,4 measures the aggregate of N connections \
-against a multi-threaded server instead. See docs/performance.md."
+against a multi-threaded server instead; --small measures NULL and 4 KiB ECHO rates with 1, 8, \
+32 and 128 calls outstanding on one and on several connections, against a raw TCP exchange kept as \
+many deep, instead. See docs/performance.md."
 )]
 pub(crate) struct BenchArgs {
     /// Run on one CPU only (the first this process may use), every thread
@@ -58,6 +62,8 @@ pub(crate) struct BenchArgs {
     sweep: sweep::SweepArgs,
     #[command(flatten)]
     scale: scale::ScaleArgs,
+    #[command(flatten)]
+    small: small::SmallArgs,
 }
 
 /// What to measure (default: the RPC-level comparison).
@@ -86,6 +92,7 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         Some(BenchTarget::Loop(a)) => call_loop::run(a),
         None if args.sweep.sweep => sweep::run(args.rpc, args.sweep),
         None if !args.scale.clients.is_empty() => scale::run(args.rpc, args.scale),
+        None if args.small.small => small::run(args.rpc, args.small),
         None => rpc::run(args.rpc),
     }
 }

@@ -78,6 +78,10 @@ are repeated with a bench-only procedure that takes the same arguments and compu
 pub(crate) const BARE_PROG: u32 = 0x4052_4257;
 /// [`BARE_PROG`]'s WRITE without a checksum.
 pub(crate) const BARE_WRITE: u32 = 1;
+/// [`BARE_PROG`]'s ECHO: opaque data of any size up to
+/// `small::MAX_ECHO`, inline, answered with the same data (the demo ECHO
+/// takes at most 1 KiB; `rpcrdma bench --small` echoes 4 KiB).
+pub(crate) const BARE_ECHO: u32 = 2;
 
 /// What a throughput measure repeats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,6 +228,9 @@ pub(crate) struct Addrs {
     pub(crate) rpc_tcp: SocketAddr,
     pub(crate) echo: SocketAddr,
     pub(crate) sink: SocketAddr,
+    /// Raw TCP: writes back whatever it reads, one write per read
+    /// (`small.rs`'s exchange kept many messages deep).
+    pub(crate) batch_echo: SocketAddr,
 }
 
 /// How a bench server's thread is started: [`on_thread`] (one
@@ -300,7 +307,8 @@ pub(crate) async fn server<D: Device + Clone>(
                 count: u32::try_from(a.data.len()).unwrap_or(u32::MAX),
                 crc32c: 0,
             })
-        });
+        })
+        .proc(BARE_ECHO, |_, a: super::small::Opaque| async move { Ok(a) });
     let server = Server::new(services, ServerConfig::default());
     let listen = ListenConfig {
         engine: args.server_engine(),
@@ -313,12 +321,20 @@ pub(crate) async fn server<D: Device + Clone>(
     let rpc_tcp = server.serve_tcp("127.0.0.1:0").await?;
     let echo = TcpListener::bind("127.0.0.1:0").await?;
     let sink = TcpListener::bind("127.0.0.1:0").await?;
+    let batch_echo = TcpListener::bind("127.0.0.1:0").await?;
     tx.send(Addrs {
         rdma: svc.local_addr(),
         rpc_tcp,
         echo: echo.local_addr()?,
         sink: sink.local_addr()?,
+        batch_echo: batch_echo.local_addr()?,
     })?;
+    tokio::spawn(async move {
+        while let Ok((s, _)) = batch_echo.accept().await {
+            let _ = s.set_nodelay(true);
+            tokio::spawn(super::small::batch_echo(s));
+        }
+    });
     tokio::spawn(async move {
         while let Ok((mut s, _)) = echo.accept().await {
             let _ = s.set_nodelay(true);

@@ -39,8 +39,13 @@ struct Rig {
 }
 
 async fn rig(read_only: bool) -> Rig {
+    rig_in(&std::env::temp_dir(), read_only).await
+}
+
+/// A rig whose export lies in `dir`.
+async fn rig_in(dir: &std::path::Path, read_only: bool) -> Rig {
     static N: AtomicU32 = AtomicU32::new(0);
-    let base = std::env::temp_dir().join(format!(
+    let base = dir.join(format!(
         "rpcrdma-nfs3-server-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
@@ -52,6 +57,13 @@ async fn rig(read_only: bool) -> Rig {
     cfg.identity = IdentityMode::ServerUser;
     cfg.read_only = read_only;
     let export = Arc::new(Export::open(cfg).unwrap());
+    // Memory-backed exactly when the directory is on tmpfs or ramfs.
+    let f_type = rustix::fs::statfs(&root).unwrap().f_type;
+    assert_eq!(
+        export.memory_backed(),
+        matches!(f_type, 0x0102_1994 | 0x8584_58f6),
+        "{root:?}"
+    );
     let mut services = Services::new();
     server::register(&mut services, export);
     let server = Server::new(services, ServerConfig::default());
@@ -101,7 +113,10 @@ impl Rig {
 }
 
 async fn everything(over_mem: bool) {
-    let rig = rig(false).await;
+    everything_on(rig(false).await, over_mem).await;
+}
+
+async fn everything_on(rig: Rig, over_mem: bool) {
     std::fs::create_dir(rig.root.join("sub")).unwrap();
     std::fs::write(rig.root.join("sub/hello"), b"hello").unwrap();
     let (c, rest) = rig.mount(over_mem, b"/sub/hello").await;
@@ -372,6 +387,23 @@ async fn every_procedure_over_tcp() {
     everything(false).await;
 }
 
+/// On tmpfs brief procedures run on the task that decoded them
+/// (`Export::memory_backed`), not on the blocking pool: every procedure
+/// again, over both transports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_procedure_on_a_memory_backed_export() {
+    let shm = std::path::Path::new("/dev/shm");
+    let on_tmpfs = rustix::fs::statfs(shm).is_ok_and(|s| s.f_type == 0x0102_1994);
+    if !on_tmpfs {
+        eprintln!("skipped: /dev/shm is not a tmpfs here");
+        return;
+    }
+    for over_mem in [true, false] {
+        let rig = rig_in(shm, false).await;
+        everything_on(rig, over_mem).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_only_exports_answer_rofs() {
     let rig = rig(true).await;
@@ -531,8 +563,22 @@ async fn root_is_squashed() {
         eprintln!("root_is_squashed: skipped (needs root)");
         return;
     }
+    // On the temporary directory's file system (the blocking pool), and on
+    // tmpfs, where the calls run on the task that decoded them: the
+    // identity switch is the same on either thread.
+    let mut dirs = vec![std::env::temp_dir()];
+    let shm = PathBuf::from("/dev/shm");
+    if rustix::fs::statfs(&shm).is_ok_and(|s| s.f_type == 0x0102_1994) {
+        dirs.push(shm);
+    }
+    for dir in dirs {
+        squashed_in(&dir).await;
+    }
+}
+
+async fn squashed_in(dir: &std::path::Path) {
     static N: AtomicU32 = AtomicU32::new(0);
-    let base = std::env::temp_dir().join(format!(
+    let base = dir.join(format!(
         "rpcrdma-nfs3-squash-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
@@ -559,6 +605,25 @@ async fn root_is_squashed() {
     let a = c.getattr(&fh).await.unwrap();
     assert_eq!((a.uid, a.gid), (65534, 65534));
     assert_eq!(a.ftype, FileType::Regular);
+    // An ordinary caller owns what it makes; (uid_t)-1 is nobody, never
+    // the server's root.
+    for (uid, owner) in [(1000, 1000), (u32::MAX, 65534)] {
+        let (c, _) = NfsClient::mount(
+            Client::new(TcpConnector::new(addr), cfg(uid)),
+            Client::new(TcpConnector::new(addr), cfg(0)),
+            b"/",
+        )
+        .await
+        .unwrap();
+        let name = format!("by-{uid}");
+        let fh = c.create(c.root(), name.as_bytes(), 0o644).await.unwrap();
+        let a = c.getattr(&fh).await.unwrap();
+        assert_eq!((a.uid, a.gid), (owner, owner), "{dir:?} {uid}");
+        let on_disk = std::fs::metadata(root.join(&name)).unwrap();
+        assert_eq!(std::os::unix::fs::MetadataExt::uid(&on_disk), owner);
+    }
+    // The server's own threads are still root afterwards.
+    assert!(rustix::process::geteuid().is_root());
     srv.shutdown().await;
 }
 

@@ -305,6 +305,8 @@ pub struct Export {
     searching: Mutex<()>,
     /// READ's buffers, reused.
     read_buffers: buffers::ReadBuffers,
+    /// See [`Export::memory_backed`].
+    memory_backed: bool,
 }
 
 impl Export {
@@ -316,6 +318,16 @@ impl Export {
     /// The export's directory, canonical.
     pub fn root_path(&self) -> &Path {
         &self.canon
+    }
+
+    /// Whether the export's file system keeps everything in memory
+    /// (tmpfs or ramfs, told by `fstatfs` when the export was opened; an
+    /// export never crosses onto another file system): no operation on
+    /// it waits for a device, so a server may run brief ones on the task
+    /// that decoded the call rather than hand them to a blocking thread
+    /// (docs/nfs.md, "Where the work runs").
+    pub fn memory_backed(&self) -> bool {
+        self.memory_backed
     }
 
     /// The handle of the export's root.

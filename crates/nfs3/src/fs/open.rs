@@ -67,6 +67,9 @@ impl Export {
         };
         let dev = (st.stx_dev_major, st.stx_dev_minor);
         let nodes = Nodes::new(cfg.max_nodes, cfg.max_dir_fds);
+        // TMPFS_MAGIC, RAMFS_MAGIC (linux/magic.h).
+        let memory_backed = rustix::fs::fstatfs(&root_fd)
+            .is_ok_and(|s| matches!(s.f_type, 0x0102_1994 | 0x8584_58f6));
         Ok(Self {
             root_id: NodeId {
                 ino: st.stx_ino,
@@ -80,6 +83,7 @@ impl Export {
             nodes: Mutex::new(nodes),
             searching: Mutex::new(()),
             read_buffers: Default::default(),
+            memory_backed,
             root_fd: Arc::new(root_fd),
             canon,
             cfg,

@@ -16,6 +16,12 @@ use crate::proto::nfs3 as p;
 /// Bytes of a READDIR(PLUS) reply besides its entries: status, directory
 /// attributes, cookie verifier, the list's end marker and `eof`.
 const READDIR_OVERHEAD: usize = 4 + 88 + 8 + 4 + 4;
+
+/// The most data a READ or WRITE moves and still runs on the task that
+/// decoded it on a memory-backed export (`NfsService::run_brief`): a
+/// 64 KiB copy takes a few microseconds; a 1 MiB one would hold the
+/// task's thread for a few hundred.
+pub(crate) const INLINE_IO_MAX: usize = 64 * 1024;
 /// The largest READDIR(PLUS) reply we build, whatever the client offers.
 pub(super) const MAX_READDIR_REPLY: usize = 1 << 20;
 
@@ -119,6 +125,39 @@ impl NfsService {
         Ok(first)
     }
 
+    /// Runs brief file-system work (metadata, or data of at most
+    /// [`INLINE_IO_MAX`] octets) as the caller: on this task when the
+    /// export is memory-backed ([`Export::memory_backed`]: nothing there
+    /// waits for a device, and a hand-off to the blocking pool and back
+    /// costs more than the work), on the blocking pool otherwise.
+    async fn run_brief<T: Send + 'static>(
+        &self,
+        info: &CallInfo,
+        adm: Admitted,
+        f: impl FnOnce(&Export, &Caller) -> T + Send + 'static,
+    ) -> Result<T, ProcError> {
+        if adm.export.memory_backed() {
+            let caller = caller_of(&adm, info);
+            return Ok(f(&adm.export, &caller));
+        }
+        self.run(info, adm, f).await
+    }
+
+    /// [`Self::run_brief`] for data of `len` octets, else [`Self::run`].
+    async fn run_io<T: Send + 'static>(
+        &self,
+        info: &CallInfo,
+        adm: Admitted,
+        len: u32,
+        f: impl FnOnce(&Export, &Caller) -> T + Send + 'static,
+    ) -> Result<T, ProcError> {
+        if len as usize <= INLINE_IO_MAX {
+            self.run_brief(info, adm, f).await
+        } else {
+            self.run(info, adm, f).await
+        }
+    }
+
     /// Runs file-system work on the blocking pool, as the caller.
     async fn run<T: Send + 'static>(
         &self,
@@ -172,7 +211,7 @@ impl p::nfs_v3::Server for NfsService {
             |e| p::Getattr3res::Default(status(e)),
             "GETATTR"
         );
-        self.run(&info, adm, move |x, _| match x.getattr(&fh) {
+        self.run_brief(&info, adm, move |x, _| match x.getattr(&fh) {
             Ok(attr) => p::Getattr3res::Nfs3Ok(p::Getattr3resok {
                 obj_attributes: c::fattr(&attr),
             }),
@@ -198,7 +237,7 @@ impl p::nfs_v3::Server for NfsService {
         if self.held(&fh) {
             return Ok(fail(NfsError::Jukebox));
         }
-        self.run(&info, adm, move |x, who| {
+        self.run_brief(&info, adm, move |x, who| {
             let guard = match &a.guard {
                 p::Sattrguard3::True(t) => Some(c::time_of(t)),
                 p::Sattrguard3::False => None,
@@ -223,7 +262,7 @@ impl p::nfs_v3::Server for NfsService {
             )
         };
         let (dir, adm) = admit!(self, info, a.what.dir, fail, "LOOKUP");
-        self.run(&info, adm, move |x, who| {
+        self.run_brief(&info, adm, move |x, who| {
             let (r, dir_attr) = x.lookup(who, &dir, &a.what.name);
             match r {
                 Ok((h, attr)) => p::Lookup3res::Nfs3Ok(p::Lookup3resok {
@@ -252,7 +291,7 @@ impl p::nfs_v3::Server for NfsService {
             )
         };
         let (fh, adm) = admit!(self, info, a.object, fail, "ACCESS");
-        self.run(&info, adm, move |x, who| {
+        self.run_brief(&info, adm, move |x, who| {
             match x.access(who, &fh, a.access) {
                 Ok((granted, attr)) => p::Access3res::Nfs3Ok(p::Access3resok {
                     obj_attributes: c::post_op(Some(attr)),
@@ -283,7 +322,7 @@ impl p::nfs_v3::Server for NfsService {
             )
         };
         let (fh, adm) = admit!(self, info, a.symlink, fail, "READLINK");
-        self.run(&info, adm, move |x, who| match x.readlink(who, &fh) {
+        self.run_brief(&info, adm, move |x, who| match x.readlink(who, &fh) {
             Ok((target, attr)) => p::Readlink3res::Nfs3Ok(p::Readlink3resok {
                 symlink_attributes: c::post_op(Some(attr)),
                 data: Bytes::from(target),
@@ -308,7 +347,7 @@ impl p::nfs_v3::Server for NfsService {
             )
         };
         let (fh, adm) = admit!(self, info, a.file, fail, "READ");
-        self.run(&info, adm, move |x, who| {
+        self.run_io(&info, adm, a.count, move |x, who| {
             let (r, post) = x.read(who, &fh, a.offset, a.count);
             match r {
                 Ok(d) => p::Read3res::Nfs3Ok(p::Read3resok {
@@ -346,7 +385,7 @@ impl p::nfs_v3::Server for NfsService {
         if self.held(&fh) {
             return Ok(fail(NfsError::Jukebox));
         }
-        self.run(&info, adm, move |x, who| {
+        self.run_io(&info, adm, a.count, move |x, who| {
             let data = &a.data[..a.count as usize];
             let out = x.write(who, &fh, a.offset, data, c::stable_of(a.stable));
             let file_wcc = c::wcc(out.wcc);
@@ -374,7 +413,7 @@ impl p::nfs_v3::Server for NfsService {
         };
         let (dir, adm) = admit!(self, info, a.r#where.dir, fail, "CREATE");
         let g = self.guard.clone();
-        self.run(&info, adm, move |x, who| {
+        self.run_brief(&info, adm, move |x, who| {
             // An existing file may be truncated by an UNCHECKED CREATE.
             if held_name(&g, x, who, &dir, &a.r#where.name) {
                 return fail(NfsError::Jukebox);
@@ -403,7 +442,7 @@ impl p::nfs_v3::Server for NfsService {
             )
         };
         let (dir, adm) = admit!(self, info, a.r#where.dir, fail, "MKDIR");
-        self.run(&info, adm, move |x, who| {
+        self.run_brief(&info, adm, move |x, who| {
             let out = x.mkdir(who, &dir, &a.r#where.name, &c::sattr(&a.attributes));
             let dir_wcc = c::wcc(out.wcc);
             match out.result {
@@ -432,7 +471,7 @@ impl p::nfs_v3::Server for NfsService {
             )
         };
         let (dir, adm) = admit!(self, info, a.r#where.dir, fail, "SYMLINK");
-        self.run(&info, adm, move |x, who| {
+        self.run_brief(&info, adm, move |x, who| {
             let out = x.symlink(
                 who,
                 &dir,
@@ -467,7 +506,7 @@ impl p::nfs_v3::Server for NfsService {
             Ok(w) => w,
             Err(e) => return Ok(fail(e)),
         };
-        self.run(&info, adm, move |x, who| {
+        self.run_brief(&info, adm, move |x, who| {
             let out = x.mknod(who, &dir, &a.r#where.name, what, &set);
             let dir_wcc = c::wcc(out.wcc);
             match out.result {
@@ -493,7 +532,7 @@ impl p::nfs_v3::Server for NfsService {
         };
         let (dir, adm) = admit!(self, info, a.object.dir, fail, "REMOVE");
         let g = self.guard.clone();
-        self.run(&info, adm, move |x, who| {
+        self.run_brief(&info, adm, move |x, who| {
             if held_name(&g, x, who, &dir, &a.object.name) {
                 return fail(NfsError::Jukebox);
             }
@@ -517,7 +556,7 @@ impl p::nfs_v3::Server for NfsService {
             )
         };
         let (dir, adm) = admit!(self, info, a.object.dir, fail, "RMDIR");
-        self.run(&info, adm, move |x, who| {
+        self.run_brief(&info, adm, move |x, who| {
             let out = x.rmdir(who, &dir, &a.object.name);
             let dir_wcc = c::wcc(out.wcc);
             match out.result {
@@ -545,7 +584,7 @@ impl p::nfs_v3::Server for NfsService {
             Err(e) => return Ok(fail(e)),
         };
         let g = self.guard.clone();
-        self.run(&info, adm, move |x, who| {
+        self.run_brief(&info, adm, move |x, who| {
             if held_name(&g, x, who, &from, &a.from.name) || held_name(&g, x, who, &to, &a.to.name)
             {
                 return fail(NfsError::Jukebox);
@@ -588,7 +627,7 @@ impl p::nfs_v3::Server for NfsService {
         if self.held(&file) {
             return Ok(fail(NfsError::Jukebox));
         }
-        self.run(&info, adm, move |x, who| {
+        self.run_brief(&info, adm, move |x, who| {
             let (r, attr, w) = x.link(who, &file, &dir, &a.link.name);
             let (file_attributes, linkdir_wcc) = (c::post_op(attr), c::wcc(w));
             match r {
@@ -729,7 +768,7 @@ impl p::nfs_v3::Server for NfsService {
             )
         };
         let (fh, adm) = admit!(self, info, a.fsroot, fail, "FSSTAT");
-        self.run(&info, adm, move |x, _| {
+        self.run_brief(&info, adm, move |x, _| {
             let (r, attr) = x.fsstat(&fh);
             match r {
                 Ok(s) => p::Fsstat3res::Nfs3Ok(p::Fsstat3resok {
@@ -763,7 +802,7 @@ impl p::nfs_v3::Server for NfsService {
             )
         };
         let (fh, adm) = admit!(self, info, a.fsroot, fail, "FSINFO");
-        self.run(&info, adm, move |x, _| {
+        self.run_brief(&info, adm, move |x, _| {
             let (r, attr) = x.fsinfo(&fh);
             match r {
                 Ok(i) => p::Fsinfo3res::Nfs3Ok(p::Fsinfo3resok {
@@ -804,7 +843,7 @@ impl p::nfs_v3::Server for NfsService {
             )
         };
         let (fh, adm) = admit!(self, info, a.object, fail, "PATHCONF");
-        self.run(&info, adm, move |x, _| {
+        self.run_brief(&info, adm, move |x, _| {
             let (r, attr) = x.pathconf(&fh);
             match r {
                 Ok(pc) => p::Pathconf3res::Nfs3Ok(p::Pathconf3resok {
@@ -837,7 +876,7 @@ impl p::nfs_v3::Server for NfsService {
             )
         };
         let (fh, adm) = admit!(self, info, a.file, fail, "COMMIT");
-        self.run(&info, adm, move |x, who| {
+        self.run_brief(&info, adm, move |x, who| {
             let out = x.commit(who, &fh);
             let file_wcc = c::wcc(out.wcc);
             match out.result {

@@ -28,6 +28,22 @@ fn nfs(s: &Served, tcp: bool, args: &[&str]) -> std::process::Output {
     c.output().unwrap()
 }
 
+/// `get` and `put` with standard error not a terminal (a pipe here): no
+/// progress bar, not one escape code, and the summary line with the bytes,
+/// seconds and MiB/s.
+fn assert_quiet_summary(out: &std::process::Output, bytes: usize) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains('\x1b') && !err.contains('\r'), "{err:?}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with(&format!("{bytes} bytes in "))
+                && l.contains(" s (")
+                && l.contains(" MiB/s) -> ")),
+        "{err}"
+    );
+}
+
 #[test]
 fn serve_put_get_ls_stat_bench() {
     let s = serve(&["--no-root-squash"]);
@@ -47,11 +63,7 @@ fn serve_put_get_ls_stat_bench() {
                 &format!("127.0.0.1:/{name}"),
             ],
         );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_quiet_summary(&out, data.len());
         assert_eq!(
             std::fs::read(s.dir.join("export").join(name)).unwrap(),
             data
@@ -62,13 +74,29 @@ fn serve_put_get_ls_stat_bench() {
             tcp,
             &["get", &format!("127.0.0.1:/{name}"), back.to_str().unwrap()],
         );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_quiet_summary(&out, data.len());
         assert_eq!(std::fs::read(&back).unwrap(), data);
     }
+    // The same under NFSv4.1 (the default version).
+    for (verb, a, b) in [
+        (
+            "put",
+            local.to_str().unwrap().to_owned(),
+            "127.0.0.1:/v4.bin".to_owned(),
+        ),
+        (
+            "get",
+            "127.0.0.1:/v4.bin".to_owned(),
+            s.dir.join("back-v4.bin").to_str().unwrap().to_owned(),
+        ),
+    ] {
+        let out = Command::new(BIN)
+            .args(["nfs", verb, &a, &b, "--port", &s.rdma.to_string()])
+            .output()
+            .unwrap();
+        assert_quiet_summary(&out, data.len());
+    }
+    assert_eq!(std::fs::read(s.dir.join("back-v4.bin")).unwrap(), data);
     std::fs::create_dir(s.dir.join("export/many")).unwrap();
     for i in 0..1500 {
         std::fs::write(s.dir.join(format!("export/many/entry-{i}")), b"").unwrap();

@@ -4,7 +4,7 @@
 //! Over NFSv4.1 the client answers the server's callbacks on its own
 //! connection (RFC 8167 reverse-direction calls over RDMA).
 
-use std::io::Write;
+use std::io::{IsTerminal, Read, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use bytes::Bytes;
 use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rpcrdma_nfs3::client::{local_credential, NfsClient, NfsClientError};
 use rpcrdma_nfs3::fs::{Attr, FileType};
 use rpcrdma_nfs4::client::{
@@ -468,6 +469,8 @@ fn sink_for(
     Ok((local, out))
 }
 
+/// The summary `get` and `put` print on standard error when a transfer
+/// ends, on a terminal or not: bytes, seconds and MiB/s.
 fn report_rate(n: u64, t: Instant, to: &str) {
     let s = t.elapsed().as_secs_f64();
     eprintln!(
@@ -475,6 +478,43 @@ fn report_rate(n: u64, t: Instant, to: &str) {
         s,
         n as f64 / s.max(1e-9) / 1048576.0,
     );
+}
+
+/// A transfer's progress and throughput on standard error, drawn only
+/// when standard error is a terminal (as `rpcrdma bench` draws its bars);
+/// otherwise nothing, not even an escape code.
+struct Progress(Option<ProgressBar>);
+
+impl Progress {
+    /// A bar for `total` bytes, labelled `what` (`get`, `put`).
+    fn new(total: u64, what: &str) -> Self {
+        if !std::io::stderr().is_terminal() {
+            return Self(None);
+        }
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{msg} {bar:30} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_message(what.to_owned());
+        Self(Some(bar))
+    }
+
+    /// `n` more bytes moved.
+    fn inc(&self, n: u64) {
+        if let Some(bar) = &self.0 {
+            bar.inc(n);
+        }
+    }
+
+    /// Takes the bar off the terminal (the summary line follows).
+    fn clear(&self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 pub(crate) fn get(a: GetArgs) -> anyhow::Result<ExitCode> {
@@ -501,17 +541,21 @@ pub(crate) fn get(a: GetArgs) -> anyhow::Result<ExitCode> {
             bail!("{} is a {:?}, not a regular file", a.target, attr.kind);
         }
         let (local, mut out) = sink_for(a.local.as_ref(), &name)?;
+        let progress = Progress::new(attr.size, "get");
         let t = Instant::now();
         let cannot_write = || format!("cannot write {}", local.display());
         let n = f
             .read_to(attr.size, |chunk| {
+                progress.inc(chunk.len() as u64);
                 out.write_all(chunk).map_err(Nfs4Error::Local)
             })
             .await
             .map_err(|e| match e {
                 Nfs4Error::Local(e) => anyhow::Error::new(e).context(cannot_write()),
                 e => e.into(),
-            })?;
+            });
+        progress.clear();
+        let n = n?;
         out.flush().with_context(cannot_write)?;
         drop(out);
         report_rate(n, t, &local.display().to_string());
@@ -584,10 +628,12 @@ async fn get_v3(a: &GetArgs, c: &NfsClient, rest: &[u8]) -> anyhow::Result<ExitC
     }
     let name = rest.rsplit(|&b| b == b'/').next().unwrap_or(b"");
     let (local, mut out) = sink_for(a.local.as_ref(), name)?;
+    let progress = Progress::new(attr.size, "get");
     let t = Instant::now();
     let cannot_write = || format!("cannot write {}", local.display());
     let n = c
         .read_file(&fh, attr.size, |chunk| {
+            progress.inc(chunk.len() as u64);
             out.write_all(chunk).map_err(NfsClientError::Local)
         })
         .await
@@ -595,7 +641,9 @@ async fn get_v3(a: &GetArgs, c: &NfsClient, rest: &[u8]) -> anyhow::Result<ExitC
             // The sink's own failure: say which local file.
             NfsClientError::Local(e) => anyhow::Error::new(e).context(cannot_write()),
             e => e.into(),
-        })?;
+        });
+    progress.clear();
+    let n = n?;
     out.flush().with_context(cannot_write)?;
     drop(out);
     report_rate(n, t, &local.display().to_string());
@@ -629,12 +677,11 @@ fn parse_mode(s: &str) -> Result<u32, String> {
         .ok_or_else(|| format!("{s:?} is not an octal mode like 644"))
 }
 
-/// Bytes written per window of `put` (the memory it uses).
+/// Bytes written per window of `put` over NFSv4.1 (the memory it uses).
 const PUT_WINDOW: usize = 16 << 20;
 
 /// Reads the next window of `file` into `buf`; the bytes read.
 fn fill(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
-    use std::io::Read;
     let mut n = 0;
     while n < buf.len() {
         let k = file.read(&mut buf[n..])?;
@@ -662,24 +709,40 @@ pub(crate) fn put(a: PutArgs) -> anyhow::Result<ExitCode> {
         }
         let mut file = std::fs::File::open(&a.local)
             .with_context(|| format!("cannot open {}", a.local.display()))?;
+        let size = file
+            .metadata()
+            .with_context(|| format!("cannot read {}", a.local.display()))?
+            .len();
         let opened = open_any(&a.remote, a.remote.transport, a.remote.port, &host, &dir_path).await?;
         let mut verfs = std::collections::HashSet::new();
         let mut off = 0u64;
-        let mut buf = vec![0u8; PUT_WINDOW];
         let t;
         match opened {
             Opened::V3(c, rest) => {
                 let (dir, _) = c.lookup_path(&rest).await?;
                 let fh = c.create(&dir, &name, a.mode).await?;
+                let progress = Progress::new(size, "put");
                 t = Instant::now();
-                loop {
-                    let n = fill(&mut file, &mut buf)?;
-                    if n == 0 {
-                        break;
-                    }
-                    verfs.extend(c.write_range(&fh, off, Bytes::copy_from_slice(&buf[..n])).await?);
-                    off += n as u64;
-                }
+                // Each WRITE's data read straight into its own buffer as
+                // the window frees (no copy, reads overlapping the WRITEs
+                // on the wire); the progress counts what was handed out.
+                let sent = c
+                    .write_stream(&fh, 0, |max| {
+                        let mut chunk = vec![0u8; max];
+                        let n = fill(&mut file, &mut chunk)?;
+                        chunk.truncate(n);
+                        progress.inc(n as u64);
+                        Ok((n > 0).then(|| Bytes::from(chunk)))
+                    })
+                    .await;
+                progress.clear();
+                let sent = sent.map_err(|e| match e {
+                    NfsClientError::Local(e) => anyhow::Error::new(e)
+                        .context(format!("cannot read {}", a.local.display())),
+                    e => e.into(),
+                })?;
+                off = sent.0;
+                verfs.extend(sent.1);
                 verfs.insert(c.commit(&fh).await?);
             }
             Opened::V4(c) => {
@@ -687,15 +750,24 @@ pub(crate) fn put(a: PutArgs) -> anyhow::Result<ExitCode> {
                 let f = c
                     .open(&dir, &name, OpenOptions::write().create(a.mode).truncate())
                     .await?;
+                let progress = Progress::new(size, "put");
+                let mut buf = vec![0u8; PUT_WINDOW];
                 t = Instant::now();
-                loop {
-                    let n = fill(&mut file, &mut buf)?;
-                    if n == 0 {
-                        break;
+                let written: anyhow::Result<()> = async {
+                    loop {
+                        let n = fill(&mut file, &mut buf)
+                            .with_context(|| format!("cannot read {}", a.local.display()))?;
+                        if n == 0 {
+                            return Ok(());
+                        }
+                        verfs.extend(f.write_all(off, Bytes::copy_from_slice(&buf[..n])).await?);
+                        off += n as u64;
+                        progress.inc(n as u64);
                     }
-                    verfs.extend(f.write_all(off, Bytes::copy_from_slice(&buf[..n])).await?);
-                    off += n as u64;
                 }
+                .await;
+                progress.clear();
+                written?;
                 verfs.insert(f.commit().await?);
                 f.close().await?;
                 finish_v4(&c).await;

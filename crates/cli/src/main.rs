@@ -70,9 +70,13 @@ fn init_logging(filter: Option<&str>) {
         Some(f) => EnvFilter::new(f),
         None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
     };
+    // Colours only for a person at a terminal: not into a file, a pipe or
+    // the systemd journal.
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }
 

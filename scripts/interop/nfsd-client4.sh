@@ -25,7 +25,8 @@
 #     7. tshark finds every frame well-formed;
 #     8. nfsd's tracepoints (nfsd_cb_*, nfsd_deleg_*) for the recalled
 #        client: backchannel set up with proto=rdma and up, the CB_RECALL
-#        done with status 0, the delegation returned.
+#        sent, the delegation returned (nfsd_cb_recall_done, if traced,
+#        with status 0).
 #   rxe: nfsd and our client built with the rdma-core provider, both in
 #     the guest over rxe0 (soft RoCE): get and put of 8 MiB identical, the
 #     directory listed, a delegation recalled by a write in the guest and
@@ -136,19 +137,26 @@ EOF
 
 # trace_check NAME: nfsd's own account (its tracepoints, NFSD-TRACE lines
 # in NAME.log) of the recalled client's backchannel: set up over RDMA and
-# marked up, the CB_RECALL sent (by the guest's writing process) and done
-# with status 0, the delegation returned.
+# marked up, the CB_RECALL sent (by the guest's writing process), the
+# delegation returned. nfsd_cb_recall_done, when traced, must say status
+# 0; it may be missing: nfsd's rpciod completes the callback some time
+# after our reply arrives (after nfsd_deleg_return in every run), and in
+# one run of seven it was never traced, presumably because the client had
+# returned the delegation and destroyed its session 15 ms after the reply
+# (the capture showed our reply sent 0.7 ms after the call with NFS4_OK,
+# then DELEGRETURN, CLOSE, DESTROY_SESSION; nfsd traced deleg_return).
 trace_check() {
-    local name=$1 lines
+    local name=$1 lines done_
     lines=$(grep -a '^NFSD-TRACE ' "$IOP_WORK/$name.log" | tr -d '\r' | sed 's/^NFSD-TRACE //')
     [ -n "$lines" ] && sed 's/^/    | trace: /' <<<"$lines" | cut -c1-200
+    done_=$(grep -o 'nfsd_cb_recall_done: .*' <<<"$lines" | sed 's/.*status=/status=/')
     grep -q 'nfsd_cb_setup: .* proto=rdma' <<<"$lines" &&
         grep -q 'nfsd_cb_state: .* state=UP' <<<"$lines" &&
         grep -q 'nfsd_cb_recall: ' <<<"$lines" &&
-        grep -q 'nfsd_cb_recall_done: .* status=0' <<<"$lines" &&
-        grep -q 'nfsd_deleg_return: ' <<<"$lines"
-    iop_result "$name: nfsd's tracepoints: backchannel set up over RDMA and up, CB_RECALL done with status 0, delegation returned" $? \
-        "$(grep -c . <<<"$lines") events of the recalled client"
+        grep -q 'nfsd_deleg_return: ' <<<"$lines" &&
+        { [ -z "$done_" ] || [ "$done_" = status=0 ]; }
+    iop_result "$name: nfsd's tracepoints: backchannel set up over RDMA and up, CB_RECALL sent, delegation returned" $? \
+        "$(grep -c . <<<"$lines") events of the recalled client; nfsd_cb_recall_done ${done_:-not traced}"
 }
 
 # drop_resent PCAP PORT: removes from PCAP (in place) every TCP segment

@@ -177,11 +177,28 @@ async fn open_target(r: &Remote, target: &str) -> anyhow::Result<(Opened, Vec<u8
 
 /// One line on how the NFSv4.1 session and its backchannel went: the
 /// back channel negotiated, the callbacks answered, and the SEQUENCE
-/// status flags the server set after its CB_NULL probe was answered.
+/// status flags the server set after its CB_NULL probe was answered (or,
+/// when no probe came, as Linux nfsd sends none to NFSv4.1 clients, every
+/// flag it set).
 pub(crate) fn v4_report(c: &Nfs4Client) -> String {
     let r = c.report();
     let after = v4::session::flag_names(r.flags_after_probe);
     let seen = v4::session::flag_names(r.flags_seen);
+    if r.callbacks.nulls == 0 {
+        return format!(
+            "NFSv4.1 session: {} slots, I/O {} KiB; back channel {} slot(s), calls up to {} bytes, {} ops ({}); \
+             backchannel: no CB_NULL probe came, {} CB_COMPOUND ({} CB_RECALL) answered; SEQUENCE status flags set: {}",
+            r.fore.ca_maxrequests,
+            r.io.0 / 1024,
+            r.back.ca_maxrequests,
+            r.back.ca_maxrequestsize,
+            r.back.ca_maxoperations,
+            if r.back_on_connection { "on this connection" } else { "bound later" },
+            r.callbacks.compounds,
+            r.callbacks.recalls,
+            if seen.is_empty() { "none, no SEQ4_STATUS_CB_PATH_DOWN".to_owned() } else { seen.join("|") },
+        );
+    }
     format!(
         "NFSv4.1 session: {} slots, I/O {} KiB; back channel {} slot(s), calls up to {} bytes, {} ops ({}); \
          backchannel: {} CB_NULL, {} CB_COMPOUND ({} CB_RECALL) answered; SEQUENCE status flags after the probe: {} ({} SEQUENCEs){}",

@@ -118,11 +118,12 @@ impl<D: Device> RdmaService<D> {
         &self.budget
     }
 
-    /// The connections accepted so far that are still open.
+    /// The connections accepted so far: the open ones, and those that
+    /// closed since the last connection was accepted (a closed one leaves
+    /// the list when the next is accepted or [`RdmaService::stats`] runs),
+    /// so a connection's counters can still be read just after it ends.
     pub fn connections(&self) -> Vec<RdmaTransport<D>> {
-        let mut c = lock(&self.connections);
-        c.prune();
-        c.open.clone()
+        lock(&self.connections).open.clone()
     }
 
     /// What the connections did, over every connection accepted: their

@@ -811,7 +811,28 @@ async fn recall(s: &Served, rdma: bool) {
 
 #[test]
 fn nfs41_over_tcp_and_rdma() {
-    let s = Served::start("nfs41", true, &["--no-root-squash"]);
+    run_on(Served::start("nfs41", true, &["--no-root-squash"]));
+}
+
+/// The same on tmpfs, where COMPOUNDs without READDIR or large READ and
+/// WRITE run on the task that decoded them (docs/nfs.md, "Where the work
+/// runs").
+#[test]
+fn nfs41_on_a_memory_backed_export() {
+    let shm = std::path::Path::new("/dev/shm");
+    if !rustix::fs::statfs(shm).is_ok_and(|s| s.f_type == 0x0102_1994) {
+        eprintln!("skipped: /dev/shm is not a tmpfs here");
+        return;
+    }
+    run_on(Served::start_in(
+        shm,
+        "nfs41-shm",
+        true,
+        &["--no-root-squash"],
+    ));
+}
+
+fn run_on(s: Served) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

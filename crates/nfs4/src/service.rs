@@ -35,7 +35,7 @@ use rpcrdma_oncrpc::{
 };
 use rpcrdma_sync::lock;
 
-use crate::compound::{self, wire, CompoundArgs};
+use crate::compound::{self, wire, CompoundArgs, Op};
 use crate::proto::nfs4 as p;
 use crate::pseudo::Pseudo;
 use crate::state::{self, ConnId, Recall, SessionId, State};
@@ -173,6 +173,11 @@ pub struct Nfs4Server {
     callback_timeout: Duration,
 }
 
+/// The most data a READ or WRITE of a COMPOUND moves and the COMPOUND
+/// still runs on the task that decoded it (`Nfs4Server::brief`), as
+/// NFSv3's limit.
+const INLINE_IO_MAX: usize = 64 * 1024;
+
 /// NFSv4 (`NFS4_PROGRAM`, 100003).
 pub const PROGRAM: u32 = 100_003;
 /// Version 4.
@@ -303,13 +308,40 @@ impl Nfs4Server {
         let conn = ConnId(info.connection.id());
         self.watch(&info.connection);
         let core = self.core.clone();
-        let res = tokio::task::spawn_blocking(move || {
+        let res = if self.brief(&args) {
             compound::run(&core, cred, peer, principal, conn, args)
-        })
-        .await
-        .map_err(|_| ProcError::SystemErr)?;
+        } else {
+            tokio::task::spawn_blocking(move || {
+                compound::run(&core, cred, peer, principal, conn, args)
+            })
+            .await
+            .map_err(|_| ProcError::SystemErr)?
+        };
         self.after(conn);
         Ok(res)
+    }
+
+    /// Whether a COMPOUND runs on the task that decoded it rather than on
+    /// the blocking pool, as NFSv3's brief procedures do (docs/nfs.md,
+    /// "Where the work runs"): when every export is memory-backed
+    /// (`Export::memory_backed`: nothing waits for a device) and no
+    /// operation is a READDIR or a READ or WRITE of more than
+    /// [`INLINE_IO_MAX`] octets.
+    fn brief(&self, args: &CompoundArgs) -> bool {
+        let heavy = args.ops.iter().any(|op| match op {
+            Op::Arg(p::NfsArgop4::OpRead(a)) => a.count as usize > INLINE_IO_MAX,
+            Op::Arg(p::NfsArgop4::OpWrite(a)) => a.data.len() > INLINE_IO_MAX,
+            Op::Arg(p::NfsArgop4::OpReaddir(_)) => true,
+            _ => false,
+        });
+        !heavy
+            && self
+                .core
+                .exports
+                .table()
+                .entries()
+                .iter()
+                .all(|e| e.export().memory_backed())
     }
 
     /// Remembers a connection (callbacks go on it), and forgets it with

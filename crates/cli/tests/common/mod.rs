@@ -92,7 +92,14 @@ impl NfsServed {
     /// Starts the server on free ports (`tag` names its directory; with
     /// `tcp`, NFS over TCP too), `extra` options appended.
     pub(crate) fn start(tag: &str, tcp: bool, extra: &[&str]) -> Self {
-        let dir = std::env::temp_dir().join(format!("rpcrdma-cli-{tag}-{}", std::process::id()));
+        Self::start_in(&std::env::temp_dir(), tag, tcp, extra)
+    }
+
+    /// [`NfsServed::start`] with the export's directory under `base`
+    /// (`/dev/shm`: a memory-backed export).
+    #[allow(dead_code)]
+    pub(crate) fn start_in(base: &std::path::Path, tag: &str, tcp: bool, extra: &[&str]) -> Self {
+        let dir = base.join(format!("rpcrdma-cli-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("export")).unwrap();
         std::fs::set_permissions(

@@ -198,6 +198,9 @@ impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("the server's log:\n{}", self.log());
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -341,7 +341,7 @@ impl Nfs4Server {
                 .table()
                 .entries()
                 .iter()
-                .all(|e| e.export().memory_backed())
+                .all(|e| e.export().runs_brief_work_inline())
     }
 
     /// Remembers a connection (callbacks go on it), and forgets it with

@@ -287,6 +287,20 @@ fn check_name(name: &[u8], dots: bool) -> NfsResult<()> {
     Ok(())
 }
 
+/// See [`set_inline_work`].
+static INLINE_WORK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Whether brief file-system work on memory-backed exports may run on the
+/// runtime's threads (on by default). Running it there switches those
+/// threads' identity to the caller's and back, and the kernel refuses
+/// `write` on a uverbs or rdma_cm file from a thread whose credentials
+/// are not those it opened the file with (`ib_safe_file_access`): a
+/// server whose verbs provider makes such calls on the runtime's threads
+/// (rdma-core) turns it off, and the work stays on the blocking pool.
+pub fn set_inline_work(on: bool) {
+    INLINE_WORK.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// A served directory.
 #[derive(Debug)]
 pub struct Export {
@@ -328,6 +342,13 @@ impl Export {
     /// (docs/nfs.md, "Where the work runs").
     pub fn memory_backed(&self) -> bool {
         self.memory_backed
+    }
+
+    /// Whether brief work on this export may run on the task that decoded
+    /// the call: [`Export::memory_backed`], and [`set_inline_work`] has not
+    /// turned it off.
+    pub fn runs_brief_work_inline(&self) -> bool {
+        self.memory_backed && INLINE_WORK.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The handle of the export's root.

@@ -136,7 +136,7 @@ impl NfsService {
         adm: Admitted,
         f: impl FnOnce(&Export, &Caller) -> T + Send + 'static,
     ) -> Result<T, ProcError> {
-        if adm.export.memory_backed() {
+        if adm.export.runs_brief_work_inline() {
             let caller = caller_of(&adm, info);
             return Ok(f(&adm.export, &caller));
         }

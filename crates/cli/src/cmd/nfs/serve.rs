@@ -166,6 +166,11 @@ pub(crate) fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     a.memory.check(&a.rdma)?;
     let params = a.rdma.params();
     let provider = a.rdma.provider.clone();
+    // rdma-core writes to uverbs and rdma_cm files on the runtime's
+    // threads, which must then never switch identity (set_inline_work).
+    if provider.provider == crate::cmd::provider::ProviderKind::RdmaCore {
+        rpcrdma_nfs3::fs::set_inline_work(false);
+    }
     rt.block_on(provider.run(params, NfsServe { a, listen, tcp }))
 }
 

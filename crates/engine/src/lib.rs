@@ -96,11 +96,8 @@ mod event;
 mod features;
 mod hdr;
 mod marshal;
-mod optional;
 mod pool;
 mod reply;
-mod requester;
-mod responder;
 mod stats;
 mod stream;
 #[cfg(feature = "testing")]

@@ -75,9 +75,10 @@ pub enum CallError {
         /// The setting that holds the limit.
         setting: &'static str,
     },
-    /// Memory registration for the call's chunks failed.
-    #[error("memory registration failed: {0}")]
-    Register(RegisterError),
+    /// Memory registration for the call's chunks failed (the provider's
+    /// error is the source).
+    #[error("memory registration for the call's chunks failed")]
+    Register(#[source] RegisterError),
     /// The connection failed before a reply arrived.
     #[error("connection lost before the reply arrived")]
     ConnectionLost,
@@ -207,11 +208,12 @@ pub enum EngineError {
     /// A memory region of ours could not be invalidated (deregistered): the
     /// peer may still reach its memory, so the connection is closed to
     /// fence it before the call it belonged to completes (RFC 8166 §5.5.4).
-    #[error("memory region {key:#010x} could not be invalidated ({error}); the connection is closed to fence it from the peer")]
+    #[error("memory region {key:#010x} could not be invalidated; the connection is closed to fence it from the peer")]
     InvalidationFailed {
         /// The region's key.
         key: u32,
-        /// What the provider said.
+        /// What the provider said (the source).
+        #[source]
         error: DeregisterError,
     },
     /// Work stayed on the send queue without any completion for the
@@ -263,5 +265,28 @@ mod tests {
         assert!(source
             .to_string()
             .contains("send queue is full (4 work requests"));
+    }
+    #[test]
+    fn each_cause_is_named_once() {
+        use std::error::Error as _;
+        let reg = CallError::Register(RegisterError::TooManyRegions { max: 3 });
+        let inv = EngineError::InvalidationFailed {
+            key: 7,
+            error: DeregisterError::NotRegistered { key: 7 },
+        };
+        for (e, cause) in [
+            (&reg as &dyn std::error::Error, "3 memory regions"),
+            (&inv, "is not registered"),
+        ] {
+            assert!(!e.to_string().contains(cause), "{e}");
+            assert!(e.source().expect("a source").to_string().contains(cause));
+        }
+        // A reason of our own is printed, and is no source.
+        let bad = CallError::BadReply(ReplyFault::ReadList);
+        assert_eq!(
+            bad.to_string(),
+            "malformed reply: a reply carries a Read list"
+        );
+        assert!(bad.source().is_none());
     }
 }

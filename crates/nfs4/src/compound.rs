@@ -31,7 +31,7 @@ use rpcrdma_xdr::{Decoder, Encoder, XdrError};
 use crate::ops;
 use crate::proto::nfs4 as p;
 use crate::pseudo::Pseudo;
-use crate::service::Core;
+use crate::shared::Core;
 use crate::state::{ChannelAttrs, ClientId, ConnId, SessionId, Special, StateError, StateId};
 
 /// Most operations decoded from one COMPOUND (beyond them: no session
@@ -412,7 +412,7 @@ pub(crate) fn run(
                 res.status = p::Nfsstat4::Nfs4errRepTooBigToCache;
                 None
             } else {
-                Some(crate::service::Cached {
+                Some(crate::shared::Cached {
                     res: res.clone(),
                     len,
                 })

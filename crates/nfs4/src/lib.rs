@@ -26,6 +26,7 @@ mod ops;
 pub mod proto;
 mod pseudo;
 mod service;
+mod shared;
 pub mod state;
 
 pub use service::{

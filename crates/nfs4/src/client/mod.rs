@@ -48,17 +48,21 @@ mod backchannel;
 pub mod callback;
 mod driver;
 pub mod error;
+mod file;
 mod files;
 pub mod ops;
+mod recovery;
 pub mod session;
 pub mod slots;
 pub mod state;
+mod tasks;
 
 pub use attrs::{Attrs, FileKind, SetAttrs, Time};
 pub use backchannel::{Callbacks, CbStats, CB_PROGRAM};
 pub use driver::{ClientEvent, Report};
 pub use error::{status_name, Nfs4Error, Result, Status};
-pub use files::{DirEntry, File, OpenOptions, MAX_LIST, WRITE_BEHIND};
+pub use file::{File, WRITE_BEHIND};
+pub use files::{DirEntry, OpenOptions, MAX_LIST};
 pub use session::BackChannelLimits;
 
 use crate::proto::nfs4 as p;

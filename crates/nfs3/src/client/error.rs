@@ -14,7 +14,7 @@ use crate::proto::nfs3 as p;
 #[non_exhaustive]
 pub enum NfsClientError {
     /// The RPC failed.
-    #[error("{op}: {source}")]
+    #[error("{op}")]
     Rpc {
         /// The procedure.
         op: &'static str,
@@ -49,7 +49,7 @@ pub enum NfsClientError {
     },
     /// The task running one of the requests kept in flight failed
     /// (it panicked or was cancelled).
-    #[error("{op} task failed: {source}")]
+    #[error("{op} task failed")]
     Task {
         /// The procedure.
         op: &'static str,
@@ -63,17 +63,24 @@ pub enum NfsClientError {
         max: usize,
     },
     /// A local error while handling data.
-    #[error("{0}")]
+    #[error(transparent)]
     Local(#[from] std::io::Error),
-    /// The server broke the protocol.
+    /// The server broke the protocol (the violation is this error's own
+    /// words, not a cause).
     #[error("protocol: {0}")]
-    Protocol(#[from] ProtocolViolation),
+    Protocol(ProtocolViolation),
     /// The server restarted during a write and lost unstable data more
     /// often than we retry.
     #[error(
         "the server's write verifier kept changing: it restarted during the transfer; try again"
     )]
     VerifierChanged,
+}
+
+impl From<ProtocolViolation> for NfsClientError {
+    fn from(v: ProtocolViolation) -> Self {
+        Self::Protocol(v)
+    }
 }
 
 /// How a server broke the protocol.
@@ -162,5 +169,28 @@ pub(super) fn nfs(op: &'static str, path: &[u8], s: p::Nfsstat3) -> NfsClientErr
         op,
         path: String::from_utf8_lossy(path).into_owned(),
         status: error_of(s).unwrap_or(NfsError::ServerFault),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn each_cause_is_named_once() {
+        let e = rpc("GETATTR")(RpcError::Shutdown);
+        assert_eq!(e.to_string(), "GETATTR");
+        assert!(e.source().is_some());
+        let e = NfsClientError::Local(std::io::Error::other("disk on fire"));
+        assert_eq!(e.to_string(), "disk on fire");
+        assert!(e.source().is_none());
+        let e: NfsClientError = ProtocolViolation::EmptyReaddir.into();
+        assert_eq!(
+            e.to_string(),
+            "protocol: READDIR returned no entries and no end of directory"
+        );
+        assert!(e.source().is_none());
     }
 }

@@ -22,7 +22,7 @@ use tokio::sync::{broadcast, mpsc, Notify};
 
 use super::backchannel::{Callbacks, CbShared, CbStats};
 use super::callback::CbEvent;
-use super::error::{Nfs4Error, Result, Status};
+use super::error::{Chain, Nfs4Error, Result, Status, Violation};
 use super::file::FileShared;
 use super::ops;
 use super::session::{self, Lease, Terms};
@@ -390,7 +390,7 @@ impl Inner {
                 Ok(r) => return Ok(r),
                 Err(e) if transient(&e) && Instant::now() < deadline && !self.is_closed() => {
                     attempt += 1;
-                    tracing::debug!(error = %e, attempt, "COMPOUND failed for want of a connection: sending it again");
+                    tracing::debug!(error = %Chain(&e), attempt, "COMPOUND failed for want of a connection: sending it again");
                     tokio::time::sleep(sleep_for(attempt).max(Duration::from_millis(100))).await;
                 }
                 Err(e) => return Err(e),
@@ -418,7 +418,7 @@ impl Inner {
             if res.status == Status::Nfs4errMinorVersMismatch {
                 return Err(Nfs4Error::Unsupported {
                     minor: self.cfg.minor_version,
-                    why: "NFS4ERR_MINOR_VERS_MISMATCH".into(),
+                    rpc: None,
                 });
             }
             if res.status == Status::Nfs4errDelay && Instant::now() < deadline {
@@ -505,10 +505,10 @@ impl Inner {
                         return Ok(rest);
                     }
                     let Some(last) = rest.last() else {
-                        return Err(Nfs4Error::Protocol(format!(
-                            "{what}: status {:?} without a result",
-                            res.status
-                        )));
+                        return Err(Nfs4Error::Protocol(Violation::NoResult {
+                            what: what.to_owned(),
+                            status: res.status,
+                        }));
                     };
                     let (op, st) = ops::result_status(last);
                     if mode.recover && state_lost(st) {
@@ -569,7 +569,7 @@ impl Inner {
                     if res.status == Status::Nfs4errMinorVersMismatch {
                         return Err(Nfs4Error::Unsupported {
                             minor: self.cfg.minor_version,
-                            why: "NFS4ERR_MINOR_VERS_MISMATCH".into(),
+                            rpc: None,
                         });
                     }
                     return Err(Nfs4Error::status_of("COMPOUND", what, res.status));
@@ -612,7 +612,7 @@ impl Inner {
             tokio::spawn(async move {
                 if rebind {
                     if let Err(e) = me.bind_dyn().await {
-                        tracing::warn!(error = %e, "BIND_CONN_TO_SESSION failed");
+                        tracing::warn!(error = %Chain(&e), "BIND_CONN_TO_SESSION failed");
                     }
                 }
                 if actions.test_state {
@@ -620,7 +620,7 @@ impl Inner {
                 }
                 if actions.recover {
                     if let Err(e) = me.recover_dyn(epoch, true).await {
-                        tracing::warn!(error = %e, "recovery failed");
+                        tracing::warn!(error = %Chain(&e), "recovery failed");
                     }
                 }
             });

@@ -15,7 +15,7 @@ use rpcrdma_sync::lock;
 
 use super::attrs::{self, Attrs};
 use super::driver::{Inner, NORMAL};
-use super::error::{Nfs4Error, Result};
+use super::error::{Lost, Nfs4Error, Result, Violation};
 use super::state::Range;
 use super::Nfs4Client;
 use crate::proto::nfs4 as p;
@@ -36,11 +36,11 @@ pub(super) fn getattr(set: attrs::AttrSet) -> A {
 }
 
 pub(super) fn decode_attrs(f: &p::Fattr4) -> Result<Attrs> {
-    attrs::decode(f).map_err(|e| Nfs4Error::Protocol(e.to_string()))
+    attrs::decode(f).map_err(|e| Nfs4Error::Protocol(Violation::Attributes(e)))
 }
 
-pub(super) fn missing(what: &str) -> Nfs4Error {
-    Nfs4Error::Protocol(format!("{what}: a result is missing"))
+pub(super) fn missing(what: &'static str) -> Nfs4Error {
+    Nfs4Error::Protocol(Violation::Missing { what })
 }
 
 /// What a file's write-behind cache holds: extents not yet written.
@@ -64,11 +64,9 @@ pub(crate) struct FileShared {
 
 impl FileShared {
     fn stateid(&self, inner: &Inner) -> Result<p::Stateid4> {
-        lock(&inner.state).open_stateid(self.id).ok_or_else(|| {
-            Nfs4Error::StateLost(
-                "the file is not open (closed, or its open could not be recovered)".into(),
-            )
-        })
+        lock(&inner.state)
+            .open_stateid(self.id)
+            .ok_or_else(|| Nfs4Error::StateLost(Lost::NotOpen))
     }
 
     /// Writes what the cache holds (UNSTABLE), then COMMITs; the whole
@@ -119,10 +117,10 @@ async fn write_once(
     match res.get(1) {
         Some(R::OpWrite(p::Write4res::Nfs4Ok(w))) => {
             if w.count as usize > len {
-                return Err(Nfs4Error::Protocol(format!(
-                    "WRITE count {} beyond the {len} bytes sent",
-                    w.count
-                )));
+                return Err(Nfs4Error::Protocol(Violation::WriteCount {
+                    count: w.count,
+                    sent: len,
+                }));
             }
             Ok(*w)
         }
@@ -170,7 +168,7 @@ async fn write_range(
         )
         .await?;
         if w.count == 0 {
-            return Err(Nfs4Error::Protocol("WRITE wrote nothing".into()));
+            return Err(Nfs4Error::Protocol(Violation::WroteNothing));
         }
         verfs.insert(w.writeverf);
         at += w.count as usize;
@@ -246,10 +244,10 @@ impl File {
         match res.get(1) {
             Some(R::OpRead(p::Read4res::Nfs4Ok(r))) => {
                 if r.data.len() > count as usize {
-                    return Err(Nfs4Error::Protocol(format!(
-                        "READ of {count} bytes returned {}",
-                        r.data.len()
-                    )));
+                    return Err(Nfs4Error::Protocol(Violation::ReadCount {
+                        asked: count,
+                        data: r.data.len(),
+                    }));
                 }
                 Ok((r.data.clone(), r.eof))
             }
@@ -296,9 +294,9 @@ impl File {
                     break Ok(done);
                 }
                 if data.is_empty() {
-                    break Err(Nfs4Error::Protocol(format!(
-                        "READ at {off} returned nothing before the end of the file"
-                    )));
+                    break Err(Nfs4Error::Protocol(Violation::ReadNoProgress {
+                        offset: off,
+                    }));
                 }
                 for (_, _, t) in queue.drain(..) {
                     t.abort();
@@ -495,7 +493,7 @@ impl File {
                         open_seqid: 0,
                         open_stateid: st
                             .open_stateid(f.id)
-                            .ok_or_else(|| Nfs4Error::StateLost("the file is not open".into()))?,
+                            .ok_or_else(|| Nfs4Error::StateLost(Lost::NotOpen))?,
                         lock_seqid: 0,
                         lock_owner: p::StateOwner4 {
                             clientid: inner.clientid(),
@@ -537,7 +535,7 @@ impl File {
             .run("LOCKU", NORMAL, || {
                 let ls = lock(&inner.state)
                     .lock_stateid(f.id, &f.lock_owner)
-                    .ok_or_else(|| Nfs4Error::StateLost("no lock is held".into()))?;
+                    .ok_or_else(|| Nfs4Error::StateLost(Lost::NoLock))?;
                 Ok(vec![
                     putfh(&f.fh),
                     A::OpLocku(p::Locku4args {

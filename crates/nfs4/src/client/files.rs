@@ -8,7 +8,7 @@ use rpcrdma_sync::lock;
 
 use super::attrs::{self, Attrs, FileKind, SetAttrs};
 use super::driver::NORMAL;
-use super::error::{Nfs4Error, Result, Status};
+use super::error::{Nfs4Error, Result, Status, Violation};
 use super::file::{decode_attrs, getattr, missing, putfh, File};
 use super::state::OpenRecord;
 use super::Nfs4Client;
@@ -251,14 +251,12 @@ impl Nfs4Client {
                 return Ok(out);
             }
             if n == 0 {
-                return Err(Nfs4Error::Protocol(
-                    "READDIR returned no entries and no end of directory".into(),
-                ));
+                return Err(Nfs4Error::Protocol(Violation::EmptyReaddir));
             }
             if out.len() > MAX_LIST {
-                return Err(Nfs4Error::Protocol(format!(
-                    "directory has more than {MAX_LIST} entries"
-                )));
+                return Err(Nfs4Error::Protocol(Violation::TooManyEntries {
+                    max: MAX_LIST,
+                }));
             }
         }
     }
@@ -342,9 +340,7 @@ impl Nfs4Client {
             return Err(missing("OPEN, GETFH, GETATTR"));
         };
         if o.rflags & p::OPEN4_RESULT_CONFIRM != 0 {
-            return Err(Nfs4Error::Protocol(
-                "OPEN asked for OPEN_CONFIRM, which NFSv4.1 does not have".into(),
-            ));
+            return Err(Nfs4Error::Protocol(Violation::OpenConfirm));
         }
         let fh = g.object.clone();
         let attrs = decode_attrs(&a.obj_attributes)?;

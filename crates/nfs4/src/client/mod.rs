@@ -60,7 +60,7 @@ mod tasks;
 pub use attrs::{Attrs, FileKind, SetAttrs, Time};
 pub use backchannel::{Callbacks, CbStats, CB_PROGRAM};
 pub use driver::{ClientEvent, Report};
-pub use error::{status_name, Nfs4Error, Result, Status};
+pub use error::{status_name, Lost, Nfs4Error, Result, Status, Violation};
 pub use file::{File, WRITE_BEHIND};
 pub use files::{DirEntry, OpenOptions, MAX_LIST};
 pub use session::BackChannelLimits;

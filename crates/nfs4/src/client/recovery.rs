@@ -10,7 +10,7 @@ use bytes::Bytes;
 use rpcrdma_sync::lock;
 
 use super::driver::{hex, host_name, state_lost, ClientEvent, Inner, NORMAL, RECOVERY};
-use super::error::{Nfs4Error, Result, Status};
+use super::error::{Chain, Lost, Nfs4Error, Result, Status, Violation};
 use super::session;
 use super::slots::SlotTable;
 use super::state::Range;
@@ -40,14 +40,12 @@ impl Inner {
             }))
             .await?;
         let R::OpExchangeId(p::ExchangeId4res::Nfs4Ok(x)) = r else {
-            return Err(Nfs4Error::Protocol(
-                "EXCHANGE_ID answered another operation".into(),
-            ));
+            return Err(Nfs4Error::Protocol(Violation::OtherOperation {
+                op: "EXCHANGE_ID",
+            }));
         };
         if !matches!(x.eir_state_protect, p::StateProtect4R::Sp4None) {
-            return Err(Nfs4Error::Protocol(
-                "EXCHANGE_ID: the server chose state protection the client did not ask for".into(),
-            ));
+            return Err(Nfs4Error::Protocol(Violation::StateProtection));
         }
         let mut s = lock(&self.sess);
         s.clientid = x.eir_clientid;
@@ -101,11 +99,12 @@ impl Inner {
             }))
             .await?;
         let R::OpCreateSession(p::CreateSession4res::Nfs4Ok(c)) = r else {
-            return Err(Nfs4Error::Protocol(
-                "CREATE_SESSION answered another operation".into(),
-            ));
+            return Err(Nfs4Error::Protocol(Violation::OtherOperation {
+                op: "CREATE_SESSION",
+            }));
         };
-        let terms = session::accept(&fore, &back, &c).map_err(Nfs4Error::Protocol)?;
+        let terms = session::accept(&fore, &back, &c)
+            .map_err(|e| Nfs4Error::Protocol(Violation::Session(e)))?;
         let conn = self.nfs.rpc().connection().map(|c| c.id());
         let now = Instant::now();
         {
@@ -169,9 +168,9 @@ impl Inner {
             }))
             .await?;
         let R::OpBindConnToSession(p::BindConnToSession4res::Nfs4Ok(b)) = r else {
-            return Err(Nfs4Error::Protocol(
-                "BIND_CONN_TO_SESSION answered another operation".into(),
-            ));
+            return Err(Nfs4Error::Protocol(Violation::OtherOperation {
+                op: "BIND_CONN_TO_SESSION",
+            }));
         };
         let both = matches!(
             b.bctsr_dir,
@@ -221,7 +220,7 @@ impl Inner {
                     return Ok(());
                 }
                 Err(e) if attempt < 5 && !self.is_closed() => {
-                    tracing::warn!(error = %e, attempt, "recovery failed; again");
+                    tracing::warn!(error = %Chain(&e), attempt, "recovery failed; again");
                     full = true;
                     tokio::time::sleep(Duration::from_millis(500)).await;
                 }
@@ -333,11 +332,11 @@ impl Inner {
                         // after RECLAIM_COMPLETE.
                         grace = false;
                         if let Err(e) = self.reclaim_complete().await {
-                            tracing::warn!(error = %e, "RECLAIM_COMPLETE failed");
+                            tracing::warn!(error = %Chain(&e), "RECLAIM_COMPLETE failed");
                         }
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, "an open could not be recovered");
+                        tracing::warn!(error = %Chain(&e), "an open could not be recovered");
                         break;
                     }
                 }
@@ -352,7 +351,7 @@ impl Inner {
                         Ok(()) if grace => reclaimed += 1,
                         Ok(()) => reopened += 1,
                         Err(e) => {
-                            tracing::warn!(error = %e, "a lock could not be recovered");
+                            tracing::warn!(error = %Chain(&e), "a lock could not be recovered");
                             lost += 1;
                         }
                     }
@@ -375,7 +374,7 @@ impl Inner {
             .run("reclaim lock", RECOVERY, || {
                 let st = lock(&self.state);
                 let Some(o) = st.open(id) else {
-                    return Err(Nfs4Error::StateLost("the open went away".into()));
+                    return Err(Nfs4Error::StateLost(Lost::OpenGone));
                 };
                 let locker = match st.lock_stateid(id, owner) {
                     Some(ls) => p::Locker4::False(p::ExistLockOwner4 {

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use super::attrs::{self, Attrs};
 use super::callback::CbEvent;
 use super::driver::{ClientEvent, Inner, NORMAL};
-use super::error::{Nfs4Error, Result, Status};
+use super::error::{Chain, Nfs4Error, Result, Status, Violation};
 use super::file::FileShared;
 use super::state::DelegRecord;
 use crate::proto::nfs4 as p;
@@ -36,7 +36,7 @@ impl Inner {
         };
         for f in files {
             if let Err(e) = f.flush(&self).await {
-                tracing::warn!(error = %e, "flushing cached writes before DELEGRETURN failed");
+                tracing::warn!(error = %Chain(&e), "flushing cached writes before DELEGRETURN failed");
             }
         }
         let (fh, sid) = (d.fh.clone(), d.stateid);
@@ -147,7 +147,7 @@ impl Inner {
                 continue;
             }
             if let Err(e) = me.run("lease renewal", NORMAL, || Ok(Vec::new())).await {
-                tracing::warn!(error = %e, "lease renewal failed");
+                tracing::warn!(error = %Chain(&e), "lease renewal failed");
                 drop(me);
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
@@ -171,13 +171,13 @@ impl Inner {
                                 "a new connection: binding it to the session"
                             );
                             if let Err(e) = me.bind_conn().await {
-                                tracing::warn!(error = %e, "BIND_CONN_TO_SESSION failed");
+                                tracing::warn!(error = %Chain(&e), "BIND_CONN_TO_SESSION failed");
                             }
                         }
                         None if me.cfg.backchannel => {
                             // Connect again: the server may need to call.
                             if let Err(e) = me.bind_conn().await {
-                                tracing::debug!(error = %e, "reconnecting for the backchannel failed");
+                                tracing::debug!(error = %Chain(&e), "reconnecting for the backchannel failed");
                             }
                         }
                         _ => {}
@@ -204,7 +204,7 @@ impl Inner {
             Err(e @ (RpcError::ProgMismatch { .. } | RpcError::ProgUnavail { .. })) => {
                 return Err(Nfs4Error::Unsupported {
                     minor: self.cfg.minor_version,
-                    why: e.to_string(),
+                    rpc: Some(e),
                 })
             }
             Err(source) => return Err(Nfs4Error::Rpc { op: "NULL", source }),
@@ -229,12 +229,12 @@ impl Inner {
             Some(R::OpGetattr(p::Getattr4res::Nfs4Ok(g))),
         ) = (res.get(1), res.get(2))
         else {
-            return Err(Nfs4Error::Protocol(
-                "PUTROOTFH, GETFH, GETATTR: results missing".into(),
-            ));
+            return Err(Nfs4Error::Protocol(Violation::Missing {
+                what: "PUTROOTFH, GETFH, GETATTR",
+            }));
         };
-        let a: Attrs =
-            attrs::decode(&g.obj_attributes).map_err(|e| Nfs4Error::Protocol(e.to_string()))?;
+        let a: Attrs = attrs::decode(&g.obj_attributes)
+            .map_err(|e| Nfs4Error::Protocol(Violation::Attributes(e)))?;
         {
             let mut s = lock(&self.sess);
             s.root = fh.object.clone();

@@ -21,14 +21,14 @@ use rpcrdma_sync::lock;
 use tokio::sync::{broadcast, mpsc, Notify};
 
 use super::backchannel::{Callbacks, CbShared, CbStats};
+use super::cache::FileShared;
 use super::callback::CbEvent;
+use super::config::Nfs4ClientConfig;
 use super::error::{Chain, Nfs4Error, Result, Status, Violation};
-use super::file::FileShared;
 use super::ops;
 use super::session::{self, Lease, Terms};
 use super::slots::{Grant, Next, Outcome, SlotTable};
 use super::state::ClientState;
-use super::Nfs4ClientConfig;
 use crate::proto::nfs4 as p;
 use p::NfsArgop4 as A;
 use p::NfsResop4 as R;

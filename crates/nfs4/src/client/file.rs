@@ -5,7 +5,7 @@
 //! back (`FileShared`, which the callback task holds too). `files.rs`
 //! opens it.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,9 +13,11 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use rpcrdma_sync::lock;
 
-use super::attrs::{self, Attrs};
-use super::driver::{Inner, NORMAL};
+use super::attrs::Attrs;
+use super::cache::{commit, write_once, write_range, FileShared, WriteCache};
+use super::driver::NORMAL;
 use super::error::{Lost, Nfs4Error, Result, Violation};
+use super::ops::{missing, putfh};
 use super::state::Range;
 use super::Nfs4Client;
 use crate::proto::nfs4 as p;
@@ -24,157 +26,6 @@ use p::NfsResop4 as R;
 
 /// Bytes a file's write-behind cache holds before it writes them.
 pub const WRITE_BEHIND: usize = 8 << 20;
-
-pub(super) fn putfh(fh: &Bytes) -> A {
-    A::OpPutfh(p::Putfh4args { object: fh.clone() })
-}
-
-pub(super) fn getattr(set: attrs::AttrSet) -> A {
-    A::OpGetattr(p::Getattr4args {
-        attr_request: set.words(),
-    })
-}
-
-pub(super) fn decode_attrs(f: &p::Fattr4) -> Result<Attrs> {
-    attrs::decode(f).map_err(|e| Nfs4Error::Protocol(Violation::Attributes(e)))
-}
-
-pub(super) fn missing(what: &'static str) -> Nfs4Error {
-    Nfs4Error::Protocol(Violation::Missing { what })
-}
-
-/// What a file's write-behind cache holds: extents not yet written.
-#[derive(Debug, Default)]
-pub(crate) struct WriteCache {
-    extents: BTreeMap<u64, Bytes>,
-    bytes: usize,
-}
-
-/// The state of an open file shared by its [`File`] handles and the
-/// callback task (which flushes it before returning a delegation).
-#[derive(Debug)]
-pub(crate) struct FileShared {
-    id: u64,
-    pub(crate) fh: Bytes,
-    lock_owner: Bytes,
-    attrs: Mutex<Attrs>,
-    cache: tokio::sync::Mutex<WriteCache>,
-    closed: AtomicBool,
-}
-
-impl FileShared {
-    fn stateid(&self, inner: &Inner) -> Result<p::Stateid4> {
-        lock(&inner.state)
-            .open_stateid(self.id)
-            .ok_or_else(|| Nfs4Error::StateLost(Lost::NotOpen))
-    }
-
-    /// Writes what the cache holds (UNSTABLE), then COMMITs; the whole
-    /// cache again if the verifier changed (the server restarted).
-    pub(crate) async fn flush(&self, inner: &Inner) -> Result<()> {
-        let mut cache = self.cache.lock().await;
-        if cache.extents.is_empty() {
-            return Ok(());
-        }
-        for _ in 0..3 {
-            let mut verfs = HashSet::new();
-            for (off, data) in &cache.extents {
-                verfs.extend(write_range(inner, self, *off, data.clone()).await?);
-            }
-            verfs.insert(commit(inner, self).await?);
-            if verfs.len() == 1 {
-                cache.extents.clear();
-                cache.bytes = 0;
-                return Ok(());
-            }
-            tracing::warn!("the write verifier changed while flushing: writing again");
-        }
-        Err(Nfs4Error::VerifierChanged)
-    }
-}
-
-async fn write_once(
-    inner: &Inner,
-    f: &FileShared,
-    offset: u64,
-    data: Bytes,
-    stable: p::StableHow4,
-) -> Result<p::Write4resok> {
-    let len = data.len();
-    let res = inner
-        .run("WRITE", NORMAL, || {
-            Ok(vec![
-                putfh(&f.fh),
-                A::OpWrite(p::Write4args {
-                    stateid: f.stateid(inner)?,
-                    offset,
-                    stable,
-                    data: data.clone(),
-                }),
-            ])
-        })
-        .await?;
-    match res.get(1) {
-        Some(R::OpWrite(p::Write4res::Nfs4Ok(w))) => {
-            if w.count as usize > len {
-                return Err(Nfs4Error::Protocol(Violation::WriteCount {
-                    count: w.count,
-                    sent: len,
-                }));
-            }
-            Ok(*w)
-        }
-        _ => Err(missing("WRITE")),
-    }
-}
-
-async fn commit(inner: &Inner, f: &FileShared) -> Result<[u8; 8]> {
-    let res = inner
-        .run("COMMIT", NORMAL, || {
-            Ok(vec![
-                putfh(&f.fh),
-                A::OpCommit(p::Commit4args {
-                    offset: 0,
-                    count: 0,
-                }),
-            ])
-        })
-        .await?;
-    match res.get(1) {
-        Some(R::OpCommit(p::Commit4res::Nfs4Ok(c))) => Ok(c.writeverf),
-        _ => Err(missing("COMMIT")),
-    }
-}
-
-/// UNSTABLE WRITEs of `data` at `offset`, one wsize each, written in
-/// order with the rest of a short WRITE sent again; the verifiers seen.
-async fn write_range(
-    inner: &Inner,
-    f: &FileShared,
-    offset: u64,
-    data: Bytes,
-) -> Result<HashSet<[u8; 8]>> {
-    let step = lock(&inner.sess).wsize as usize;
-    let mut verfs = HashSet::new();
-    let mut at = 0;
-    while at < data.len() {
-        let end = (at + step).min(data.len());
-        let w = write_once(
-            inner,
-            f,
-            offset + at as u64,
-            data.slice(at..end),
-            p::StableHow4::Unstable4,
-        )
-        .await?;
-        if w.count == 0 {
-            return Err(Nfs4Error::Protocol(Violation::WroteNothing));
-        }
-        verfs.insert(w.writeverf);
-        at += w.count as usize;
-    }
-    Ok(verfs)
-}
 
 /// An open file.
 #[derive(Debug, Clone)]

@@ -13,10 +13,10 @@ use rpcrdma_sync::lock;
 use tokio::sync::mpsc;
 
 use super::attrs::{self, Attrs};
+use super::cache::FileShared;
 use super::callback::CbEvent;
 use super::driver::{ClientEvent, Inner, NORMAL};
 use super::error::{Chain, Nfs4Error, Result, Status, Violation};
-use super::file::FileShared;
 use super::state::DelegRecord;
 use crate::proto::nfs4 as p;
 use p::NfsArgop4 as A;

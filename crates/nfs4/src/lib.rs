@@ -22,6 +22,7 @@
 pub mod attrs;
 pub mod client;
 pub mod compound;
+mod ctx;
 mod ops;
 pub mod proto;
 mod pseudo;

@@ -34,7 +34,8 @@ use rpcrdma_oncrpc::{
 };
 use rpcrdma_sync::lock;
 
-use crate::compound::{self, wire, CompoundArgs, Op};
+use crate::compound::{self, CompoundArgs, Op};
+use crate::ctx::wire;
 use crate::proto::nfs4 as p;
 use crate::state::{self, ConnId, Recall, SessionId, State};
 

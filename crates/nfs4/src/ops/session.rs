@@ -4,8 +4,8 @@
 
 use bytes::Bytes;
 
-use super::error_result;
-use crate::compound::{from_state, Ctx, Done};
+use super::results::error_result;
+use crate::ctx::{from_state, Ctx, Done};
 use crate::proto::nfs4 as p;
 use crate::shared::CbAuth;
 use crate::state::{ChannelAttrs, ClientId, CreateSession, Exchange, SessionId};

@@ -5,7 +5,7 @@
 # registry overlay: an internal dependency is taken from the package just
 # made, not from crates.io, and needs a version, which the workspace's
 # `[workspace.dependencies]` give). Crates with `publish = false` (test
-# support, the NFS guest tool, the example) are left out. Then the
+# support, the NFS guest tools, the example) are left out. Then the
 # documentation: `cargo doc --workspace --no-deps` with every rustdoc
 # warning an error, broken intra-doc links included.
 #

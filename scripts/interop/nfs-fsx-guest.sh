@@ -1,7 +1,7 @@
 #!/bin/sh
 # nfs-fsx-guest.sh - runs INSIDE the QEMU guest (busybox sh, run-guest.sh's
 # exec mode): mounts the NFSv3 server on the host with the kernel client and
-# runs nfs-fsx (crates/nfs3/src/bin/nfs-fsx/, --add'ed to /opt/add) on the
+# runs nfs-fsx (crates/nfs-fsx/, --add'ed to /opt/add) on the
 # mount: seeded random operations checked against a model, the page cache
 # dropped before each full check. nfs-kernel-client.sh on the host sets the
 # variables below in front of a copy of this file.

@@ -23,7 +23,7 @@
 #      FPDU fails the check there); on that capture, the kernel's calls
 #      carry Read chunks and our server's replies use Write lists and
 #      Reply chunks;
-#   4. nfs-fsx (crates/nfs3/src/bin/nfs-fsx/) in the guest over
+#   4. nfs-fsx (crates/nfs-fsx/) in the guest over
 #      proto=rdma and proto=tcp: seeded random writes, reads, truncates,
 #      appends, mmap and O_DIRECT I/O, copy_file_range, fsync, renames,
 #      links, mkdir/rmdir, symlinks, chmod and utimes from several
@@ -42,8 +42,8 @@
 #   IOP_NFS_BIG_MIB     size of the big file (default 64)
 #   IOP_NFS_PROTOS      which runs (default "rdma tcp rdma-short fsx-rdma
 #                       fsx-tcp"; also tcp-short: the short workload over TCP)
-#   IOP_NFS_FSX_BIN     a built nfs-fsx (default: cargo build -p rpcrdma-nfs3
-#                       --bin nfs-fsx)
+#   IOP_NFS_FSX_BIN     a built nfs-fsx (default: cargo build -p
+#                       rpcrdma-nfs-fsx)
 #   IOP_NFS_FSX_SEED    the exerciser's seed (default 1; each run prints it)
 #   IOP_NFS_FSX_OPS     operations per process (default 300)
 #   IOP_NFS_FSX_PROCS   processes, each in its own directory (default 2)
@@ -99,8 +99,8 @@ case " $PROTOS " in
 *" fsx-"*)
     FSX_BIN=${IOP_NFS_FSX_BIN:-}
     if [ -z "$FSX_BIN" ]; then
-        iop_log "building nfs-fsx (cargo build -p rpcrdma-nfs3 --bin nfs-fsx)"
-        (cd "$IOP_ROOT" && cargo build -q -p rpcrdma-nfs3 --bin nfs-fsx) ||
+        iop_log "building nfs-fsx (cargo build -p rpcrdma-nfs-fsx)"
+        (cd "$IOP_ROOT" && cargo build -q -p rpcrdma-nfs-fsx) ||
             { iop_result "build nfs-fsx" 1; iop_summary; exit 1; }
         FSX_BIN=$(iop_target_dir)/debug/nfs-fsx
     fi

@@ -22,10 +22,12 @@
 pub mod attrs;
 pub mod client;
 pub mod compound;
+mod ctx;
 mod ops;
 pub mod proto;
 mod pseudo;
 mod service;
+mod shared;
 pub mod state;
 
 pub use service::{

@@ -312,7 +312,7 @@ pub fn squash_in(
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SwitchError {
     /// A credential system call failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Sys(#[from] rustix::io::Errno),
     /// The calls returned but the thread is not who it should be (a
     /// switch the kernel did not make).

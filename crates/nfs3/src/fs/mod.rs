@@ -124,9 +124,7 @@ impl ExportConfig {
 #[non_exhaustive]
 pub enum ExportError {
     /// The export directory cannot be opened.
-    #[error(
-        "cannot open the export directory {path}: {source} (it must be an existing directory)"
-    )]
+    #[error("cannot open the export directory {path} (it must be an existing directory)")]
     Root {
         /// The path.
         path: PathBuf,
@@ -134,7 +132,9 @@ pub enum ExportError {
         source: std::io::Error,
     },
     /// The state directory or key cannot be used.
-    #[error("cannot use the state directory {path}: {source} (give a writable directory outside the export)")]
+    #[error(
+        "cannot use the state directory {path} (give a writable directory outside the export)"
+    )]
     State {
         /// The path.
         path: PathBuf,
@@ -165,11 +165,23 @@ pub enum ExportError {
         /// The id.
         id: u32,
         /// Why not.
-        why: &'static str,
+        why: BadId,
     },
     /// `/proc/self/fd` is missing (the server reopens files through it).
     #[error("/proc is not mounted: the NFS server reopens files through /proc/self/fd")]
     NoProc,
+}
+
+/// Why an id is not one the server can act as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadId {
+    /// `(uid_t)-1`, which the kernel reads as "no change".
+    #[error("(uid_t)-1 means \"no change\" to the kernel")]
+    NoChange,
+    /// Outside the user namespace's id map.
+    #[error("it is outside this user namespace's id map")]
+    Unmapped,
 }
 
 /// One entry of a READDIR or READDIRPLUS reply.
@@ -406,9 +418,9 @@ impl Export {
                     what,
                     id,
                     why: if id == INVALID_ID {
-                        "(uid_t)-1 means \"no change\" to the kernel"
+                        BadId::NoChange
                     } else {
-                        "it is outside this user namespace's id map"
+                        BadId::Unmapped
                     },
                 });
             }

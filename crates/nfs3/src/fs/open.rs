@@ -9,7 +9,7 @@ use rustix::fs::{Mode, OFlags};
 
 use super::handle::{HandleKey, NodeId};
 use super::nodes::{generation, statx_fd, Nodes};
-use super::{Export, ExportConfig, ExportError, IdMaps, IdentityMode, INVALID_ID};
+use super::{BadId, Export, ExportConfig, ExportError, IdMaps, IdentityMode, INVALID_ID};
 
 impl Export {
     /// Opens the export: the root directory, the handle key (made on
@@ -50,9 +50,9 @@ impl Export {
                     what,
                     id,
                     why: if id == INVALID_ID {
-                        "(uid_t)-1 means \"no change\" to the kernel"
+                        BadId::NoChange
                     } else {
-                        "it is outside this user namespace's id map"
+                        BadId::Unmapped
                     },
                 });
             }

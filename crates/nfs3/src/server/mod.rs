@@ -13,6 +13,7 @@
 
 mod mount;
 mod nfs;
+mod nfs_procs;
 
 use std::sync::Arc;
 

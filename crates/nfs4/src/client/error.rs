@@ -44,13 +44,108 @@ fn kind(write: &bool) -> &'static str {
     }
 }
 
+fn unsupported(rpc: &Option<RpcError>) -> String {
+    match rpc {
+        Some(e) => e.to_string(),
+        None => "NFS4ERR_MINOR_VERS_MISMATCH".to_owned(),
+    }
+}
+
+/// How the server broke the protocol.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Violation {
+    /// A COMPOUND's results lack the ones asked for.
+    #[error("{what}: a result is missing")]
+    Missing {
+        /// The operations.
+        what: &'static str,
+    },
+    /// A COMPOUND failed and no operation's result says which.
+    #[error("{what}: status {status:?} without a result")]
+    NoResult {
+        /// What the COMPOUND was for.
+        what: String,
+        /// The COMPOUND's status.
+        status: Status,
+    },
+    /// A single operation was answered with another's result.
+    #[error("{op} answered another operation")]
+    OtherOperation {
+        /// The operation sent.
+        op: &'static str,
+    },
+    /// EXCHANGE_ID chose state protection the client did not ask for.
+    #[error("EXCHANGE_ID: the server chose state protection the client did not ask for")]
+    StateProtection,
+    /// CREATE_SESSION granted what the client cannot use.
+    #[error("{0}")]
+    Session(super::session::Refused),
+    /// Attributes that do not decode.
+    #[error("{0}")]
+    Attributes(super::attrs::AttrError),
+    /// OPEN asked for OPEN_CONFIRM (NFSv4.0 only).
+    #[error("OPEN asked for OPEN_CONFIRM, which NFSv4.1 does not have")]
+    OpenConfirm,
+    /// A WRITE reply's count is more than the data sent.
+    #[error("WRITE count {count} beyond the {sent} bytes sent")]
+    WriteCount {
+        /// The reply's count.
+        count: u32,
+        /// The bytes sent.
+        sent: usize,
+    },
+    /// A WRITE wrote nothing.
+    #[error("WRITE wrote nothing")]
+    WroteNothing,
+    /// A READ returned more data than asked for.
+    #[error("READ of {asked} bytes returned {data}")]
+    ReadCount {
+        /// The count asked for.
+        asked: u32,
+        /// The bytes of data in the reply.
+        data: usize,
+    },
+    /// A READ returned no data and no end of file.
+    #[error("READ at {offset} returned nothing before the end of the file")]
+    ReadNoProgress {
+        /// The READ's offset.
+        offset: u64,
+    },
+    /// READDIR returned no entries without reaching the end of the
+    /// directory, so following its cookie would loop.
+    #[error("READDIR returned no entries and no end of directory")]
+    EmptyReaddir,
+    /// A directory has more entries than the client collects.
+    #[error("directory has more than {max} entries")]
+    TooManyEntries {
+        /// The limit ([`MAX_LIST`](super::MAX_LIST)).
+        max: usize,
+    },
+}
+
+/// Which state could not be recovered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Lost {
+    /// The file is not open: closed, or its open could not be recovered.
+    #[error("the file is not open (closed, or its open could not be recovered)")]
+    NotOpen,
+    /// No lock is held where one was recorded.
+    #[error("no lock is held")]
+    NoLock,
+    /// An open went away while its locks were being reclaimed.
+    #[error("the open went away")]
+    OpenGone,
+}
+
 /// What went wrong.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Nfs4Error {
     /// The RPC failed (no answer within the client's patience, the
     /// connection could not be made, the server refused the program).
-    #[error("{op}: {source}")]
+    #[error("{op}")]
     Rpc {
         /// The COMPOUND's main operation.
         op: &'static str,
@@ -80,25 +175,26 @@ pub enum Nfs4Error {
         owner: Bytes,
     },
     /// The server does not serve NFSv4 with this minor version.
-    #[error("the server does not serve NFSv4.{minor}: {why}")]
+    #[error("the server does not serve NFSv4.{minor}: {}", unsupported(.rpc))]
     Unsupported {
         /// The minor version asked for.
         minor: u32,
-        /// What it answered.
-        why: String,
+        /// The NULL call's answer (`ProgMismatch`, `ProgUnavail`); `None`
+        /// when a COMPOUND was answered `NFS4ERR_MINOR_VERS_MISMATCH`.
+        rpc: Option<RpcError>,
     },
     /// The server broke the protocol.
     #[error("protocol: {0}")]
-    Protocol(String),
+    Protocol(Violation),
     /// State could not be recovered after the server restarted or the
     /// lease expired.
     #[error("state lost: {0}")]
-    StateLost(String),
+    StateLost(Lost),
     /// A local error while handling data.
-    #[error("{0}")]
+    #[error(transparent)]
     Local(#[from] std::io::Error),
     /// A task running one of the requests kept in flight failed.
-    #[error("{op} task failed: {source}")]
+    #[error("{op} task failed")]
     Task {
         /// The operation.
         op: &'static str,
@@ -136,6 +232,22 @@ impl Nfs4Error {
     }
 }
 
+/// An error and its sources, `: `-separated, for the logs (a variant
+/// prints its own words; its cause is its `source()`).
+pub(crate) struct Chain<'a>(pub(crate) &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut next = self.0.source();
+        while let Some(e) = next {
+            write!(f, ": {e}")?;
+            next = e.source();
+        }
+        Ok(())
+    }
+}
+
 /// The client's results.
 pub type Result<T, E = Nfs4Error> = std::result::Result<T, E>;
 
@@ -158,5 +270,36 @@ mod tests {
         let e = Nfs4Error::status_of("LOOKUP", "x", Status::Nfs4errNoent);
         assert_eq!(e.to_string(), "LOOKUP x: NFS4ERR_NOENT");
         assert_eq!(e.status(), Some(Status::Nfs4errNoent));
+    }
+
+    #[test]
+    fn each_cause_is_named_once() {
+        use std::error::Error as _;
+        let io = std::io::Error::other("disk on fire");
+        let e = Nfs4Error::Local(io);
+        assert_eq!(e.to_string(), "disk on fire");
+        assert!(e.source().is_none());
+        let e = Nfs4Error::Rpc {
+            op: "LOOKUP",
+            source: RpcError::Shutdown,
+        };
+        assert_eq!(e.to_string(), "LOOKUP");
+        assert!(e.source().is_some());
+        assert_eq!(
+            Chain(&e).to_string(),
+            format!("LOOKUP: {}", e.source().unwrap())
+        );
+        let e = Nfs4Error::Protocol(Violation::Missing { what: "READ" });
+        assert_eq!(e.to_string(), "protocol: READ: a result is missing");
+        assert!(e.source().is_none());
+        let e = Nfs4Error::Unsupported {
+            minor: 2,
+            rpc: None,
+        };
+        assert_eq!(
+            e.to_string(),
+            "the server does not serve NFSv4.2: NFS4ERR_MINOR_VERS_MISMATCH"
+        );
+        assert!(e.source().is_none());
     }
 }

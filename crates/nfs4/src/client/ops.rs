@@ -4,9 +4,12 @@
 //! over RPC-over-RDMA (RFC 8267 §5.4: READ's data is DDP-eligible and
 //! goes into a Write chunk; the results' size decides a Reply chunk).
 
+use bytes::Bytes;
 use rpcrdma_oncrpc::CallHints;
 
+use super::attrs::{self, Attrs};
 use super::error::Status as S;
+use super::error::{Nfs4Error, Result, Violation};
 use crate::proto::nfs4 as p;
 use p::NfsArgop4 as A;
 use p::NfsResop4 as R;
@@ -527,6 +530,24 @@ pub fn hints(ops: &[A], max_response: u32) -> CallHints {
         h = h.reduced_results(reduced);
     }
     h
+}
+
+pub(crate) fn putfh(fh: &Bytes) -> A {
+    A::OpPutfh(p::Putfh4args { object: fh.clone() })
+}
+
+pub(crate) fn getattr(set: attrs::AttrSet) -> A {
+    A::OpGetattr(p::Getattr4args {
+        attr_request: set.words(),
+    })
+}
+
+pub(crate) fn decode_attrs(f: &p::Fattr4) -> Result<Attrs> {
+    attrs::decode(f).map_err(|e| Nfs4Error::Protocol(Violation::Attributes(e)))
+}
+
+pub(crate) fn missing(what: &'static str) -> Nfs4Error {
+    Nfs4Error::Protocol(Violation::Missing { what })
 }
 
 #[cfg(test)]

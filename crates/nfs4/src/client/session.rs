@@ -82,6 +82,34 @@ pub struct Terms {
     pub max_io: u32,
 }
 
+/// Why the client cannot use the session CREATE_SESSION granted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refused {
+    /// No slot, or too few operations for SEQUENCE and one more.
+    #[error("CREATE_SESSION granted {slots} slots and {operations} operations")]
+    NoRoom {
+        /// The fore channel's slots.
+        slots: u32,
+        /// Its operations per COMPOUND.
+        operations: u32,
+    },
+    /// The back channel was raised beyond what the client offered.
+    #[error("CREATE_SESSION raised the back channel beyond what the client offered: {granted:?}")]
+    BackChannelRaised {
+        /// The back channel granted.
+        granted: Box<p::ChannelAttrs4>,
+    },
+    /// Requests or replies too small to carry a READ or WRITE.
+    #[error("CREATE_SESSION granted requests of {requests} and replies of {replies} bytes: too small for I/O")]
+    TooSmall {
+        /// The fore channel's largest request.
+        requests: u32,
+        /// Its largest reply.
+        replies: u32,
+    },
+}
+
 /// Checks the server's answer against what was asked (RFC 8881 §18.36.3:
 /// the server may lower the fore channel's values; the back channel's
 /// it must not raise above the client's).
@@ -89,23 +117,23 @@ pub fn accept(
     asked_fore: &p::ChannelAttrs4,
     asked_back: &p::ChannelAttrs4,
     res: &p::CreateSession4resok,
-) -> Result<Terms, String> {
+) -> Result<Terms, Refused> {
     let f = &res.csr_fore_chan_attrs;
     let b = &res.csr_back_chan_attrs;
     if f.ca_maxrequests == 0 || f.ca_maxoperations < 2 {
-        return Err(format!(
-            "CREATE_SESSION granted {} slots and {} operations",
-            f.ca_maxrequests, f.ca_maxoperations
-        ));
+        return Err(Refused::NoRoom {
+            slots: f.ca_maxrequests,
+            operations: f.ca_maxoperations,
+        });
     }
     if b.ca_maxrequests > asked_back.ca_maxrequests
         || b.ca_maxrequestsize > asked_back.ca_maxrequestsize
         || b.ca_maxresponsesize > asked_back.ca_maxresponsesize
         || b.ca_maxoperations > asked_back.ca_maxoperations
     {
-        return Err(format!(
-            "CREATE_SESSION raised the back channel beyond what the client offered: {b:?}"
-        ));
+        return Err(Refused::BackChannelRaised {
+            granted: Box::new(b.clone()),
+        });
     }
     let room = f.ca_maxrequestsize.min(f.ca_maxresponsesize);
     let max_io = room.saturating_sub(COMPOUND_OVERHEAD).min(
@@ -114,10 +142,10 @@ pub fn accept(
             .saturating_sub(COMPOUND_OVERHEAD),
     );
     if max_io < 4096 {
-        return Err(format!(
-            "CREATE_SESSION granted requests of {} and replies of {} bytes: too small for I/O",
-            f.ca_maxrequestsize, f.ca_maxresponsesize
-        ));
+        return Err(Refused::TooSmall {
+            requests: f.ca_maxrequestsize,
+            replies: f.ca_maxresponsesize,
+        });
     }
     Ok(Terms {
         fore: f.clone(),

@@ -4,12 +4,12 @@
 use rpcrdma_nfs3::fs::{Attr, FileHandle, FsStat, MAX_IO};
 
 use crate::attrs::{self, Bitmap, Context};
-use crate::compound::{from_fs, from_state, Ctx, Done};
+use crate::ctx::{from_fs, from_state, Ctx, Done};
 use crate::proto::nfs4 as p;
 use crate::pseudo::{is_pseudo, PSEUDO_FSID};
 use crate::state::StateId;
 
-use super::status;
+use super::results::status;
 
 /// The attribute context of an object.
 pub(crate) fn context<'a>(

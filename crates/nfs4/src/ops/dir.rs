@@ -14,7 +14,7 @@ use bytes::Bytes;
 use rpcrdma_nfs3::fs::{FileHandle, SpecialFile, Wcc};
 
 use crate::attrs::{self, Bitmap};
-use crate::compound::{from_fs, Ctx, Done};
+use crate::ctx::{from_fs, Ctx, Done};
 use crate::proto::nfs4 as p;
 use crate::pseudo::{self, is_pseudo, Child};
 

@@ -16,11 +16,11 @@
 use bytes::Bytes;
 use rpcrdma_nfs3::fs::{FileHandle, FileType, NAME_MAX};
 
-use crate::compound::{from_fs, Ctx, Done};
+use crate::ctx::{from_fs, Ctx, Done};
 use crate::proto::nfs4 as p;
 use crate::pseudo::{is_pseudo, Child};
 
-use super::status;
+use super::results::status;
 
 /// Checks a component name from the wire.
 pub(crate) fn check_name(name: &[u8]) -> Result<(), p::Nfsstat4> {

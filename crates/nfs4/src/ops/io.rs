@@ -11,7 +11,7 @@
 use bytes::Bytes;
 use rpcrdma_nfs3::fs::{FileHandle, FileType, StableHow, MAX_IO};
 
-use crate::compound::{from_fs, from_state, Ctx, Done};
+use crate::ctx::{from_fs, from_state, Ctx, Done};
 use crate::proto::nfs4 as p;
 
 /// Room in a reply besides READ's data (the COMPOUND's other results).

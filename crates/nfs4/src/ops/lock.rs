@@ -3,7 +3,7 @@
 //! the state layer's (`state::locks`): advisory POSIX locks between NFSv4
 //! lock owners (NFSv3 clients mount with `nolock`: no NLM here).
 
-use crate::compound::{from_state, wire, Ctx, Done};
+use crate::ctx::{from_state, wire, Ctx, Done};
 use crate::proto::nfs4 as p;
 use crate::state::{self, ClientId, LockArgs, LockKind, Locker};
 
@@ -142,7 +142,7 @@ pub(crate) fn free_stateid(cx: &mut Ctx<'_>, a: &p::FreeStateid4args) -> Done {
         let id = cx.stateid(&a.fsa_stateid)?;
         cx.core.lock().free_stateid(client, &id).map_err(from_state)
     })();
-    let s = super::status(&r);
+    let s = super::results::status(&r);
     (
         p::NfsResop4::OpFreeStateid(p::FreeStateid4res { fsr_status: s }),
         s,

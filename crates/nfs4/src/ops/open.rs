@@ -19,7 +19,7 @@ use bytes::Bytes;
 use rpcrdma_nfs3::fs::{access as acc, CreateHow, FileHandle, FileType, SetAttr, SetTime, WccAttr};
 
 use crate::attrs::{self, Bitmap};
-use crate::compound::{from_fs, from_state, wire, Ctx, Done};
+use crate::ctx::{from_fs, from_state, wire, Ctx, Done};
 use crate::proto::nfs4 as p;
 use crate::state::{Claim, OpenArgs, StateId, ACCESS_READ, ACCESS_WRITE};
 
@@ -370,7 +370,7 @@ pub(crate) fn delegreturn(cx: &mut Ctx<'_>, a: &p::Delegreturn4args) -> Done {
             .delegreturn(client, &id, &fh)
             .map_err(from_state)
     })();
-    let s = super::status(&r);
+    let s = super::results::status(&r);
     (
         p::NfsResop4::OpDelegreturn(p::Delegreturn4res { status: s }),
         s,

@@ -4,10 +4,10 @@
 
 use bytes::Bytes;
 
-use super::error_result;
-use crate::compound::{from_state, Ctx, Done};
+use super::results::error_result;
+use crate::ctx::{from_state, Ctx, Done};
 use crate::proto::nfs4 as p;
-use crate::service::CbAuth;
+use crate::shared::CbAuth;
 use crate::state::{ChannelAttrs, ClientId, CreateSession, Exchange, SessionId};
 
 /// The server's name in EXCHANGE_ID (`so_major_id`, and the scope):
@@ -174,7 +174,7 @@ pub(crate) fn create_session(cx: &mut Ctx<'_>, x: &p::CreateSession4args) -> Don
 /// SEQUENCE's outcome.
 pub(crate) enum Seq {
     /// A retransmission: the cached reply.
-    Replay(crate::service::Cached),
+    Replay(crate::shared::Cached),
     /// A new request: SEQUENCE's result.
     New(p::NfsResop4),
 }

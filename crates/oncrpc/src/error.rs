@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rpcrdma_xdr::{EncodeError, XdrError};
 
-use crate::backchannel::ClientKey;
+use crate::client_key::ClientKey;
 use crate::msg::{AcceptStat, AuthFlavor, AuthStat};
 
 /// A message header that could not be decoded.

@@ -66,6 +66,7 @@ pub mod auth;
 mod backchannel;
 pub mod budget;
 mod client;
+mod client_key;
 mod codec;
 mod conn;
 pub mod drc;
@@ -83,16 +84,18 @@ mod transport;
 mod util;
 
 pub use auth::{AuthSysParams, Credential};
-pub use backchannel::{BackchannelError, Backchannels, ClientKey};
+pub use backchannel::{BackchannelError, Backchannels, DEFAULT_CALLBACK_WAIT};
 pub use client::{decode_reply, Client, ClientConfig};
+pub use client_key::ClientKey;
 pub use codec::{Marshal, Unmarshal};
 pub use conn::{Connection, ServeLimits};
 pub use drc::{ReplyCache, ReplyCacheConfig};
 pub use error::{AuthSysError, MessageError, RecordError, RpcError, TransportError};
 pub use limit::{Limit, OwnedSlot, Slot};
-pub use server::{Server, ServerConfig, DEFAULT_CALLBACK_WAIT, DEFAULT_STALL_TIMEOUT};
+pub use server::{Server, ServerConfig, DEFAULT_STALL_TIMEOUT};
 pub use service::{
-    encode_reply, encode_success, AuthPolicy, BoxFuture, CallInfo, CallObserver, CallOutcome,
-    Dispatch, ProcError, Services, Version,
+    encode_reply, encode_success, AuthPolicy, CallInfo, CallObserver, CallOutcome, Dispatch,
+    ProcError, Services, Version,
 };
 pub use transport::{CallHints, Connector, Received, Transport};
+pub use util::BoxFuture;

@@ -28,9 +28,7 @@ use crate::msg::{
     decode_header, AcceptedStatus, AuthFlavor, AuthStat, Header, OpaqueAuth, RejectedReply,
     ReplyHeader, RPC_VERSION,
 };
-
-/// A boxed, sendable future.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+use crate::util::BoxFuture;
 
 /// What a handler may answer instead of results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

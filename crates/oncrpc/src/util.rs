@@ -1,9 +1,14 @@
 //! Small async helpers.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::Notify;
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Counts tasks in progress; [`Tracker::wait`] returns when none are left.
 #[derive(Clone, Default)]

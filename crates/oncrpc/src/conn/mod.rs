@@ -24,7 +24,10 @@
 //!
 //! # Files
 //!
-//! * `mod.rs`: the [`Connection`] handle and the operations clients use;
+//! * `handle.rs`: the [`Connection`] handle and the operations clients use
+//!   ([`ConnOps`]);
+//! * `mod.rs`: opening a connection over a transport (the [`ConnOps`] of
+//!   a [`Transport`]);
 //! * `xid.rs`: XID allocation;
 //! * `pending.rs`: the calls waiting for replies, their deadline sweep, and
 //!   who reads the transport for them;
@@ -34,13 +37,13 @@
 
 #[cfg(test)]
 mod batch_tests;
+mod handle;
 mod inline;
 mod pending;
 mod reader;
 mod xid;
 
 use parking_lot::Mutex;
-use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
@@ -54,15 +57,18 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+pub use handle::Connection;
+pub(crate) use handle::{ConnOps, Side};
 pub(crate) use pending::Outcome;
 use pending::Pending;
 pub(crate) use xid::{SharedXids, XidAlloc};
 
-use crate::backchannel::{BackchannelError, Backchannels, ClientKey};
-use crate::client::{Client, ClientConfig};
+use crate::backchannel::{Backchannels, DEFAULT_CALLBACK_WAIT};
+use crate::client_key::ClientKey;
 use crate::error::TransportError;
-use crate::service::{BoxFuture, Services};
+use crate::service::Services;
 use crate::transport::{CallHints, Transport};
+use crate::util::BoxFuture;
 
 /// Limits on the calls a connection runs at once.
 #[derive(Debug, Clone)]
@@ -86,67 +92,6 @@ impl Default for ServeLimits {
             global: None,
         }
     }
-}
-
-/// Which end of the connection we are (RFC 8167 §2: the client
-/// establishes connections; our calls on a server's connection are
-/// reverse-direction calls).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Side {
-    /// We connected: our calls are forward, received calls are reverse.
-    Client,
-    /// We accepted: received calls are forward, our calls are reverse.
-    Server,
-}
-
-/// The operations the client needs from a connection, with the transport
-/// type erased.
-pub(crate) trait ConnOps: Send + Sync + 'static {
-    fn id(&self) -> u64;
-    fn peer(&self) -> &str;
-    fn peer_addr(&self) -> Option<std::net::SocketAddr>;
-    fn side(&self) -> Side;
-    /// Client side: we take reverse-direction calls. Server side: the
-    /// Upper Layer declared that the client does.
-    fn backchannel_ready(&self) -> bool;
-    /// Server side: tells the transport the client is ready, marks the
-    /// connection ready and records `key`; returns the key it had before.
-    fn declare_peer_ready(&self, key: ClientKey) -> Result<Option<ClientKey>, TransportError>;
-    fn client_key(&self) -> Option<ClientKey>;
-    fn backchannels(&self) -> Option<&Backchannels>;
-    /// Starts waiting for the reply to `xid`, until `deadline` at the
-    /// latest ([`Outcome::TimedOut`]); false if the connection is dead (or
-    /// `xid` is already waited for).
-    fn register(&self, xid: u32, deadline: Instant) -> bool;
-    /// The outcome of a registered wait once there is one; `Ready(None)`
-    /// if the connection was lost first.
-    fn poll_outcome(&self, xid: u32, cx: &mut Context<'_>) -> Poll<Option<Outcome>>;
-    fn unregister(&self, xid: u32);
-    /// [`Transport::try_send_call`].
-    fn try_send_call(
-        &self,
-        xid: u32,
-        message: Payload,
-        hints: &CallHints,
-    ) -> Result<Result<(), TransportError>, Payload>;
-    /// [`Transport::try_release`].
-    fn try_release(&self, xid: u32) -> bool;
-    fn send_call<'a>(
-        &'a self,
-        xid: u32,
-        message: Payload,
-        hints: &'a CallHints,
-    ) -> BoxFuture<'a, Result<(), TransportError>>;
-    fn release(&self, xid: u32) -> BoxFuture<'_, ()>;
-    fn is_alive(&self) -> bool;
-    /// Fails every waiting call and closes the transport now.
-    fn abort(&self);
-    /// Stops reading; finishes calls in progress, then closes.
-    fn shutdown(&self);
-    fn closed(&self) -> BoxFuture<'_, ()>;
-    fn xids(&self) -> &SharedXids;
-    /// Where replies are encoded (see `PayloadEncoder::in_arena`).
-    fn arena(&self) -> &Mutex<bytes::BytesMut>;
 }
 
 struct Conn<T: Transport> {
@@ -321,21 +266,6 @@ impl<T: Transport> Conn<T> {
     }
 }
 
-/// A handle to one open connection (cheap to clone).
-#[derive(Clone)]
-pub struct Connection {
-    pub(crate) ops: Arc<dyn ConnOps>,
-}
-
-impl fmt::Debug for Connection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Connection")
-            .field("id", &self.ops.id())
-            .field("peer", &self.ops.peer())
-            .finish()
-    }
-}
-
 /// How [`Connection::open_with`] sets a connection up.
 pub(crate) struct OpenAs {
     pub(crate) side: Side,
@@ -358,7 +288,7 @@ impl Connection {
     ///
     /// Must be called inside a tokio runtime.
     pub fn open<T: Transport>(transport: T, services: Arc<Services>, limits: ServeLimits) -> Self {
-        let registry = Backchannels::new(crate::server::DEFAULT_CALLBACK_WAIT, None);
+        let registry = Backchannels::new(DEFAULT_CALLBACK_WAIT, None);
         let open = OpenAs {
             side: Side::Server,
             ready: false,
@@ -410,135 +340,5 @@ impl Connection {
         let span = tracing::info_span!("rpc_conn", id, peer = %peer);
         tokio::spawn(reader::run(conn, handle.clone(), services, limits, stop_rx).instrument(span));
         handle
-    }
-
-    /// A client that calls the peer over this connection (no reconnect:
-    /// calls fail with [`crate::RpcError::ConnectionLost`] if it closes).
-    /// Its XIDs are unique among all clients of this connection.
-    ///
-    /// On a server's connection these are reverse-direction calls: they
-    /// fail with [`crate::RpcError::BackchannelNotReady`] until
-    /// [`Connection::peer_ready_for_callbacks`]. For calls that wait for
-    /// the client to reconnect, use [`Backchannels::client`].
-    pub fn client(&self, config: ClientConfig) -> Client {
-        Client::on_connection(self.ops.clone(), config)
-    }
-
-    /// Server side: the Upper Layer learned (for example from an NFSv4.1
-    /// `CREATE_SESSION` or `BIND_CONN_TO_SESSION`) that the client takes
-    /// reverse-direction calls on this connection (RFC 8167 §6).
-    /// Reverse-direction calls work from now on, and the connection is
-    /// bound to `key`, the Upper Layer's name for that client, in the
-    /// server's [`Backchannels`]: calls made with
-    /// [`Backchannels::client`] for `key` use it, and when it is lost they
-    /// wait for the next connection declared with the same key.
-    ///
-    /// Calling it again is harmless; with another key it rebinds the
-    /// connection.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::sync::Arc;
-    /// use rpcrdma_oncrpc::{mem, ClientConfig, Connection, RpcError, ServeLimits, Services};
-    ///
-    /// let (_client_end, server_end) = mem::pair(mem::MemConfig::default());
-    /// let conn = Connection::open(server_end, Arc::new(Services::new()), ServeLimits::default());
-    /// let back = conn.client(ClientConfig::default());
-    /// // Not declared yet: refused on our side, nothing is sent.
-    /// let e = back.null(0x4000_0000, 1).await.unwrap_err();
-    /// assert!(matches!(e, RpcError::BackchannelNotReady { .. }));
-    /// conn.peer_ready_for_callbacks(7u64).unwrap();
-    /// assert!(conn.backchannel_ready());
-    /// # }
-    /// ```
-    pub fn peer_ready_for_callbacks(
-        &self,
-        key: impl Into<ClientKey>,
-    ) -> Result<(), BackchannelError> {
-        if self.ops.side() != Side::Server {
-            return Err(BackchannelError::ClientSide);
-        }
-        if !self.ops.is_alive() {
-            return Err(BackchannelError::Closed);
-        }
-        let key = key.into();
-        let old = self
-            .ops
-            .declare_peer_ready(key.clone())
-            .map_err(BackchannelError::Transport)?;
-        if let Some(registry) = self.ops.backchannels() {
-            if let Some(old) = old.filter(|o| *o != key) {
-                registry.unbind(&old, self.ops.id());
-            }
-            registry.bind(key, self.ops.clone());
-        }
-        Ok(())
-    }
-
-    /// Server side: whether the Upper Layer declared the client ready for
-    /// reverse-direction calls ([`Connection::peer_ready_for_callbacks`]).
-    /// Client side: whether we take reverse-direction calls on it (our
-    /// [`crate::ClientConfig::services`] is not empty).
-    pub fn backchannel_ready(&self) -> bool {
-        self.ops.backchannel_ready()
-    }
-
-    /// Server side: the key given to
-    /// [`Connection::peer_ready_for_callbacks`], if any.
-    pub fn client_key(&self) -> Option<ClientKey> {
-        self.ops.client_key()
-    }
-
-    /// Server side: the registry this connection binds its key in (the
-    /// server's, for connections served by a [`crate::Server`]). `None` on
-    /// a client's connection.
-    pub fn backchannels(&self) -> Option<Backchannels> {
-        self.ops.backchannels().cloned()
-    }
-
-    /// Whether we accepted this connection (the server side, whose calls
-    /// are reverse-direction calls).
-    pub fn is_server_side(&self) -> bool {
-        self.ops.side() == Side::Server
-    }
-
-    /// A description of the peer.
-    pub fn peer(&self) -> &str {
-        self.ops.peer()
-    }
-
-    /// The peer's network address, if the transport knows it.
-    pub fn peer_addr(&self) -> Option<std::net::SocketAddr> {
-        self.ops.peer_addr()
-    }
-
-    /// A process-unique id for logs.
-    pub fn id(&self) -> u64 {
-        self.ops.id()
-    }
-
-    /// Whether the connection still accepts calls.
-    pub fn is_alive(&self) -> bool {
-        self.ops.is_alive()
-    }
-
-    /// Graceful close: stop reading, let calls in progress send their
-    /// replies, then close the transport. Waits until done.
-    pub async fn close(&self) {
-        self.ops.shutdown();
-        self.ops.closed().await;
-    }
-
-    /// Drops the connection at once: outstanding calls see it lost (and
-    /// retransmit if their client can reconnect); calls in progress can no
-    /// longer reply. Does not wait.
-    pub fn abort(&self) {
-        self.ops.abort();
-    }
-
-    /// Waits until the connection is closed.
-    pub async fn closed(&self) {
-        self.ops.closed().await;
     }
 }

@@ -15,8 +15,9 @@ use tracing::Instrument;
 use super::pending::Outcome;
 use super::{Conn, Connection, ServeLimits, STOP_ABORT, STOP_NONE};
 use crate::limit::{Limit, OwnedSlot};
-use crate::service::{BoxFuture, Dispatch, Services};
+use crate::service::{Dispatch, Services};
 use crate::transport::{Received, Transport};
+use crate::util::BoxFuture;
 use crate::util::Tracker;
 
 pub(super) async fn run<T: Transport>(

@@ -16,8 +16,10 @@
 //!   with per-call [`CallHints`] from the Upper Layer Binding (Write chunks,
 //!   maximum reply size, reduction off), a per-call context for replies,
 //!   and an awaited `release` hook. [`tcp::TcpTransport`] implements it with
-//!   record marking; [`mem`] is an in-memory pair that moves DDP items out
-//!   of band like the RDMA transport does, for tests.
+//!   record marking. With the feature `test-transport`, `mem` is an
+//!   in-memory pair for tests that moves DDP items out of band as the RDMA
+//!   transport does (a test double: the rules of RPC-over-RDMA live in
+//!   `rpcrdma-engine`).
 //! * **Thin tokio drivers** — [`Connection`] (one reader task per
 //!   transport, routing replies to calls and calls to handlers), [`Client`]
 //!   (XIDs, timeouts, cancellation, reconnect and retransmission with the
@@ -72,6 +74,7 @@ mod conn;
 pub mod drc;
 mod error;
 mod limit;
+#[cfg(feature = "test-transport")]
 pub mod mem;
 pub mod msg;
 pub mod record;

@@ -54,7 +54,7 @@ pub enum BackchannelError {
     #[error("the connection is closed; readiness must be declared on the client's new connection")]
     Closed,
     /// The transport cannot carry reverse-direction calls.
-    #[error("the transport refused: {0}")]
+    #[error("the transport refused")]
     Transport(#[source] TransportError),
 }
 

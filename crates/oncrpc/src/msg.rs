@@ -14,7 +14,7 @@ use rpcrdma_xdr::{Decoder, Encoder, XdrError};
 #[non_exhaustive]
 pub enum MessageError {
     /// The header is truncated or malformed XDR.
-    #[error("malformed RPC header: {0}")]
+    #[error("malformed RPC header")]
     Xdr(#[from] XdrError),
     /// `msg_type` is neither CALL nor REPLY.
     #[error("RPC message {xid:#010x} has msg_type {value}, neither CALL (0) nor REPLY (1)")]

@@ -27,7 +27,7 @@ use crate::msg::{
 };
 use crate::service::Services;
 use crate::transport::{CallHints, Connector};
-use crate::util::lock;
+use crate::util::{lock, Chain};
 use source::{Bound, ConnSource, Fixed, Reconnecting, SourceError};
 
 /// Client settings. Defaults are documented on each field.
@@ -406,7 +406,7 @@ impl Client {
                     })
                 }
                 Err(SourceError::Connect(e)) => {
-                    tracing::debug!(error = %e, "no connection");
+                    tracing::debug!(error = %Chain(&e), "no connection");
                     if sends == 0 && (tries > inner.config.max_retransmits || !reconnects) {
                         return Err(RpcError::Connect(e));
                     }
@@ -442,7 +442,7 @@ impl Client {
                     return Err(RpcError::BackchannelNotReady { xid });
                 }
                 Ok(Err(e)) => {
-                    tracing::debug!(error = %e, "send failed; dropping the connection");
+                    tracing::debug!(error = %Chain(&e), "send failed; dropping the connection");
                     conn.abort();
                     guard.finish().await;
                     continue;

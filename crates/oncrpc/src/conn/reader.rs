@@ -18,7 +18,7 @@ use crate::limit::{Limit, OwnedSlot};
 use crate::service::{Dispatch, Services};
 use crate::transport::{Received, Transport};
 use crate::util::BoxFuture;
-use crate::util::Tracker;
+use crate::util::{Chain, Tracker};
 
 pub(super) async fn run<T: Transport>(
     conn: Arc<Conn<T>>,
@@ -119,7 +119,7 @@ pub(super) async fn run<T: Transport>(
         };
         let (message, context) = match received {
             Err(e) => {
-                tracing::debug!(error = %e, "connection ended");
+                tracing::debug!(error = %Chain(&e), "connection ended");
                 aborted = true;
                 break;
             }
@@ -162,7 +162,7 @@ pub(super) async fn run<T: Transport>(
         };
         match services.dispatch(&message, &handle) {
             Dispatch::Drop(e) => {
-                tracing::debug!(error = %e, "dropping an undecodable call");
+                tracing::debug!(error = %Chain(&e), "dropping an undecodable call");
                 // No reply will come: the transport gives back what it
                 // holds for the call (an RDMA credit of its grant).
                 conn.transport.retire_call(context);
@@ -179,7 +179,7 @@ pub(super) async fn run<T: Transport>(
                 match conn.transport.try_send_reply(context, reply) {
                     Ok(r) => {
                         if let Err(e) = r {
-                            tracing::debug!(error = %e, "cannot send reply");
+                            tracing::debug!(error = %Chain(&e), "cannot send reply");
                         }
                         drop(permits);
                     }
@@ -189,7 +189,7 @@ pub(super) async fn run<T: Transport>(
                         run_or_spawn(Box::pin(
                             async move {
                                 if let Err(e) = conn.transport.send_reply(context, reply).await {
-                                    tracing::debug!(error = %e, "cannot send reply");
+                                    tracing::debug!(error = %Chain(&e), "cannot send reply");
                                 }
                                 drop((permits, token));
                             }
@@ -208,7 +208,7 @@ pub(super) async fn run<T: Transport>(
                         if conn.aborted.load(Ordering::Acquire) {
                             tracing::debug!("connection aborted; reply dropped");
                         } else if let Err(e) = conn.transport.send_reply(context, reply).await {
-                            tracing::debug!(error = %e, "cannot send reply");
+                            tracing::debug!(error = %Chain(&e), "cannot send reply");
                         }
                         drop((permits, token));
                     }

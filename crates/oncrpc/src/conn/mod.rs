@@ -284,7 +284,7 @@ impl Connection {
     /// calls, refused until [`Connection::peer_ready_for_callbacks`]. The
     /// connection has its own [`Backchannels`] registry;
     /// [`crate::Server::serve`] uses the server's instead. A client's
-    /// connections are opened by [`Client`] itself.
+    /// connections are opened by [`Client`](crate::Client) itself.
     ///
     /// Must be called inside a tokio runtime.
     pub fn open<T: Transport>(transport: T, services: Arc<Services>, limits: ServeLimits) -> Self {

@@ -62,7 +62,7 @@ impl fmt::Debug for CallInfo {
     }
 }
 
-/// How a call the [`Services`] dispatched ended, as its reply says.
+/// How a call the [`Services`](crate::Services) dispatched ended, as its reply says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CallOutcome {
@@ -157,9 +157,9 @@ impl CallOutcome {
     }
 }
 
-/// Told of every call [`Services`] dispatch: which procedure, how it
+/// Told of every call [`Services`](crate::Services) dispatch: which procedure, how it
 /// ended, how long from its dispatch to its encoded reply. Set with
-/// [`Services::set_observer`]; without one, dispatch measures nothing.
+/// [`Services::set_observer`](crate::Services::set_observer); without one, dispatch measures nothing.
 /// Called on the connection's reader or the handler's task: keep it
 /// cheap (atomics, no lock per call).
 pub trait CallObserver: Send + Sync + 'static {

@@ -115,8 +115,8 @@ impl Version {
     }
 
     /// Declares procedures that must not run twice for one call (NFS
-    /// `CREATE`, `REMOVE`, `RENAME`, `WRITE`, …). When the [`Services`]
-    /// have a duplicate request cache ([`Services::set_reply_cache`]),
+    /// `CREATE`, `REMOVE`, `RENAME`, `WRITE`, …). When the [`Services`](crate::Services)
+    /// have a duplicate request cache ([`Services::set_reply_cache`](crate::Services::set_reply_cache)),
     /// their replies are remembered and a retransmission is answered
     /// from the cache instead of running again ([`crate::drc`]).
     pub fn non_idempotent(&mut self, procs: impl IntoIterator<Item = u32>) -> &mut Self {

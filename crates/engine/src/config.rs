@@ -244,7 +244,7 @@ impl EngineConfig {
     /// );
     /// ```
     pub fn connection_cost(&self, caps: rpcrdma_verbs::QpCaps) -> u64 {
-        let (in_flight, grant) = crate::conn::credit_split(self, caps.recv_depth);
+        let (in_flight, grant) = credit_split(self, caps.recv_depth);
         let receives = u64::from(in_flight + grant) * self.recv_buffer_size() as u64;
         let v2_floor = if self.versions.high() >= 2 {
             rpcrdma_wire::v2::DEFAULT_INLINE_THRESHOLD
@@ -314,5 +314,30 @@ impl EngineConfig {
 impl Default for EngineConfig {
     fn default() -> Self {
         Self::client()
+    }
+}
+
+/// How many calls we may have in flight and how many we grant, within a
+/// receive queue of `recv_depth` (RFC 8167 §4.3: one receive per call in
+/// flight plus one per credit granted). On a server the forward direction
+/// keeps its grant first and its reverse-direction calls get what is left
+/// (§4.3.2: no fewer receives than the credits it grants). On a client the
+/// reverse-direction credits are the minimum it posts and each forward
+/// call takes one more (§4.3.1): its grant is kept first, and it asks for
+/// only as many forward credits as it has receives left for (spec note
+/// E29).
+pub(crate) fn credit_split(cfg: &EngineConfig, recv_depth: u32) -> (u32, u32) {
+    let depth = recv_depth.max(2);
+    let bc = cfg.backchannel_credits;
+    match cfg.role {
+        Role::Client => {
+            let bc = bc.min(depth - 1);
+            let req = cfg.credits_request.min(depth - bc).max(1);
+            (req, bc)
+        }
+        Role::Server => {
+            let grant = cfg.credits_grant.min(depth - 1).max(1);
+            (bc.min(depth - grant), grant)
+        }
     }
 }

@@ -58,10 +58,10 @@ pub enum CallError {
     /// The reply contradicted the chunks we provided (a lying chunk length,
     /// a changed handle, a missing Reply chunk, ...).
     #[error("malformed reply: {0}")]
-    BadReply(&'static str),
+    BadReply(ReplyFault),
     /// The call cannot be sent: it needs more than the limits allow.
     #[error("call cannot be sent: {0}")]
-    TooLarge(&'static str),
+    TooLarge(SizeFault),
     /// The call, or the reply it must provision for, is larger than a
     /// limit of this end: `setting` names the limit to raise.
     #[error("call cannot be sent: {what} ({size} bytes) exceeds {setting} ({limit} bytes); raise {setting} on both ends to carry it")]
@@ -75,12 +75,70 @@ pub enum CallError {
         /// The setting that holds the limit.
         setting: &'static str,
     },
-    /// Memory registration for the call's chunks failed.
-    #[error("memory registration failed: {0}")]
-    Register(RegisterError),
+    /// Memory registration for the call's chunks failed (the provider's
+    /// error is the source).
+    #[error("memory registration for the call's chunks failed")]
+    Register(#[source] RegisterError),
     /// The connection failed before a reply arrived.
     #[error("connection lost before the reply arrived")]
     ConnectionLost,
+}
+
+/// How a reply contradicted the call it answers or the chunks the call
+/// provided ([`CallError::BadReply`]; RFC 8166 §4.4.6, §5.4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplyFault {
+    /// The reply is in another RPC-over-RDMA version than the call.
+    #[error("the reply's version differs from the call's")]
+    VersionMismatch,
+    /// The reply's transport header could not be decoded.
+    #[error("the reply's transport header is malformed")]
+    MalformedHeader,
+    /// A reply carries a Read list.
+    #[error("a reply carries a Read list")]
+    ReadList,
+    /// The reply returns more Write chunks than the call provided.
+    #[error("more Write chunks than the call provided")]
+    ExtraWriteChunks,
+    /// An `RDMA_NOMSG` reply to a call that provided no Reply chunk.
+    #[error("RDMA_NOMSG reply, but the call provided no Reply chunk")]
+    NoReplyChunkProvided,
+    /// An `RDMA_NOMSG` reply that does not return the Reply chunk.
+    #[error("RDMA_NOMSG reply without the Reply chunk the call provided")]
+    ReplyChunkMissing,
+    /// A returned chunk names a handle other than the one provided.
+    #[error("a returned chunk names another handle")]
+    ForeignHandle,
+    /// A returned chunk claims more bytes than were provided.
+    #[error("a returned chunk claims more bytes than were provided")]
+    ChunkOverclaimed,
+    /// A returned chunk has another number of segments than provided.
+    #[error("a returned chunk has a different number of segments")]
+    SegmentCount,
+    /// The memory of a provided chunk could not be recovered.
+    #[error("chunk memory could not be recovered")]
+    ChunkMemoryLost,
+    /// A returned chunk's length is beyond its memory.
+    #[error("chunk length beyond its memory")]
+    ChunkBeyondMemory,
+}
+
+/// Which limit a call that cannot be sent exceeds ([`CallError::TooLarge`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SizeFault {
+    /// One chunk of more than 4 GiB (a segment length is 32 bits).
+    #[error("chunk over 4 GiB")]
+    ChunkOver4GiB,
+    /// The call is larger than the largest message the peer accepts (its
+    /// Version Two transport properties).
+    #[error("the call exceeds the largest message the peer accepts (its transport properties)")]
+    PeerMaxMessage,
+    /// The transport header alone (its chunk lists) does not fit the
+    /// peer's inline threshold.
+    #[error("the transport header alone exceeds the peer's inline threshold")]
+    HeaderOverInline,
 }
 
 fn code_name(code: ErrCode) -> String {
@@ -129,7 +187,7 @@ pub enum EngineError {
         status: WcStatus,
     },
     /// The provider refused to post a work request.
-    #[error("posting a work request failed: {0}")]
+    #[error("posting a work request failed")]
     Post(#[from] PostError),
     /// A Version Two requester got no answer to its first message in time
     /// (draft-cel-01 §5.2: treat the responder as lacking Version Two).
@@ -150,11 +208,12 @@ pub enum EngineError {
     /// A memory region of ours could not be invalidated (deregistered): the
     /// peer may still reach its memory, so the connection is closed to
     /// fence it before the call it belonged to completes (RFC 8166 §5.5.4).
-    #[error("memory region {key:#010x} could not be invalidated ({error}); the connection is closed to fence it from the peer")]
+    #[error("memory region {key:#010x} could not be invalidated; the connection is closed to fence it from the peer")]
     InvalidationFailed {
         /// The region's key.
         key: u32,
-        /// What the provider said.
+        /// What the provider said (the source).
+        #[source]
         error: DeregisterError,
     },
     /// Work stayed on the send queue without any completion for the
@@ -176,9 +235,6 @@ pub enum EngineError {
         /// The backlog that was passed.
         limit: usize,
     },
-    /// The peer broke the protocol in a way that cannot be answered per call.
-    #[error("peer protocol violation: {0}")]
-    Protocol(&'static str),
     /// The connection was closed.
     #[error("connection closed")]
     Closed,
@@ -202,9 +258,35 @@ mod tests {
                 depth: 4
             })
         );
-        assert!(e
+        // The provider's error is the source, named once: not repeated in
+        // the message.
+        assert_eq!(e.to_string(), "posting a work request failed");
+        let source = std::error::Error::source(&e).expect("the provider's error");
+        assert!(source
             .to_string()
             .contains("send queue is full (4 work requests"));
-        assert!(std::error::Error::source(&e).is_some());
+    }
+    #[test]
+    fn each_cause_is_named_once() {
+        use std::error::Error as _;
+        let reg = CallError::Register(RegisterError::TooManyRegions { max: 3 });
+        let inv = EngineError::InvalidationFailed {
+            key: 7,
+            error: DeregisterError::NotRegistered { key: 7 },
+        };
+        for (e, cause) in [
+            (&reg as &dyn std::error::Error, "3 memory regions"),
+            (&inv, "is not registered"),
+        ] {
+            assert!(!e.to_string().contains(cause), "{e}");
+            assert!(e.source().expect("a source").to_string().contains(cause));
+        }
+        // A reason of our own is printed, and is no source.
+        let bad = CallError::BadReply(ReplyFault::ReadList);
+        assert_eq!(
+            bad.to_string(),
+            "malformed reply: a reply carries a Read list"
+        );
+        assert!(bad.source().is_none());
     }
 }

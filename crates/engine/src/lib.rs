@@ -96,11 +96,8 @@ mod event;
 mod features;
 mod hdr;
 mod marshal;
-mod optional;
 mod pool;
 mod reply;
-mod requester;
-mod responder;
 mod stats;
 mod stream;
 #[cfg(feature = "testing")]
@@ -112,7 +109,7 @@ pub use config::{
     DEFAULT_MAX_SHARED_MEMORY, DEFAULT_READ_WINDOW,
 };
 pub use conn::{ConnectionInfo, Engine};
-pub use error::{ApiError, CallError, ConfigError, EngineError};
+pub use error::{ApiError, CallError, ConfigError, EngineError, ReplyFault, SizeFault};
 pub use event::{CallToken, Event, MessageForm};
 pub use features::{
     Adjustments, FeatureContext, FeatureError, FeatureInfo, FeatureState, OptionalFeature,

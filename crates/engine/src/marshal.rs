@@ -31,7 +31,7 @@ use rpcrdma_wire::{ChunkLists, Header, ReadSegment, Segment, WriteChunk};
 use rpcrdma_xdr::{round_up, Payload};
 
 use crate::budget::MemoryBudget;
-use crate::error::CallError;
+use crate::error::{CallError, SizeFault};
 use crate::event::MessageForm;
 use crate::hdr;
 use crate::stream::{concat, inline_sges, item_positions, stream_pieces, stream_sges};
@@ -184,7 +184,8 @@ struct Regs<'p, P: ProtectionDomain> {
 
 impl<P: ProtectionDomain> Regs<'_, P> {
     fn source(&mut self, data: Bytes) -> Result<Segment, CallError> {
-        let len = u32::try_from(data.len()).map_err(|_| CallError::TooLarge("chunk over 4 GiB"))?;
+        let len =
+            u32::try_from(data.len()).map_err(|_| CallError::TooLarge(SizeFault::ChunkOver4GiB))?;
         let mr = self
             .pd
             .register_bytes(data, Access::REMOTE_READ)
@@ -215,7 +216,7 @@ impl<P: ProtectionDomain> Regs<'_, P> {
             }
         };
         // SCRATCH: only the prefix the reply says was written is read
-        // (`requester.rs`, `take_prefix`), so software iWARP may place the
+        // (`conn/requester.rs`, `take_prefix`), so software iWARP may place the
         // responder's Writes several FPDUs per socket read.
         let mr = self
             .pd
@@ -448,9 +449,7 @@ fn plan_inner<P: ProtectionDomain>(
     if p.peer_max_message
         .is_some_and(|m| payload.stream_len() > m as usize)
     {
-        return Err(CallError::TooLarge(
-            "the call exceeds the largest message the peer accepts (its transport properties)",
-        ));
+        return Err(CallError::TooLarge(SizeFault::PeerMaxMessage));
     }
     //= rfc5666bis-04#section-4.4.2
     //# All other XDR data items MUST NOT be reduced.
@@ -534,9 +533,7 @@ fn plan_inner<P: ProtectionDomain>(
     }];
     reads.extend(item_reads);
     if header_len(reads.len()) > send {
-        return Err(CallError::TooLarge(
-            "the transport header alone exceeds the peer's inline threshold",
-        ));
+        return Err(CallError::TooLarge(SizeFault::HeaderOverInline));
     }
     let hdr = header(reads, write_list, reply_chunk, true);
     Ok((hdr, Vec::new(), MessageForm::Long))

@@ -814,9 +814,7 @@ fn d4_a_probe_lost_with_its_connection_is_reported() {
     pair.send_call(0x26, call(0x26, 0, &[], None), ReplyHints::default());
     assert!(pair.client.engine.probe_unanswered());
     pair.drop_next_send(true).expect("the probe");
-    pair.client
-        .engine
-        .close(EngineError::Protocol("the peer left"));
+    pair.client.engine.close(EngineError::Closed);
     assert!(pair.client.engine.probe_unanswered());
 
     // Answered (a reply, an ERR_VERS, any other error): not lost.

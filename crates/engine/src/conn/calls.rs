@@ -1,5 +1,8 @@
 //! The entries of the engine's call tables: our calls, the peer's calls,
-//! what a posted work request is for, and the version state.
+//! our `RDMA2_OPTIONAL` offers, what a posted work request is for, and
+//! the version state.
+
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use rpcrdma_xdr::Payload;
@@ -164,6 +167,17 @@ impl<Mr> Default for InCallMore<Mr> {
             reads_pending: 0,
         }
     }
+}
+
+/// One of our `RDMA2_OPTIONAL` CALLs awaiting its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OptCall {
+    /// The registry slot of its feature.
+    pub(crate) slot: usize,
+    /// When it is given up.
+    pub(crate) deadline: Instant,
+    /// Given up (timed out): the credit is still held.
+    pub(crate) abandoned: bool,
 }
 
 /// The fixed fields of a received `RDMA_MSG` / `RDMA_NOMSG`.

@@ -1,7 +1,9 @@
 //! The connection engine: the state shared by both directions, its
 //! constructors, getters, outputs and inputs. The call-table entries are
 //! in `calls`, the send queue in `sq`, receive buffers and the receive
-//! dispatch in `recv`.
+//! dispatch in `recv`, timers in `timers`; the requester side (our calls)
+//! in `requester`, the responder side (the peer's calls) in `responder`,
+//! Version Two optional features' messages in `optional`.
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -18,7 +20,6 @@ use crate::credits::Credits;
 use crate::error::{ApiError, EngineError};
 use crate::event::Event;
 use crate::features::{Adjustments, FeatureInfo, Registry, TransportPropertiesFeature};
-use crate::optional::OptCall;
 use crate::stats::Stats;
 
 /// Tables keyed by ids this end chose (work request ids, our XIDs, tokens):
@@ -28,11 +29,15 @@ use crate::stats::Stats;
 pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, rustc_hash::FxBuildHasher>;
 
 mod calls;
+mod optional;
 mod recv;
+mod requester;
+mod responder;
 mod sq;
+mod timers;
 
 pub(crate) use calls::{
-    CallRegs, Held, InCall, InCallMore, MsgHead, OutCall, Pending, Pull, VersionState, Wr,
+    CallRegs, Held, InCall, InCallMore, MsgHead, OptCall, OutCall, Pending, Pull, VersionState, Wr,
 };
 
 /// The sans-IO RPC-over-RDMA connection engine of one end.
@@ -252,7 +257,7 @@ impl<P: ProtectionDomain> Engine<P> {
         let remote_inv = peer_pd.is_some_and(|peer| {
             rpcrdma_wire::private_data::remote_invalidation_allowed(&local_pd, &peer)
         });
-        let (req_max, grant) = credit_split(&cfg, caps.recv_depth);
+        let (req_max, grant) = crate::config::credit_split(&cfg, caps.recv_depth);
         let recv_target = req_max + grant;
         let version = match cfg.role {
             Role::Client => VersionState::Probing,
@@ -547,106 +552,7 @@ impl<P: ProtectionDomain> Engine<P> {
         !self.events.is_empty()
     }
 
-    /// When [`Engine::handle_timeout`] must next be called.
-    #[inline]
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        // The common case, checked inline: no probe deadline, no optional
-        // offer awaited, and no stall watch (it needs RDMA Reads out or
-        // memory held; see `stall_watched`).
-        if self.deadline.is_none()
-            && self.opt_calls.is_empty()
-            && self.reads_busy == 0
-            && self.mem_used == 0
-        {
-            return None;
-        }
-        self.next_deadline()
-    }
-
-    /// [`Self::poll_timeout`] when some timer may be armed.
-    fn next_deadline(&self) -> Option<Instant> {
-        fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-            match (a, b) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            }
-        }
-        let mut at = self.deadline;
-        if !self.opt_calls.is_empty() {
-            at = earlier(at, self.next_optional_deadline());
-        }
-        earlier(at, self.stall_deadline())
-    }
-
-    /// When the send-queue watch must look next (spec note E22): the end
-    /// of the stall timeout counted from the last progress, or, when the
-    /// queue went busy without a clock reading, a check to start counting.
-    fn stall_deadline(&self) -> Option<Instant> {
-        if !self.stall_watched() {
-            return None;
-        }
-        let from = self.stall_since.or(self.last_now)?;
-        Some(from + self.cfg.stall_timeout)
-    }
-
-    /// Whether the stall watch runs: work is on the send queue while the
-    /// connection holds memory for the peer (its calls' Read sinks, reply
-    /// data) or RDMA Reads are out. Our own calls' Sends are the RPC
-    /// layer's to time out.
-    fn stall_watched(&self) -> bool {
-        self.failed.is_none()
-            && !self.sq_signaled.is_empty()
-            && (self.reads_busy > 0 || self.mem_used > 0)
-    }
-
-    /// Records the time of an input; starts the stall watch if work is on
-    /// the send queue and no time has been recorded for it yet.
-    pub(crate) fn note_time(&mut self, now: Instant) {
-        self.last_now = Some(now);
-        if self.sq_signaled.is_empty() {
-            self.stall_since = None;
-        } else if self.stall_since.is_none() {
-            self.stall_since = Some(now);
-        }
-    }
-
     // ----- inputs --------------------------------------------------------
-
-    /// Timer expiry. Spurious calls are harmless.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        if self.stall_watched() {
-            match self.stall_since {
-                Some(t) if now >= t + self.cfg.stall_timeout => {
-                    // Nothing on the send queue completed for the whole
-                    // timeout: the peer stopped answering our RDMA Reads or
-                    // reading its end (spec note E22).
-                    tracing::warn!(
-                        busy = self.sq_busy,
-                        timeout = ?self.cfg.stall_timeout,
-                        "send queue stalled; closing the connection"
-                    );
-                    self.fail(EngineError::Stalled {
-                        timeout: self.cfg.stall_timeout,
-                    });
-                    return;
-                }
-                Some(_) => {}
-                None => self.stall_since = Some(now),
-            }
-        }
-        self.note_time(now);
-        if let Some(d) = self.deadline {
-            if now >= d {
-                self.deadline = None;
-                if self.version == VersionState::Probing && self.failed.is_none() {
-                    self.fail(EngineError::NegotiationTimeout);
-                }
-            }
-        }
-        if self.failed.is_none() && self.optional_timeouts(now) {
-            self.pump_calls(now);
-        }
-    }
 
     /// The queue pair reported that the connection ended (or the driver
     /// closes it): releases everything and fails the connection.
@@ -795,31 +701,6 @@ impl<P: ProtectionDomain> Engine<P> {
         match &self.failed {
             Some(e) => Err(ApiError::Failed(e.clone())),
             None => Ok(()),
-        }
-    }
-}
-
-/// How many calls we may have in flight and how many we grant, within a
-/// receive queue of `recv_depth` (RFC 8167 §4.3: one receive per call in
-/// flight plus one per credit granted). On a server the forward direction
-/// keeps its grant first and its reverse-direction calls get what is left
-/// (§4.3.2: no fewer receives than the credits it grants). On a client the
-/// reverse-direction credits are the minimum it posts and each forward
-/// call takes one more (§4.3.1): its grant is kept first, and it asks for
-/// only as many forward credits as it has receives left for (spec note
-/// E29).
-pub(crate) fn credit_split(cfg: &EngineConfig, recv_depth: u32) -> (u32, u32) {
-    let depth = recv_depth.max(2);
-    let bc = cfg.backchannel_credits;
-    match cfg.role {
-        Role::Client => {
-            let bc = bc.min(depth - 1);
-            let req = cfg.credits_request.min(depth - bc).max(1);
-            (req, bc)
-        }
-        Role::Server => {
-            let grant = cfg.credits_grant.min(depth - 1).max(1);
-            (bc.min(depth - grant), grant)
         }
     }
 }

@@ -10,7 +10,7 @@ use rpcrdma_xdr::Payload;
 
 use crate::config::{Role, VersionPolicy};
 use crate::conn::{CallRegs, Engine, MsgHead, OutCall, Pending, VersionState};
-use crate::error::{ApiError, CallError, EngineError};
+use crate::error::{ApiError, CallError, EngineError, ReplyFault};
 use crate::event::{Event, MessageForm};
 use crate::marshal::{plan_call, CallParams, ReplyHints};
 
@@ -371,7 +371,7 @@ impl<P: ProtectionDomain> Engine<P> {
         let event = match outcome {
             Ok(_) if !version_ok => Event::CallFailed {
                 xid,
-                error: CallError::BadReply("the reply's version differs from the call's"),
+                error: CallError::BadReply(ReplyFault::VersionMismatch),
             },
             Ok((message, reply_form)) => {
                 match reply_form {
@@ -449,26 +449,20 @@ impl<P: ProtectionDomain> Engine<P> {
         });
 
         if !chunks.reads.is_empty() {
-            return Err(CallError::BadReply("a reply carries a Read list"));
+            return Err(CallError::BadReply(ReplyFault::ReadList));
         }
         if chunks.writes.len() > provided {
-            return Err(CallError::BadReply(
-                "more Write chunks than the call provided",
-            ));
+            return Err(CallError::BadReply(ReplyFault::ExtraWriteChunks));
         }
         if let Some(e) = fault {
             return Err(e);
         }
         let inline = if nomsg {
             let Some((seg, buf)) = reply else {
-                return Err(CallError::BadReply(
-                    "RDMA_NOMSG reply, but the call provided no Reply chunk",
-                ));
+                return Err(CallError::BadReply(ReplyFault::NoReplyChunkProvided));
             };
             let Some(returned) = chunks.reply.as_ref() else {
-                return Err(CallError::BadReply(
-                    "RDMA_NOMSG reply without the Reply chunk the call provided",
-                ));
+                return Err(CallError::BadReply(ReplyFault::ReplyChunkMissing));
             };
             let len = written_len(&returned.segments, seg.handle, seg.length)?;
             take_prefix(buf, len)?
@@ -525,7 +519,7 @@ impl<P: ProtectionDomain> Engine<P> {
             );
             self.events.push_back(Event::CallFailed {
                 xid,
-                error: CallError::BadReply("the reply's transport header is malformed"),
+                error: CallError::BadReply(ReplyFault::MalformedHeader),
             });
         }
         self.pump_calls(now);
@@ -650,24 +644,18 @@ fn written_len(
 ) -> Result<usize, CallError> {
     match returned {
         [s] if s.handle == handle && s.length <= provided => Ok(s.length as usize),
-        [s] if s.handle != handle => {
-            Err(CallError::BadReply("a returned chunk names another handle"))
-        }
-        [_] => Err(CallError::BadReply(
-            "a returned chunk claims more bytes than were provided",
-        )),
-        _ => Err(CallError::BadReply(
-            "a returned chunk has a different number of segments",
-        )),
+        [s] if s.handle != handle => Err(CallError::BadReply(ReplyFault::ForeignHandle)),
+        [_] => Err(CallError::BadReply(ReplyFault::ChunkOverclaimed)),
+        _ => Err(CallError::BadReply(ReplyFault::SegmentCount)),
     }
 }
 
 fn take_prefix(buf: Option<Bytes>, len: usize) -> Result<Bytes, CallError> {
     let Some(mut b) = buf else {
-        return Err(CallError::BadReply("chunk memory could not be recovered"));
+        return Err(CallError::BadReply(ReplyFault::ChunkMemoryLost));
     };
     if len > b.len() {
-        return Err(CallError::BadReply("chunk length beyond its memory"));
+        return Err(CallError::BadReply(ReplyFault::ChunkBeyondMemory));
     }
     b.truncate(len);
     Ok(b)

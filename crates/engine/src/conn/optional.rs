@@ -29,21 +29,10 @@ use rpcrdma_wire::{ErrorBody, Header, Message, OptionType, Optional, V2Body, V2H
 use rpcrdma_xdr::Encode;
 
 use crate::config::Role;
-use crate::conn::{Engine, VersionState};
+use crate::conn::{Engine, OptCall, VersionState};
 use crate::error::ApiError;
 use crate::event::Event;
 use crate::features::{FeatureContext, FeatureError, FeatureState, OptionalFeature};
-
-/// One of our `RDMA2_OPTIONAL` CALLs awaiting its answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct OptCall {
-    /// The registry slot of its feature.
-    pub(crate) slot: usize,
-    /// When it is given up.
-    pub(crate) deadline: Instant,
-    /// Given up (timed out): the credit is still held.
-    pub(crate) abandoned: bool,
-}
 
 /// Distance between the call that settled the version and the first XID
 /// tried for an offer: half the XID space, so sequentially allocated RPC

@@ -31,23 +31,23 @@
 //! the inline threshold: that is the connection's fixed cost, and such a
 //! call never takes this budget's lock.
 //!
-//! The shared part is a mutex and a counter behind an [`Arc`]: no clock,
-//! no thread, no I/O. A driver whose engine waits for memory released by
-//! another connection parks on [`MemoryBudget::poll_released`].
+//! The accounts are a plain value (`ledger.rs`: the limit, the octets
+//! charged, the idle buffers); sharing them between connections, and the
+//! drivers waiting for a release, are `shared.rs`'s, whose waiting is
+//! `rpcrdma-sync`'s: no clock, no thread, no I/O. A driver whose engine
+//! waits for memory released by another connection parks on
+//! [`MemoryBudget::poll_released`].
 
-use rpcrdma_sync::lock;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 
-use crate::pool::BufPool;
+mod ledger;
+mod shared;
 
-/// Most idle sink buffers a budget keeps for reuse.
-const POOL_COUNT: usize = 32;
-/// Most octets of idle sink buffers a budget keeps for reuse (and never
-/// more than a quarter of its limit).
-const POOL_BYTES: usize = 32 << 20;
+use ledger::Ledger;
+use shared::Shared;
 
 /// Octets charged to a [`MemoryBudget`] for as long as this lives: a
 /// connection's fixed cost, charged by a listener at accept
@@ -93,42 +93,18 @@ pub struct MemoryBudget {
 #[derive(Debug)]
 struct Inner {
     limit: u64,
-    state: Mutex<State>,
-}
-
-#[derive(Debug)]
-struct State {
-    /// Octets charged: connections' charges plus idle pooled buffers.
-    used: u64,
-    /// Idle sink buffers kept for reuse.
-    pool: BufPool,
-    /// Bumped whenever memory is released.
-    epoch: u64,
-    /// Drivers waiting for a release.
-    wakers: Vec<Waker>,
+    ledger: Shared<Ledger>,
 }
 
 impl MemoryBudget {
     /// A budget of `limit` octets.
     pub fn new(limit: u64) -> Self {
-        let pool_bytes = usize::try_from(limit / 4)
-            .unwrap_or(usize::MAX)
-            .min(POOL_BYTES);
         Self {
             inner: Arc::new(Inner {
                 limit,
-                state: Mutex::new(State {
-                    used: 0,
-                    pool: BufPool::new(POOL_COUNT, pool_bytes),
-                    epoch: 0,
-                    wakers: Vec::new(),
-                }),
+                ledger: Shared::new(Ledger::new(limit)),
             }),
         }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, State> {
-        lock(&self.inner.state)
     }
 
     /// The limit in octets.
@@ -139,12 +115,12 @@ impl MemoryBudget {
     /// Octets charged now (calls' sinks, reply reservations and reply data
     /// in flight, and idle buffers kept for reuse).
     pub fn in_use(&self) -> u64 {
-        self.lock().used
+        self.inner.ledger.lock().in_use()
     }
 
     /// Octets of idle buffers kept for reuse (part of [`Self::in_use`]).
     pub fn pooled(&self) -> u64 {
-        self.lock().pool.bytes() as u64
+        self.inner.ledger.lock().pooled()
     }
 
     /// Whether two handles share one budget.
@@ -155,20 +131,13 @@ impl MemoryBudget {
     /// A counter that changes whenever memory is released (for
     /// [`Self::poll_released`]).
     pub fn epoch(&self) -> u64 {
-        self.lock().epoch
+        self.inner.ledger.epoch()
     }
 
     /// Ready once memory has been released since [`Self::epoch`] returned
     /// `seen`; otherwise registers the task to be woken then.
     pub fn poll_released(&self, seen: u64, cx: &mut Context<'_>) -> Poll<()> {
-        let mut s = self.lock();
-        if s.epoch != seen {
-            return Poll::Ready(());
-        }
-        if !s.wakers.iter().any(|w| w.will_wake(cx.waker())) {
-            s.wakers.push(cx.waker().clone());
-        }
-        Poll::Pending
+        self.inner.ledger.poll_released(seen, cx)
     }
 
     /// The part of the budget a connection that already holds memory may
@@ -217,16 +186,7 @@ impl MemoryBudget {
     /// dropping idle pooled buffers first if that makes room. Returns
     /// whether it did.
     pub(crate) fn try_reserve(&self, n: u64, leave: u64) -> bool {
-        let limit = self.inner.limit.saturating_sub(leave);
-        let mut s = self.lock();
-        while s.used.saturating_add(n) > limit {
-            match s.pool.evict_oldest() {
-                Some(len) => s.used -= len as u64,
-                None => return false,
-            }
-        }
-        s.used += n;
-        true
+        self.inner.ledger.lock().try_reserve(n, leave)
     }
 
     /// Gives `n` charged octets back and wakes the drivers waiting.
@@ -234,49 +194,27 @@ impl MemoryBudget {
         if n == 0 {
             return;
         }
-        let wakers = {
-            let mut s = self.lock();
-            s.used = s.used.saturating_sub(n);
-            s.epoch = s.epoch.wrapping_add(1);
-            std::mem::take(&mut s.wakers)
-        };
-        for w in wakers {
-            w.wake();
-        }
+        self.inner.ledger.release_with(|l| l.release(n));
     }
 
     /// Takes an idle pooled buffer of at least `len` octets (whole: see
     /// `BufPool::take`). Its octets stay charged: the caller now owns the
     /// charge.
     pub(crate) fn take_pooled(&self, len: usize) -> Option<BytesMut> {
-        self.lock().pool.take(len)
+        self.inner.ledger.lock().take_pooled(len)
     }
 
     /// Returns a buffer taken with [`Self::take_pooled`] unused (its charge
     /// goes back to the pool).
     pub(crate) fn put_back(&self, buf: BytesMut) {
-        let mut s = self.lock();
-        let len = buf.len();
-        if !s.pool.could_keep(len) {
-            s.used = s.used.saturating_sub(len as u64);
-            return;
-        }
-        let evicted = s.pool.keep(buf.freeze()) as u64;
-        s.used = s.used.saturating_sub(evicted);
+        self.inner.ledger.lock().put_back(buf);
     }
 
     /// Keeps `buf` (a sink buffer whose charge the caller has already
     /// released, or an uncharged one) for reuse if the budget and the pool
     /// have room; otherwise it is simply dropped.
     pub(crate) fn keep(&self, buf: Bytes) {
-        let len = buf.len() as u64;
-        let limit = self.inner.limit;
-        let mut s = self.lock();
-        if !s.pool.could_keep(buf.len()) || s.used.saturating_add(len) > limit {
-            return;
-        }
-        let evicted = s.pool.keep(buf) as u64;
-        s.used = s.used + len - evicted;
+        self.inner.ledger.lock().keep(buf);
     }
 }
 
@@ -298,8 +236,7 @@ impl rpcrdma_sync::MemoryAccount for MemoryBudget {
     }
 
     fn charge_over(&self, n: u64) {
-        let mut s = self.lock();
-        s.used = s.used.saturating_add(n);
+        self.inner.ledger.lock().charge_over(n);
     }
 
     fn give_back(&self, n: u64) {
@@ -358,45 +295,6 @@ mod tests {
     }
 
     #[test]
-    fn pooled_buffers_count_and_make_room_when_needed() {
-        let b = MemoryBudget::new(1000);
-        b.keep(Bytes::from(vec![0u8; 200]));
-        assert_eq!((b.in_use(), b.pooled()), (200, 200));
-        // 900 fits only once the idle buffer is dropped.
-        assert!(b.try_reserve(900, 0));
-        assert_eq!((b.in_use(), b.pooled()), (900, 0));
-        // No room left: a buffer is not kept.
-        b.keep(Bytes::from(vec![0u8; 200]));
-        assert_eq!(b.pooled(), 0);
-        b.release(900);
-        b.keep(Bytes::from(vec![0u8; 200]));
-        let m = b.take_pooled(150).expect("pooled");
-        assert_eq!(m.len(), 200);
-        // Its charge stays while it is out.
-        assert_eq!((b.in_use(), b.pooled()), (200, 0));
-        b.put_back(m);
-        assert_eq!((b.in_use(), b.pooled()), (200, 200));
-    }
-
-    #[test]
-    fn the_pool_is_at_most_a_quarter_of_the_limit() {
-        let b = MemoryBudget::new(1000);
-        b.keep(Bytes::from(vec![0u8; 251]));
-        assert_eq!(b.in_use(), 0);
-        b.keep(Bytes::from(vec![0u8; 250]));
-        assert_eq!(b.in_use(), 250);
-        // Buffers kept one after another never add up to more: the oldest
-        // make room.
-        for len in [100, 100, 100, 30, 250, 1] {
-            b.keep(Bytes::from(vec![0u8; len]));
-            assert!(b.pooled() <= 250, "{} pooled", b.pooled());
-            assert_eq!(b.in_use(), b.pooled());
-        }
-        // The last one displaced the 250-octet buffer before it.
-        assert_eq!(b.pooled(), 1);
-    }
-
-    #[test]
     fn a_release_wakes_a_waiting_driver() {
         use std::sync::atomic::{AtomicBool, Ordering};
         struct Flag(AtomicBool);
@@ -406,7 +304,7 @@ mod tests {
             }
         }
         let flag = Arc::new(Flag(AtomicBool::new(false)));
-        let waker = Waker::from(flag.clone());
+        let waker = std::task::Waker::from(flag.clone());
         let mut cx = Context::from_waker(&waker);
         let b = MemoryBudget::new(10);
         assert!(b.try_reserve(10, 0));

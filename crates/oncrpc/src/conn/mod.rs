@@ -24,16 +24,16 @@
 //!
 //! # Files
 //!
+//! * `mod.rs`: opening a connection over a transport;
 //! * `handle.rs`: the [`Connection`] handle and the operations clients use
 //!   ([`ConnOps`]);
-//! * `mod.rs`: opening a connection over a transport (the [`ConnOps`] of
-//!   a [`Transport`]);
+//! * `state.rs`: the state of one connection and its [`ConnOps`];
 //! * `xid.rs`: XID allocation;
 //! * `pending.rs`: the calls waiting for replies, their deadline sweep, and
 //!   who reads the transport for them;
 //! * `inline.rs`: the inline receive (a waiting call reads the transport
 //!   itself);
-//! * `reader.rs`: the reader task.
+//! * `reader.rs`: the reader task and its limits ([`ServeLimits`]).
 
 #[cfg(test)]
 mod batch_tests;
@@ -41,6 +41,7 @@ mod handle;
 mod inline;
 mod pending;
 mod reader;
+mod state;
 mod xid;
 
 use parking_lot::Mutex;
@@ -48,223 +49,23 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 
-use crate::util::lock;
 use rpcrdma_sync::Signal;
-use rpcrdma_xdr::Payload;
-use std::task::{Context, Poll};
-
 use tokio::sync::watch;
-use tokio::time::Instant;
 use tracing::Instrument;
 
 pub use handle::Connection;
 pub(crate) use handle::{ConnOps, Side};
 pub(crate) use pending::Outcome;
 use pending::Pending;
+pub use reader::ServeLimits;
+use state::{Conn, STOP_NONE};
 pub(crate) use xid::{SharedXids, XidAlloc};
 
 use crate::backchannel::{Backchannels, DEFAULT_CALLBACK_WAIT};
-use crate::client_key::ClientKey;
-use crate::error::TransportError;
 use crate::service::Services;
-use crate::transport::{CallHints, Transport};
-use crate::util::BoxFuture;
-
-/// Limits on the calls a connection runs at once.
-#[derive(Debug, Clone)]
-pub struct ServeLimits {
-    /// Calls from the peer run concurrently on this connection (default
-    /// 64). When reached, the connection stops reading until one finishes
-    /// — replies included, so a handler that waits for the reply to a
-    /// reverse-direction call on its own connection can stall until its
-    /// timeout if the peer fills every slot meanwhile. (Over RDMA the
-    /// peer's credits bound its calls below this limit.)
-    pub per_connection: usize,
-    /// A semaphore shared by several connections (a server's global
-    /// limit), if any.
-    pub global: Option<Arc<crate::Limit>>,
-}
-
-impl Default for ServeLimits {
-    fn default() -> Self {
-        Self {
-            per_connection: 64,
-            global: None,
-        }
-    }
-}
-
-struct Conn<T: Transport> {
-    id: u64,
-    peer: String,
-    peer_addr: Option<std::net::SocketAddr>,
-    transport: T,
-    pending: Arc<Pending>,
-    /// Whether the transport's receive is a poll any task may make
-    /// (`Transport::polls_recv`): then waiting calls read it themselves
-    /// (`inline.rs`).
-    inline: bool,
-    /// The waker of every poll of such a transport (`pending`'s
-    /// [`std::task::Wake`]).
-    reader_waker: Waker,
-    /// What a caller reading the transport left for the reader task.
-    stash: Mutex<Option<inline::Next<T::CallContext>>>,
-    stashed: AtomicBool,
-    stop: watch::Sender<u8>,
-    /// Wakes the reader for control work: a stop (`stop` says which) or a
-    /// sweep timer to set earlier (a call registered with an earlier
-    /// deadline than the one armed).
-    ctl: Signal,
-    /// Set by an abort: calls in progress must not reply any more.
-    aborted: AtomicBool,
-    done: watch::Sender<bool>,
-    xids: SharedXids,
-    side: Side,
-    /// See [`ConnOps::backchannel_ready`].
-    ready: AtomicBool,
-    /// Server side: the Upper Layer's name for the client, once declared.
-    key: Mutex<Option<ClientKey>>,
-    /// Server side: where the connection is bound to its key.
-    registry: Option<Backchannels>,
-    /// See [`ConnOps::arena`].
-    arena: Mutex<bytes::BytesMut>,
-    /// Whether the transport keeps sends back to write several at once
-    /// ([`Transport::batches_sends`]).
-    batches: bool,
-    /// A call was kept back ([`Transport::try_send_call_batched`]) and the
-    /// reader was asked to [`Transport::flush`] (through `ctl`).
-    flush_due: AtomicBool,
-}
-
-const STOP_NONE: u8 = 0;
-const STOP_GRACEFUL: u8 = 1;
-const STOP_ABORT: u8 = 2;
+use crate::transport::Transport;
 
 static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
-
-impl<T: Transport> ConnOps for Conn<T> {
-    fn id(&self) -> u64 {
-        self.id
-    }
-    fn peer(&self) -> &str {
-        &self.peer
-    }
-    fn peer_addr(&self) -> Option<std::net::SocketAddr> {
-        self.peer_addr
-    }
-    fn side(&self) -> Side {
-        self.side
-    }
-    fn backchannel_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
-    }
-    fn declare_peer_ready(&self, key: ClientKey) -> Result<Option<ClientKey>, TransportError> {
-        self.transport.peer_backchannel_ready()?;
-        let old = lock(&self.key).replace(key);
-        self.ready.store(true, Ordering::Release);
-        Ok(old)
-    }
-    fn client_key(&self) -> Option<ClientKey> {
-        lock(&self.key).clone()
-    }
-    fn backchannels(&self) -> Option<&Backchannels> {
-        self.registry.as_ref()
-    }
-    fn register(&self, xid: u32, deadline: Instant) -> bool {
-        match self.pending.register(xid, deadline) {
-            None => false,
-            Some(rearm) => {
-                if rearm {
-                    self.ctl.notify();
-                }
-                true
-            }
-        }
-    }
-    fn poll_outcome(&self, xid: u32, cx: &mut Context<'_>) -> Poll<Option<Outcome>> {
-        self.poll_outcome_inline(xid, cx)
-    }
-    fn unregister(&self, xid: u32) {
-        self.pending.unregister(xid);
-    }
-    fn try_send_call(
-        &self,
-        xid: u32,
-        message: Payload,
-        hints: &CallHints,
-    ) -> Result<Result<(), TransportError>, Payload> {
-        if self.batches && self.pending.others_ready() {
-            // Other calls' tasks are about to run and send their next
-            // calls: this one may go with them. The reader flushes once
-            // the tasks already runnable have run (it is woken after
-            // them), whatever they do.
-            let r = self.transport.try_send_call_batched(xid, message, hints);
-            if !self.flush_due.load(Ordering::Acquire)
-                && !self.flush_due.swap(true, Ordering::AcqRel)
-            {
-                self.ctl.notify();
-            }
-            return r;
-        }
-        self.transport.try_send_call(xid, message, hints)
-    }
-    fn try_release(&self, xid: u32) -> bool {
-        self.transport.try_release(xid)
-    }
-    fn send_call<'a>(
-        &'a self,
-        xid: u32,
-        message: Payload,
-        hints: &'a CallHints,
-    ) -> BoxFuture<'a, Result<(), TransportError>> {
-        Box::pin(self.transport.send_call(xid, message, hints))
-    }
-    fn release(&self, xid: u32) -> BoxFuture<'_, ()> {
-        Box::pin(self.transport.release(xid))
-    }
-    fn is_alive(&self) -> bool {
-        self.pending.is_alive()
-    }
-    fn abort(&self) {
-        self.aborted.store(true, Ordering::Release);
-        self.pending.fail_all();
-        self.stop.send_replace(STOP_ABORT);
-        self.ctl.notify();
-    }
-    fn shutdown(&self) {
-        self.stop.send_if_modified(|s| {
-            if *s == STOP_NONE {
-                *s = STOP_GRACEFUL;
-                true
-            } else {
-                false
-            }
-        });
-        self.ctl.notify();
-    }
-    fn closed(&self) -> BoxFuture<'_, ()> {
-        let mut rx = self.done.subscribe();
-        Box::pin(async move {
-            let _ = rx.wait_for(|d| *d).await;
-        })
-    }
-    fn xids(&self) -> &SharedXids {
-        &self.xids
-    }
-    fn arena(&self) -> &Mutex<bytes::BytesMut> {
-        &self.arena
-    }
-}
-
-impl<T: Transport> Conn<T> {
-    /// The reader's part of [`Transport::try_send_call_batched`]: puts on
-    /// the wire what the transport kept back, when asked to.
-    fn flush_if_due(&self) {
-        if self.flush_due.load(Ordering::Acquire) && self.flush_due.swap(false, Ordering::AcqRel) {
-            self.transport.flush();
-        }
-    }
-}
 
 /// How [`Connection::open_with`] sets a connection up.
 pub(crate) struct OpenAs {

@@ -12,13 +12,38 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use super::handle::Connection;
 use super::pending::Outcome;
-use super::{Conn, Connection, ServeLimits, STOP_ABORT, STOP_NONE};
+use super::state::{Conn, STOP_ABORT, STOP_NONE};
 use crate::limit::{Limit, OwnedSlot};
 use crate::service::{Dispatch, Services};
 use crate::transport::{Received, Transport};
 use crate::util::BoxFuture;
 use crate::util::{Chain, Tracker};
+
+/// Limits on the calls a connection runs at once.
+#[derive(Debug, Clone)]
+pub struct ServeLimits {
+    /// Calls from the peer run concurrently on this connection (default
+    /// 64). When reached, the connection stops reading until one finishes
+    /// — replies included, so a handler that waits for the reply to a
+    /// reverse-direction call on its own connection can stall until its
+    /// timeout if the peer fills every slot meanwhile. (Over RDMA the
+    /// peer's credits bound its calls below this limit.)
+    pub per_connection: usize,
+    /// A semaphore shared by several connections (a server's global
+    /// limit), if any.
+    pub global: Option<Arc<crate::Limit>>,
+}
+
+impl Default for ServeLimits {
+    fn default() -> Self {
+        Self {
+            per_connection: 64,
+            global: None,
+        }
+    }
+}
 
 pub(super) async fn run<T: Transport>(
     conn: Arc<Conn<T>>,

@@ -39,7 +39,7 @@ use crate::msg::{
 };
 use crate::util::BoxFuture;
 pub use call::{CallInfo, CallObserver, CallOutcome, ProcError};
-use reply::{accepted, deny_auth, encode_panic, encode_result, reply_now};
+use reply::{encode_panic, encode_result};
 pub use reply::{encode_reply, encode_success};
 use version::Started;
 pub use version::Version;
@@ -479,6 +479,21 @@ impl Drop for TicketGuard {
             cache.abandon(ticket);
         }
     }
+}
+
+/// The framework's answer, at once: a reply with no results.
+fn reply_now(h: ReplyHeader) -> Dispatch {
+    Dispatch::Reply(encode_reply(&h))
+}
+
+/// An accepted reply with an error status.
+fn accepted(xid: u32, status: AcceptedStatus) -> Dispatch {
+    reply_now(ReplyHeader::accepted(xid, status))
+}
+
+/// A call denied with `AUTH_ERROR`.
+fn deny_auth(xid: u32, stat: AuthStat) -> Dispatch {
+    reply_now(ReplyHeader::denied(xid, RejectedReply::AuthError(stat)))
 }
 
 /// Polls a future, turning a panic into `Err(())`.

@@ -5,10 +5,9 @@ use rpcrdma_xdr::{Payload, PayloadEncoder};
 
 use super::call::ProcError;
 use super::version::Reply;
-use super::Dispatch;
 use crate::codec::Marshal;
 use crate::conn::Connection;
-use crate::msg::{AcceptedStatus, AuthStat, RejectedReply, ReplyHeader};
+use crate::msg::{AcceptedStatus, RejectedReply, ReplyHeader};
 
 /// Encodes a handler's outcome (results in the connection's arena).
 pub(super) fn encode_result(connection: &Connection, xid: u32, r: Reply) -> Payload {
@@ -43,18 +42,6 @@ pub(super) fn encode_panic(xid: u32) -> Payload {
         "RPC handler panicked; answering SYSTEM_ERR"
     );
     encode_reply(&ReplyHeader::accepted(xid, AcceptedStatus::SystemErr))
-}
-
-pub(super) fn reply_now(h: ReplyHeader) -> Dispatch {
-    Dispatch::Reply(encode_reply(&h))
-}
-
-pub(super) fn accepted(xid: u32, status: AcceptedStatus) -> Dispatch {
-    reply_now(ReplyHeader::accepted(xid, status))
-}
-
-pub(super) fn deny_auth(xid: u32, stat: AuthStat) -> Dispatch {
-    reply_now(ReplyHeader::denied(xid, RejectedReply::AuthError(stat)))
 }
 
 /// Encodes a reply that has no results.

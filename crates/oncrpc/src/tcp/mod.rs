@@ -21,8 +21,8 @@
 //! again.
 
 //!
-//! * `mod.rs`: the transport, its sends and its receive loop;
-//! * `read.rs`: the read buffer, large records and the socket reads;
+//! * `mod.rs`: the transport, its sends, its receive loop and its reads;
+//! * `read.rs`: the state of the receive side;
 //! * `write.rs`: the queue of records not yet written and the writer task;
 //! * `connector.rs`: connecting ([`TcpConnector`], [`connect`], [`answers_mpa`]).
 
@@ -36,13 +36,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use rpcrdma_xdr::Payload;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 use crate::budget::{ConnMemory, Held};
-use crate::error::TransportError;
+use crate::error::{RecordError, TransportError};
 use crate::msg::{peek_kind, MsgType};
 use crate::record::{frame, Deframer, DEFAULT_MAX_RECORD, MAX_FRAGMENT_LEN};
 use crate::record_pool::{RecordPool, LARGE_RECORD};
@@ -50,7 +50,7 @@ use crate::transport::{CallHints, Received, Transport};
 use crate::util::lock;
 pub use connector::{answers_mpa, connect, TcpConnector};
 use read::{ReadSide, READ_RESERVE_CAP};
-use write::{try_write_slices, writer, WriteSide, WriteState};
+use write::{try_write_slices, writer, Shared, WriteSide, WriteState};
 
 /// Records queued for the writer before senders wait.
 const WRITE_QUEUE: usize = 256;
@@ -81,18 +81,6 @@ impl Default for TcpConfig {
 #[derive(Debug, Default)]
 pub struct TcpCall {
     held: Option<Held>,
-}
-
-struct Shared {
-    closed: AtomicBool,
-    notify: Notify,
-}
-
-impl Shared {
-    fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-        self.notify.notify_waiters();
-    }
 }
 
 /// One TCP connection carrying RPC records both ways.
@@ -339,6 +327,75 @@ impl TcpTransport {
         Received::Call {
             message: Payload::inline_only(message),
             context: TcpCall { held },
+        }
+    }
+}
+
+impl TcpTransport {
+    /// Reads the rest of the large record in `rs.body` from the socket
+    /// straight into its buffer (never past the record's end, so the
+    /// next record's bytes stay in the socket for `rs.buf`), growing the
+    /// buffer at most [`READ_RESERVE_CAP`] beyond what has arrived, and
+    /// hands it out. Cancel-safe: what was read stays in `rs.body`.
+    async fn read_body(&self, rs: &mut ReadSide) -> Result<Bytes, TransportError> {
+        loop {
+            if rs.body.as_ref().is_some_and(|((b, _), len)| b.len() < *len) {
+                // No more of it while over budget.
+                self.room(0).await?;
+            }
+            let Some(((body, held), len)) = rs.body.as_mut() else {
+                unreachable!("read_body without a record in progress");
+            };
+            let len = *len;
+            if body.len() == len {
+                let (body, _) = rs.body.take().unwrap_or_default();
+                return Ok(rs.pool.record(body));
+            }
+            if body.capacity() == body.len() {
+                body.reserve_exact((len - body.len()).min(READ_RESERVE_CAP));
+                if let Some(h) = held.as_mut() {
+                    h.resize(body.capacity() as u64);
+                }
+            }
+            let room = (len - body.len()).min(body.capacity() - body.len());
+            if self.read_some(&mut (&mut *body).limit(room)).await? == 0 {
+                return Err(RecordError::Truncated {
+                    buffered: body.len(),
+                }
+                .into());
+            }
+        }
+    }
+
+    /// One read from the socket into `into`, waiting for it to become
+    /// readable first if it has nothing: the octets read, 0 at the end of
+    /// the stream (the connection is then closed). A failed read closes
+    /// the connection; a closed one answers `Closed`.
+    async fn read_some<B: BufMut>(&self, into: &mut B) -> Result<usize, TransportError> {
+        loop {
+            let notified = self.shared.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.shared.closed.load(Ordering::Acquire) {
+                return Err(TransportError::Closed);
+            }
+            match self.stream.try_read_buf(into) {
+                Ok(0) => {
+                    self.shared.close();
+                    return Ok(0);
+                }
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.shared.close();
+                    return Err(e.into());
+                }
+            }
+            tokio::select! {
+                r = self.stream.readable() => r?,
+                _ = notified => return Err(TransportError::Closed),
+            }
         }
     }
 }

@@ -5,6 +5,7 @@
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::io::IoSlice;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +13,6 @@ use rpcrdma_xdr::Payload;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
-use super::Shared;
 use crate::budget::Held;
 use crate::record::frame;
 use crate::util::lock;
@@ -22,6 +22,20 @@ const WRITE_BATCH: usize = 32;
 
 /// Most I/O vectors handed to one `writev` (Linux `IOV_MAX` is 1024).
 const MAX_IOVECS: usize = 1024;
+
+/// What the transport and its writer task share: whether the
+/// connection is closed, and who to wake when it is.
+pub(super) struct Shared {
+    pub(super) closed: AtomicBool,
+    pub(super) notify: Notify,
+}
+
+impl Shared {
+    pub(super) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+}
 
 /// Records waiting for the writer task, oldest first, each with the bytes
 /// of it already written.

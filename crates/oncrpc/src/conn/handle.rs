@@ -1,7 +1,9 @@
 //! The [`Connection`] handle and the operations behind it ([`ConnOps`],
-//! the transport type erased), apart from what opens a connection
-//! (`mod.rs`), the clients that call over it (`crate::client`) and the
-//! registry that binds it to a client (`crate::backchannel`).
+//! the transport type erased), apart from the state that implements them
+//! (`state.rs`), the clients that call over it (`crate::client`) and the
+//! registry that binds it to a client (`crate::backchannel`). That
+//! registry holds connections and a server's connection knows its
+//! registry, so this file and `backchannel.rs` refer to each other.
 
 use parking_lot::Mutex;
 use std::fmt;

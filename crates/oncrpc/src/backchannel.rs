@@ -28,82 +28,17 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::client::{Client, ClientConfig, ConnSource, SourceError};
-use crate::conn::{ConnOps, Connection, SharedXids, XidAlloc};
+use crate::client_key::ClientKey;
+use crate::conn::{ConnOps, Connection, SharedXids, Side, XidAlloc};
 use crate::error::TransportError;
-use crate::service::BoxFuture;
 use crate::util::lock;
 
-/// The Upper Layer's name for one client, stable across its connections
-/// (for NFSv4.1, its client ID or session ID). Opaque bytes; the Upper
-/// Layer bounds their size when it decodes them.
-///
-/// ```
-/// use rpcrdma_oncrpc::ClientKey;
-/// let k = ClientKey::from(0x1234u64);
-/// assert_eq!(k.as_bytes(), &[0, 0, 0, 0, 0, 0, 0x12, 0x34]);
-/// assert_eq!(k.to_string(), "0000000000001234");
-/// assert_eq!(ClientKey::new(&b"session-1"[..]), ClientKey::from(&b"session-1"[..]));
-/// ```
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ClientKey(Bytes);
-
-impl ClientKey {
-    /// A key from any bytes.
-    pub fn new(bytes: impl Into<Bytes>) -> Self {
-        Self(bytes.into())
-    }
-
-    /// The key's bytes.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl From<u64> for ClientKey {
-    /// The eight big-endian bytes of `id`.
-    fn from(id: u64) -> Self {
-        Self(Bytes::copy_from_slice(&id.to_be_bytes()))
-    }
-}
-
-impl From<&[u8]> for ClientKey {
-    fn from(b: &[u8]) -> Self {
-        Self(Bytes::copy_from_slice(b))
-    }
-}
-
-impl From<Vec<u8>> for ClientKey {
-    fn from(b: Vec<u8>) -> Self {
-        Self(Bytes::from(b))
-    }
-}
-
-impl From<Bytes> for ClientKey {
-    fn from(b: Bytes) -> Self {
-        Self(b)
-    }
-}
-
-impl fmt::Display for ClientKey {
-    /// Lowercase hex.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for b in self.0.iter() {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for ClientKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ClientKey({self})")
-    }
-}
+/// Default of [`crate::ServerConfig::callback_reconnect_wait`] (and the
+/// wait of a connection's own registry, [`Connection::open`]): 30 s.
+pub const DEFAULT_CALLBACK_WAIT: Duration = Duration::from_secs(30);
 
 /// Why [`crate::Connection::peer_ready_for_callbacks`] failed.
 #[derive(Debug, thiserror::Error)]
@@ -119,8 +54,17 @@ pub enum BackchannelError {
     #[error("the connection is closed; readiness must be declared on the client's new connection")]
     Closed,
     /// The transport cannot carry reverse-direction calls.
-    #[error("the transport refused: {0}")]
+    #[error("the transport refused")]
     Transport(#[source] TransportError),
+}
+
+/// Why [`Backchannels::wait_for`] found no connection.
+#[derive(Debug)]
+pub(crate) enum WaitError {
+    /// None bound to the key within the bound (or the key was forgotten).
+    Gone { waited: Duration },
+    /// The server is shutting down.
+    Shutdown,
 }
 
 /// One key's binding.
@@ -214,20 +158,6 @@ impl Backchannels {
         self.inner.wait
     }
 
-    /// A client for reverse-direction calls to the client named `key`,
-    /// on whichever of its connections is bound to `key` when each call
-    /// is sent, surviving the loss of that connection as the module
-    /// documentation describes. `config.timeout` bounds each call in
-    /// total; `config.max_retransmits` bounds how many times it is sent
-    /// again on a new connection.
-    pub fn client(&self, key: impl Into<ClientKey>, config: ClientConfig) -> Client {
-        let source = Bound {
-            registry: self.clone(),
-            key: key.into(),
-        };
-        Client::build(Box::new(source), self.inner.xids.clone(), config)
-    }
-
     /// The live connection bound to `key`, if any.
     pub fn connection(&self, key: &ClientKey) -> Option<Connection> {
         lock(&self.inner.slots)
@@ -281,19 +211,28 @@ impl Backchannels {
         self.inner.stop.send_replace(true);
     }
 
-    /// Waits for a live connection bound to `key`, until `limit`.
-    async fn wait_for(
+    /// The live connection bound to `key` now, if any.
+    pub(crate) fn live(&self, key: &ClientKey) -> Option<Arc<dyn ConnOps>> {
+        lock(&self.inner.slots)
+            .get(key)
+            .and_then(Slot::live)
+            .cloned()
+    }
+
+    /// Waits for a live connection bound to `key`, until `deadline` or
+    /// the registry's wait, whichever comes first.
+    pub(crate) async fn wait_for(
         &self,
         key: &ClientKey,
         deadline: Instant,
-    ) -> Result<Arc<dyn ConnOps>, SourceError> {
+    ) -> Result<Arc<dyn ConnOps>, WaitError> {
         let start = Instant::now();
         let limit = deadline.min(start + self.inner.wait);
         let mut stop = self.inner.stop.subscribe();
         let mut logged = false;
         loop {
             if *stop.borrow_and_update() {
-                return Err(SourceError::Shutdown);
+                return Err(WaitError::Shutdown);
             }
             let mut changed = {
                 let mut slots = lock(&self.inner.slots);
@@ -307,8 +246,7 @@ impl Backchannels {
                 tracing::debug!(%key, "waiting for the client to reconnect and declare readiness");
                 logged = true;
             }
-            let gone = || SourceError::Gone {
-                key: key.clone(),
+            let gone = || WaitError::Gone {
                 waited: start.elapsed(),
             };
             tokio::select! {
@@ -325,32 +263,56 @@ impl Backchannels {
     }
 }
 
-/// The connection source of [`Backchannels::client`].
-struct Bound {
-    registry: Backchannels,
-    key: ClientKey,
-}
-
-impl ConnSource for Bound {
-    fn get(&self, deadline: Instant) -> BoxFuture<'_, Result<Arc<dyn ConnOps>, SourceError>> {
-        Box::pin(self.registry.wait_for(&self.key, deadline))
-    }
-
-    fn ready(&self) -> Option<Arc<dyn ConnOps>> {
-        // The waiting path decides (stopped registry, readiness, limits).
-        None
-    }
-
-    fn current(&self) -> Option<Arc<dyn ConnOps>> {
-        lock(&self.registry.inner.slots)
-            .get(&self.key)
-            .and_then(Slot::live)
-            .cloned()
-    }
-
-    fn shutdown(&self) {}
-
-    fn can_reconnect(&self) -> bool {
-        true
+impl Connection {
+    /// Server side: the Upper Layer learned (for example from an NFSv4.1
+    /// `CREATE_SESSION` or `BIND_CONN_TO_SESSION`) that the client takes
+    /// reverse-direction calls on this connection (RFC 8167 §6).
+    /// Reverse-direction calls work from now on, and the connection is
+    /// bound to `key`, the Upper Layer's name for that client, in the
+    /// server's [`Backchannels`]: calls made with
+    /// [`Backchannels::client`] for `key` use it, and when it is lost they
+    /// wait for the next connection declared with the same key.
+    ///
+    /// Calling it again is harmless; with another key it rebinds the
+    /// connection.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use rpcrdma_oncrpc::{mem, ClientConfig, Connection, RpcError, ServeLimits, Services};
+    ///
+    /// let (_client_end, server_end) = mem::pair(mem::MemConfig::default());
+    /// let conn = Connection::open(server_end, Arc::new(Services::new()), ServeLimits::default());
+    /// let back = conn.client(ClientConfig::default());
+    /// // Not declared yet: refused on our side, nothing is sent.
+    /// let e = back.null(0x4000_0000, 1).await.unwrap_err();
+    /// assert!(matches!(e, RpcError::BackchannelNotReady { .. }));
+    /// conn.peer_ready_for_callbacks(7u64).unwrap();
+    /// assert!(conn.backchannel_ready());
+    /// # }
+    /// ```
+    pub fn peer_ready_for_callbacks(
+        &self,
+        key: impl Into<ClientKey>,
+    ) -> Result<(), BackchannelError> {
+        if self.ops.side() != Side::Server {
+            return Err(BackchannelError::ClientSide);
+        }
+        if !self.ops.is_alive() {
+            return Err(BackchannelError::Closed);
+        }
+        let key = key.into();
+        let old = self
+            .ops
+            .declare_peer_ready(key.clone())
+            .map_err(BackchannelError::Transport)?;
+        if let Some(registry) = self.ops.backchannels() {
+            if let Some(old) = old.filter(|o| *o != key) {
+                registry.unbind(&old, self.ops.id());
+            }
+            registry.bind(key, self.ops.clone());
+        }
+        Ok(())
     }
 }

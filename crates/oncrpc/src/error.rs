@@ -5,65 +5,9 @@ use std::time::Duration;
 
 use rpcrdma_xdr::{EncodeError, XdrError};
 
-use crate::backchannel::ClientKey;
+use crate::client_key::ClientKey;
+pub use crate::msg::MessageError;
 use crate::msg::{AcceptStat, AuthFlavor, AuthStat};
-
-/// A message header that could not be decoded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum MessageError {
-    /// The header is truncated or malformed XDR.
-    #[error("malformed RPC header: {0}")]
-    Xdr(#[from] XdrError),
-    /// `msg_type` is neither CALL nor REPLY.
-    #[error("RPC message {xid:#010x} has msg_type {value}, neither CALL (0) nor REPLY (1)")]
-    BadMsgType {
-        /// Transaction id.
-        xid: u32,
-        /// The value read.
-        value: u32,
-    },
-    /// A call for an RPC version other than 2 (answered with `RPC_MISMATCH`).
-    #[error("RPC call {xid:#010x} uses RPC version {rpcvers}; only version 2 exists")]
-    RpcVersion {
-        /// Transaction id.
-        xid: u32,
-        /// The version read.
-        rpcvers: u32,
-    },
-    /// A credential body over 400 bytes (answered with `AUTH_BADCRED`).
-    #[error("RPC call {xid:#010x} has a {len}-byte credential; the limit is 400")]
-    CredTooLong {
-        /// Transaction id.
-        xid: u32,
-        /// Length read.
-        len: u32,
-    },
-    /// A verifier body over 400 bytes (a call is answered with `AUTH_BADVERF`).
-    #[error("RPC message {xid:#010x} has a {len}-byte verifier; the limit is 400")]
-    VerfTooLong {
-        /// Transaction id.
-        xid: u32,
-        /// Length read.
-        len: u32,
-    },
-    /// A reply whose `reply_stat` is neither MSG_ACCEPTED nor MSG_DENIED.
-    #[error("RPC reply {xid:#010x} has reply_stat {value}")]
-    BadReplyStat {
-        /// Transaction id.
-        xid: u32,
-        /// The value read.
-        value: u32,
-    },
-    /// A denied reply whose `reject_stat` is unknown.
-    #[error("RPC reply {xid:#010x} has reject_stat {value}")]
-    BadRejectStat {
-        /// Transaction id.
-        xid: u32,
-        /// The value read.
-        value: u32,
-    },
-}
 
 /// An `AUTH_SYS` (or `AUTH_NONE`) credential that breaks the rules.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -88,8 +32,8 @@ pub enum AuthSysError {
         flavor: AuthFlavor,
     },
     /// The body does not decode as `authsys_parms`.
-    #[error("malformed AUTH_SYS credential: {0}")]
-    Malformed(XdrError),
+    #[error("malformed AUTH_SYS credential")]
+    Malformed(#[source] XdrError),
     /// An `AUTH_NONE` credential with a non-empty body.
     #[error("AUTH_NONE credential carries a {len}-byte body; it must be empty")]
     NoneWithBody {
@@ -124,7 +68,7 @@ pub enum RecordError {
 #[non_exhaustive]
 pub enum TransportError {
     /// An I/O error on the connection.
-    #[error("transport I/O error: {0}")]
+    #[error("transport I/O error")]
     Io(#[from] std::io::Error),
     /// The peer closed the connection.
     #[error("the peer closed the connection")]
@@ -142,7 +86,7 @@ pub enum TransportError {
         max: usize,
     },
     /// Connecting failed.
-    #[error("cannot connect to {addr}: {source}")]
+    #[error("cannot connect to {addr}")]
     Connect {
         /// Where we tried to connect.
         addr: String,
@@ -170,17 +114,19 @@ pub enum TransportError {
         addr: SocketAddr,
     },
     /// A transport-specific failure (e.g. an RPC-over-RDMA `RDMA_ERROR`
-    /// for one call, or a verbs error).
+    /// for one call, or a verbs error): the transport's own error type,
+    /// which this crate cannot name (it knows no transport but TCP), so a
+    /// caller that wants its cause downcasts it. Its message is this
+    /// error's; `source()` is `None`.
     #[error("{0}")]
     Backend(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Why an RPC call did not produce results.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum RpcError {
     /// No reply arrived in time. The call's resources were released.
-    #[error("RPC call {xid:#010x} timed out after {after:?} (raise the client timeout or check the server)")]
     Timeout {
         /// Transaction id.
         xid: u32,
@@ -189,7 +135,6 @@ pub enum RpcError {
     },
     /// The connection was lost and retransmission on new connections was
     /// exhausted (or is not possible for this client).
-    #[error("RPC call {xid:#010x} failed: connection lost {attempts} time(s); giving up")]
     ConnectionLost {
         /// Transaction id.
         xid: u32,
@@ -197,26 +142,22 @@ pub enum RpcError {
         attempts: u32,
     },
     /// No connection could be made.
-    #[error("cannot reach the RPC server: {0}")]
-    Connect(#[source] TransportError),
+    Connect(TransportError),
     /// The transport failed this call (for example an RPC-over-RDMA
-    /// `RDMA_ERROR`).
-    #[error("RPC call {xid:#010x}: {source}")]
+    /// `RDMA_ERROR`). The message includes the transport's error (which
+    /// says what to do about it); `source()` is that error's own cause.
     Transport {
         /// Transaction id.
         xid: u32,
         /// The transport's error.
-        #[source]
         source: TransportError,
     },
     /// The client was shut down (or, for a reverse-direction client, the
     /// server).
-    #[error("the RPC client was shut down")]
     Shutdown,
     /// A reverse-direction call on a connection whose client has not said
     /// it takes them (RFC 8167 §6). Nothing was sent; the connection is
     /// unaffected.
-    #[error("reverse-direction call {xid:#010x} refused: the client has not said it takes reverse-direction calls on this connection (RFC 8167 §6); the server's Upper Layer must call Connection::peer_ready_for_callbacks first")]
     BackchannelNotReady {
         /// Transaction id.
         xid: u32,
@@ -225,7 +166,6 @@ pub enum RpcError {
     /// is ready for callbacks within the bound: the client's connection
     /// was lost (or never declared ready) and the client did not come back
     /// in time. A server cannot reconnect to a client (RFC 8167 §5.4).
-    #[error("reverse-direction call {xid:#010x}: no connection from client {key} ready for callbacks within {waited:?} (sent {attempts} time(s)); a server cannot reconnect (RFC 8167 §5.4): the client must reconnect and declare readiness again, or raise ServerConfig::callback_reconnect_wait")]
     ClientGone {
         /// Transaction id (kept across retransmissions).
         xid: u32,
@@ -237,13 +177,11 @@ pub enum RpcError {
         attempts: u32,
     },
     /// `PROG_UNAVAIL`: the server does not offer the program.
-    #[error("program {prog} is not available on the server (PROG_UNAVAIL)")]
     ProgUnavail {
         /// Program.
         prog: u32,
     },
     /// `PROG_MISMATCH`: the server offers other versions.
-    #[error("program {prog} version {vers} is not supported; the server offers versions {low}..={high} (PROG_MISMATCH)")]
     ProgMismatch {
         /// Program.
         prog: u32,
@@ -255,7 +193,6 @@ pub enum RpcError {
         high: u32,
     },
     /// `PROC_UNAVAIL`.
-    #[error("procedure {proc_} of program {prog} version {vers} is not available (PROC_UNAVAIL)")]
     ProcUnavail {
         /// Program.
         prog: u32,
@@ -265,16 +202,12 @@ pub enum RpcError {
         proc_: u32,
     },
     /// `GARBAGE_ARGS`: the server could not decode the arguments.
-    #[error("the server could not decode the arguments (GARBAGE_ARGS)")]
     GarbageArgs,
     /// `SYSTEM_ERR`.
-    #[error("the server failed to run the procedure (SYSTEM_ERR)")]
     SystemErr,
     /// An `accept_stat` RFC 5531 does not define.
-    #[error("the server answered with unknown accept_stat {0}")]
     UnknownAcceptStat(AcceptStat),
     /// `RPC_MISMATCH`.
-    #[error("the server supports RPC versions {low}..={high}, not 2 (RPC_MISMATCH)")]
     RpcMismatch {
         /// Lowest version supported.
         low: u32,
@@ -282,16 +215,116 @@ pub enum RpcError {
         high: u32,
     },
     /// `AUTH_ERROR` with its `auth_stat`.
-    #[error("the server rejected the credentials: {0} (AUTH_ERROR)")]
     Auth(AuthStat),
     /// The reply header could not be decoded.
-    #[error("malformed RPC reply: {0}")]
-    BadReply(#[source] MessageError),
+    BadReply(MessageError),
     /// The arguments break the limits of their XDR declaration (checked
     /// by generated client stubs before anything is sent).
-    #[error("arguments not sent: {0}")]
-    BadArgs(#[source] EncodeError),
+    BadArgs(EncodeError),
     /// The results could not be decoded (or violated DDP placement).
-    #[error("cannot decode the RPC results: {0}")]
-    Results(#[source] XdrError),
+    Results(XdrError),
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Timeout { xid, after, .. } => write!(f, "RPC call {xid:#010x} timed out after {after:?} (raise the client timeout or check the server)"),
+            Self::ConnectionLost { xid, attempts, .. } => write!(f, "RPC call {xid:#010x} failed: connection lost {attempts} time(s); giving up"),
+            Self::Connect(_) => f.write_str("cannot reach the RPC server"),
+            Self::Transport { xid, source, .. } => write!(f, "RPC call {xid:#010x}: {source}"),
+            Self::Shutdown => f.write_str("the RPC client was shut down"),
+            Self::BackchannelNotReady { xid, .. } => write!(f, "reverse-direction call {xid:#010x} refused: the client has not said it takes reverse-direction calls on this connection (RFC 8167 §6); the server's Upper Layer must call Connection::peer_ready_for_callbacks first"),
+            Self::ClientGone { xid, key, waited, attempts, .. } => write!(f, "reverse-direction call {xid:#010x}: no connection from client {key} ready for callbacks within {waited:?} (sent {attempts} time(s)); a server cannot reconnect (RFC 8167 §5.4): the client must reconnect and declare readiness again, or raise ServerConfig::callback_reconnect_wait"),
+            Self::ProgUnavail { prog, .. } => write!(f, "program {prog} is not available on the server (PROG_UNAVAIL)"),
+            Self::ProgMismatch { prog, vers, low, high, .. } => write!(f, "program {prog} version {vers} is not supported; the server offers versions {low}..={high} (PROG_MISMATCH)"),
+            Self::ProcUnavail { proc_, prog, vers, .. } => write!(f, "procedure {proc_} of program {prog} version {vers} is not available (PROC_UNAVAIL)"),
+            Self::GarbageArgs => f.write_str("the server could not decode the arguments (GARBAGE_ARGS)"),
+            Self::SystemErr => f.write_str("the server failed to run the procedure (SYSTEM_ERR)"),
+            Self::UnknownAcceptStat(v) => write!(f, "the server answered with unknown accept_stat {v}"),
+            Self::RpcMismatch { low, high, .. } => write!(f, "the server supports RPC versions {low}..={high}, not 2 (RPC_MISMATCH)"),
+            Self::Auth(v) => write!(f, "the server rejected the credentials: {v} (AUTH_ERROR)"),
+            Self::BadReply(_) => f.write_str("malformed RPC reply"),
+            Self::BadArgs(_) => f.write_str("arguments not sent"),
+            Self::Results(_) => f.write_str("cannot decode the RPC results"),
+        }
+    }
+}
+
+impl std::error::Error for RpcError {
+    /// The cause the message does not print: the error a variant wraps,
+    /// or for [`RpcError::Transport`], whose message includes the
+    /// transport's, that error's own cause.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Connect(e) => Some(e),
+            Self::BadReply(e) => Some(e),
+            Self::BadArgs(e) => Some(e),
+            Self::Results(e) => Some(e),
+            Self::Transport { source, .. } => source.source(),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error;
+
+    /// The messages of `e` and its causes, outermost first.
+    fn chain(e: &(dyn Error + 'static)) -> Vec<String> {
+        let mut out = vec![e.to_string()];
+        let mut cause = e.source();
+        while let Some(c) = cause {
+            out.push(c.to_string());
+            cause = c.source();
+        }
+        out
+    }
+
+    /// A printer of error chains names each cause once: no message
+    /// repeats the one of its cause.
+    #[test]
+    fn each_cause_is_named_once() {
+        let refused = || std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let short = || XdrError::UnexpectedEnd {
+            offset: 0,
+            needed: 4,
+            remaining: 0,
+        };
+        let cases: Vec<Box<dyn Error + 'static>> = vec![
+            Box::new(RpcError::Connect(TransportError::Connect {
+                addr: "127.0.0.1:1".into(),
+                source: refused(),
+            })),
+            Box::new(RpcError::Connect(TransportError::Io(refused()))),
+            Box::new(RpcError::Transport {
+                xid: 7,
+                source: TransportError::Io(refused()),
+            }),
+            Box::new(RpcError::Transport {
+                xid: 7,
+                source: TransportError::Backend("no Reply chunk".into()),
+            }),
+            Box::new(RpcError::BadReply(MessageError::Xdr(short()))),
+            Box::new(RpcError::Results(short())),
+            Box::new(AuthSysError::Malformed(short())),
+        ];
+        for e in &cases {
+            let msgs = chain(e.as_ref());
+            for w in msgs.windows(2) {
+                assert!(!w[0].contains(&w[1]), "{msgs:?}");
+            }
+        }
+        // What a chain printer shows for a refused connection.
+        assert_eq!(
+            chain(cases[0].as_ref()).join(": "),
+            format!(
+                "cannot reach the RPC server: cannot connect to 127.0.0.1:1: {}",
+                refused()
+            )
+        );
+        // The transport's error stays in the message of the call it failed.
+        assert!(cases[3].to_string().contains("no Reply chunk"));
+    }
 }

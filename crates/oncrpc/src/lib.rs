@@ -16,8 +16,10 @@
 //!   with per-call [`CallHints`] from the Upper Layer Binding (Write chunks,
 //!   maximum reply size, reduction off), a per-call context for replies,
 //!   and an awaited `release` hook. [`tcp::TcpTransport`] implements it with
-//!   record marking; [`mem`] is an in-memory pair that moves DDP items out
-//!   of band like the RDMA transport does, for tests.
+//!   record marking. With the feature `test-transport`, `mem` is an
+//!   in-memory pair for tests that moves DDP items out of band as the RDMA
+//!   transport does (a test double: the rules of RPC-over-RDMA live in
+//!   `rpcrdma-engine`).
 //! * **Thin tokio drivers** — [`Connection`] (one reader task per
 //!   transport, routing replies to calls and calls to handlers), [`Client`]
 //!   (XIDs, timeouts, cancellation, reconnect and retransmission with the
@@ -66,11 +68,13 @@ pub mod auth;
 mod backchannel;
 pub mod budget;
 mod client;
+mod client_key;
 mod codec;
 mod conn;
 pub mod drc;
 mod error;
 mod limit;
+#[cfg(feature = "test-transport")]
 pub mod mem;
 pub mod msg;
 pub mod record;
@@ -83,16 +87,18 @@ mod transport;
 mod util;
 
 pub use auth::{AuthSysParams, Credential};
-pub use backchannel::{BackchannelError, Backchannels, ClientKey};
+pub use backchannel::{BackchannelError, Backchannels, DEFAULT_CALLBACK_WAIT};
 pub use client::{decode_reply, Client, ClientConfig};
+pub use client_key::ClientKey;
 pub use codec::{Marshal, Unmarshal};
 pub use conn::{Connection, ServeLimits};
 pub use drc::{ReplyCache, ReplyCacheConfig};
 pub use error::{AuthSysError, MessageError, RecordError, RpcError, TransportError};
 pub use limit::{Limit, OwnedSlot, Slot};
-pub use server::{Server, ServerConfig, DEFAULT_CALLBACK_WAIT, DEFAULT_STALL_TIMEOUT};
+pub use server::{Server, ServerConfig, DEFAULT_STALL_TIMEOUT};
 pub use service::{
-    encode_reply, encode_success, AuthPolicy, BoxFuture, CallInfo, CallObserver, CallOutcome,
-    Dispatch, ProcError, Services, Version,
+    encode_reply, encode_success, AuthPolicy, CallInfo, CallObserver, CallOutcome, Dispatch,
+    ProcError, Services, Version,
 };
 pub use transport::{CallHints, Connector, Received, Transport};
+pub use util::BoxFuture;

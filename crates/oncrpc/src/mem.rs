@@ -1,7 +1,12 @@
-//! An in-memory transport pair that behaves like the RPC-over-RDMA
-//! hand-off, for tests.
+//! An in-memory transport pair for tests (feature `test-transport`).
 //!
-//! It moves what RPC-over-RDMA moves out of band, out of band:
+//! A test double of the RPC-over-RDMA hand-off, not a model of
+//! RPC-over-RDMA: the protocol's reduction rules, chunk limits and errors
+//! are the engine's (`rpcrdma-engine`, which this crate does not depend
+//! on) and are tested there and end to end in `rpcrdma-transport`. This
+//! pair only carries a program's DDP-eligible items out of band and checks
+//! that its Upper Layer Binding's hints would be enough over RDMA, with no
+//! header encoding, no credits and no memory registration:
 //!
 //! * a call's DDP-eligible arguments travel beside the inline stream as
 //!   Read chunks (position + data) and are rebuilt with
@@ -99,9 +104,30 @@ enum Wire {
     },
     Error {
         xid: u32,
-        reason: &'static str,
+        error: MemCallError,
     },
     Close,
+}
+
+/// Why one end of a pair failed a call, as RPC-over-RDMA's `RDMA_ERROR`
+/// would: the call fails with [`TransportError::Backend`] holding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MemCallError {
+    /// A DDP-eligible result is larger than the Write chunk the requester
+    /// provisioned for it ([`CallHints::ddp_results`]).
+    #[error("a DDP-eligible result is larger than its Write chunk")]
+    WriteChunkTooSmall,
+    /// The reply does not fit inline and the requester provisioned no
+    /// Reply chunk large enough ([`CallHints::max_reply_size`]).
+    #[error("the reply exceeds the inline threshold and no large enough Reply chunk was provided")]
+    NoReplyChunk,
+    /// A reverse-direction call reached a client end that did not enable
+    /// them ([`Transport::enable_backchannel`], RFC 8167 §6).
+    #[error(
+        "reverse-direction call refused: the client has not enabled its backchannel (RFC 8167 §6)"
+    )]
+    BackchannelRefused,
 }
 
 /// The responder's record of a received call (its chunks).
@@ -337,7 +363,7 @@ impl Transport for MemTransport {
             return self
                 .put(Wire::Error {
                     xid: context.xid,
-                    reason: "a DDP-eligible result is larger than its Write chunk",
+                    error: MemCallError::WriteChunkTooSmall,
                 })
                 .await;
         }
@@ -356,7 +382,7 @@ impl Transport for MemTransport {
                     return self
                         .put(Wire::Error {
                             xid: context.xid,
-                            reason: "the reply exceeds the inline threshold and no large enough Reply chunk was provided",
+                            error: MemCallError::NoReplyChunk,
                         })
                         .await;
                 }
@@ -408,7 +434,7 @@ impl Transport for MemTransport {
                         let _ = self
                             .put(Wire::Error {
                                 xid,
-                                reason: "reverse-direction call refused: the client has not enabled its backchannel (RFC 8167 §6)",
+                                error: MemCallError::BackchannelRefused,
                             })
                             .await;
                         continue;
@@ -439,10 +465,10 @@ impl Transport for MemTransport {
                         message: Payload::from_write_chunks(inline, write_chunks),
                     });
                 }
-                Some(Wire::Error { xid, reason }) => {
+                Some(Wire::Error { xid, error }) => {
                     return Ok(Received::CallFailed {
                         xid,
-                        error: TransportError::Backend(reason.into()),
+                        error: TransportError::Backend(Box::new(error)),
                     });
                 }
             }

@@ -9,7 +9,62 @@
 use bytes::Bytes;
 use rpcrdma_xdr::{Decoder, Encoder, XdrError};
 
-use crate::error::MessageError;
+/// A message header that could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MessageError {
+    /// The header is truncated or malformed XDR.
+    #[error("malformed RPC header")]
+    Xdr(#[from] XdrError),
+    /// `msg_type` is neither CALL nor REPLY.
+    #[error("RPC message {xid:#010x} has msg_type {value}, neither CALL (0) nor REPLY (1)")]
+    BadMsgType {
+        /// Transaction id.
+        xid: u32,
+        /// The value read.
+        value: u32,
+    },
+    /// A call for an RPC version other than 2 (answered with `RPC_MISMATCH`).
+    #[error("RPC call {xid:#010x} uses RPC version {rpcvers}; only version 2 exists")]
+    RpcVersion {
+        /// Transaction id.
+        xid: u32,
+        /// The version read.
+        rpcvers: u32,
+    },
+    /// A credential body over 400 bytes (answered with `AUTH_BADCRED`).
+    #[error("RPC call {xid:#010x} has a {len}-byte credential; the limit is 400")]
+    CredTooLong {
+        /// Transaction id.
+        xid: u32,
+        /// Length read.
+        len: u32,
+    },
+    /// A verifier body over 400 bytes (a call is answered with `AUTH_BADVERF`).
+    #[error("RPC message {xid:#010x} has a {len}-byte verifier; the limit is 400")]
+    VerfTooLong {
+        /// Transaction id.
+        xid: u32,
+        /// Length read.
+        len: u32,
+    },
+    /// A reply whose `reply_stat` is neither MSG_ACCEPTED nor MSG_DENIED.
+    #[error("RPC reply {xid:#010x} has reply_stat {value}")]
+    BadReplyStat {
+        /// Transaction id.
+        xid: u32,
+        /// The value read.
+        value: u32,
+    },
+    /// A denied reply whose `reject_stat` is unknown.
+    #[error("RPC reply {xid:#010x} has reject_stat {value}")]
+    BadRejectStat {
+        /// Transaction id.
+        xid: u32,
+        /// The value read.
+        value: u32,
+    },
+}
 
 /// The RPC protocol version this crate speaks (RFC 5531 §9).
 pub const RPC_VERSION: u32 = 2;

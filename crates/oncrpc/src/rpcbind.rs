@@ -396,7 +396,7 @@ impl Rpcbind {
 #[non_exhaustive]
 pub enum RegisterError {
     /// The call to rpcbind failed.
-    #[error("rpcbind call failed: {0} (is rpcbind running and reachable on port 111?)")]
+    #[error("rpcbind call failed (is rpcbind running and reachable on port 111?)")]
     Rpc(#[source] RpcError),
     /// rpcbind answered FALSE.
     #[error("rpcbind refused to register program {prog} version {vers} for {netid} (another owner holds it, or registration is only allowed from the local host)")]

@@ -11,7 +11,7 @@ use tokio::sync::{watch, Semaphore};
 use crate::limit::Limit;
 use tracing::Instrument;
 
-use crate::backchannel::Backchannels;
+use crate::backchannel::{Backchannels, DEFAULT_CALLBACK_WAIT};
 use crate::budget::{ConnMemory, ReserveFn, DEFAULT_MAX_CONNECTION_MEMORY, DEFAULT_MAX_MEMORY};
 use crate::conn::{Connection, OpenAs, ServeLimits, Side};
 use crate::service::Services;
@@ -19,9 +19,6 @@ use crate::tcp::{TcpConfig, TcpTransport};
 use crate::transport::Transport;
 use crate::util::lock;
 use rpcrdma_sync::{Budget, MemoryAccount};
-
-/// Default of [`ServerConfig::callback_reconnect_wait`]: 30 s.
-pub const DEFAULT_CALLBACK_WAIT: Duration = Duration::from_secs(30);
 
 /// Default of [`ServerConfig::stall_timeout`]: 10 s, as the RPC-over-RDMA
 /// engine's.

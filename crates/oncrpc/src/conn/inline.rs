@@ -25,12 +25,8 @@ use std::task::{Context, Poll};
 use crate::util::lock;
 
 use super::pending::Outcome;
-use super::Conn;
-use crate::error::TransportError;
+use super::state::{Conn, Next};
 use crate::transport::{Received, Transport};
-
-/// What the reader task gets from the transport.
-pub(super) type Next<C> = Result<Received<C>, TransportError>;
 
 impl<T: Transport> Conn<T> {
     /// A waiting call's poll for its outcome, reading the transport itself

@@ -24,317 +24,48 @@
 //!
 //! # Files
 //!
-//! * `mod.rs`: the [`Connection`] handle and the operations clients use;
+//! * `mod.rs`: opening a connection over a transport;
+//! * `handle.rs`: the [`Connection`] handle and the operations clients use
+//!   ([`ConnOps`]);
+//! * `state.rs`: the state of one connection and its [`ConnOps`];
 //! * `xid.rs`: XID allocation;
 //! * `pending.rs`: the calls waiting for replies, their deadline sweep, and
 //!   who reads the transport for them;
 //! * `inline.rs`: the inline receive (a waiting call reads the transport
 //!   itself);
-//! * `reader.rs`: the reader task.
+//! * `reader.rs`: the reader task and its limits ([`ServeLimits`]).
 
 #[cfg(test)]
 mod batch_tests;
+mod handle;
 mod inline;
 mod pending;
 mod reader;
+mod state;
 mod xid;
 
 use parking_lot::Mutex;
-use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 
-use crate::util::lock;
 use rpcrdma_sync::Signal;
-use rpcrdma_xdr::Payload;
-use std::task::{Context, Poll};
-
 use tokio::sync::watch;
-use tokio::time::Instant;
 use tracing::Instrument;
 
+pub use handle::Connection;
+pub(crate) use handle::{ConnOps, Side};
 pub(crate) use pending::Outcome;
 use pending::Pending;
+pub use reader::ServeLimits;
+use state::{Conn, STOP_NONE};
 pub(crate) use xid::{SharedXids, XidAlloc};
 
-use crate::backchannel::{BackchannelError, Backchannels, ClientKey};
-use crate::client::{Client, ClientConfig};
-use crate::error::TransportError;
-use crate::service::{BoxFuture, Services};
-use crate::transport::{CallHints, Transport};
-
-/// Limits on the calls a connection runs at once.
-#[derive(Debug, Clone)]
-pub struct ServeLimits {
-    /// Calls from the peer run concurrently on this connection (default
-    /// 64). When reached, the connection stops reading until one finishes
-    /// — replies included, so a handler that waits for the reply to a
-    /// reverse-direction call on its own connection can stall until its
-    /// timeout if the peer fills every slot meanwhile. (Over RDMA the
-    /// peer's credits bound its calls below this limit.)
-    pub per_connection: usize,
-    /// A semaphore shared by several connections (a server's global
-    /// limit), if any.
-    pub global: Option<Arc<crate::Limit>>,
-}
-
-impl Default for ServeLimits {
-    fn default() -> Self {
-        Self {
-            per_connection: 64,
-            global: None,
-        }
-    }
-}
-
-/// Which end of the connection we are (RFC 8167 §2: the client
-/// establishes connections; our calls on a server's connection are
-/// reverse-direction calls).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Side {
-    /// We connected: our calls are forward, received calls are reverse.
-    Client,
-    /// We accepted: received calls are forward, our calls are reverse.
-    Server,
-}
-
-/// The operations the client needs from a connection, with the transport
-/// type erased.
-pub(crate) trait ConnOps: Send + Sync + 'static {
-    fn id(&self) -> u64;
-    fn peer(&self) -> &str;
-    fn peer_addr(&self) -> Option<std::net::SocketAddr>;
-    fn side(&self) -> Side;
-    /// Client side: we take reverse-direction calls. Server side: the
-    /// Upper Layer declared that the client does.
-    fn backchannel_ready(&self) -> bool;
-    /// Server side: tells the transport the client is ready, marks the
-    /// connection ready and records `key`; returns the key it had before.
-    fn declare_peer_ready(&self, key: ClientKey) -> Result<Option<ClientKey>, TransportError>;
-    fn client_key(&self) -> Option<ClientKey>;
-    fn backchannels(&self) -> Option<&Backchannels>;
-    /// Starts waiting for the reply to `xid`, until `deadline` at the
-    /// latest ([`Outcome::TimedOut`]); false if the connection is dead (or
-    /// `xid` is already waited for).
-    fn register(&self, xid: u32, deadline: Instant) -> bool;
-    /// The outcome of a registered wait once there is one; `Ready(None)`
-    /// if the connection was lost first.
-    fn poll_outcome(&self, xid: u32, cx: &mut Context<'_>) -> Poll<Option<Outcome>>;
-    fn unregister(&self, xid: u32);
-    /// [`Transport::try_send_call`].
-    fn try_send_call(
-        &self,
-        xid: u32,
-        message: Payload,
-        hints: &CallHints,
-    ) -> Result<Result<(), TransportError>, Payload>;
-    /// [`Transport::try_release`].
-    fn try_release(&self, xid: u32) -> bool;
-    fn send_call<'a>(
-        &'a self,
-        xid: u32,
-        message: Payload,
-        hints: &'a CallHints,
-    ) -> BoxFuture<'a, Result<(), TransportError>>;
-    fn release(&self, xid: u32) -> BoxFuture<'_, ()>;
-    fn is_alive(&self) -> bool;
-    /// Fails every waiting call and closes the transport now.
-    fn abort(&self);
-    /// Stops reading; finishes calls in progress, then closes.
-    fn shutdown(&self);
-    fn closed(&self) -> BoxFuture<'_, ()>;
-    fn xids(&self) -> &SharedXids;
-    /// Where replies are encoded (see `PayloadEncoder::in_arena`).
-    fn arena(&self) -> &Mutex<bytes::BytesMut>;
-}
-
-struct Conn<T: Transport> {
-    id: u64,
-    peer: String,
-    peer_addr: Option<std::net::SocketAddr>,
-    transport: T,
-    pending: Arc<Pending>,
-    /// Whether the transport's receive is a poll any task may make
-    /// (`Transport::polls_recv`): then waiting calls read it themselves
-    /// (`inline.rs`).
-    inline: bool,
-    /// The waker of every poll of such a transport (`pending`'s
-    /// [`std::task::Wake`]).
-    reader_waker: Waker,
-    /// What a caller reading the transport left for the reader task.
-    stash: Mutex<Option<inline::Next<T::CallContext>>>,
-    stashed: AtomicBool,
-    stop: watch::Sender<u8>,
-    /// Wakes the reader for control work: a stop (`stop` says which) or a
-    /// sweep timer to set earlier (a call registered with an earlier
-    /// deadline than the one armed).
-    ctl: Signal,
-    /// Set by an abort: calls in progress must not reply any more.
-    aborted: AtomicBool,
-    done: watch::Sender<bool>,
-    xids: SharedXids,
-    side: Side,
-    /// See [`ConnOps::backchannel_ready`].
-    ready: AtomicBool,
-    /// Server side: the Upper Layer's name for the client, once declared.
-    key: Mutex<Option<ClientKey>>,
-    /// Server side: where the connection is bound to its key.
-    registry: Option<Backchannels>,
-    /// See [`ConnOps::arena`].
-    arena: Mutex<bytes::BytesMut>,
-    /// Whether the transport keeps sends back to write several at once
-    /// ([`Transport::batches_sends`]).
-    batches: bool,
-    /// A call was kept back ([`Transport::try_send_call_batched`]) and the
-    /// reader was asked to [`Transport::flush`] (through `ctl`).
-    flush_due: AtomicBool,
-}
-
-const STOP_NONE: u8 = 0;
-const STOP_GRACEFUL: u8 = 1;
-const STOP_ABORT: u8 = 2;
+use crate::backchannel::{Backchannels, DEFAULT_CALLBACK_WAIT};
+use crate::service::Services;
+use crate::transport::Transport;
 
 static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
-
-impl<T: Transport> ConnOps for Conn<T> {
-    fn id(&self) -> u64 {
-        self.id
-    }
-    fn peer(&self) -> &str {
-        &self.peer
-    }
-    fn peer_addr(&self) -> Option<std::net::SocketAddr> {
-        self.peer_addr
-    }
-    fn side(&self) -> Side {
-        self.side
-    }
-    fn backchannel_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
-    }
-    fn declare_peer_ready(&self, key: ClientKey) -> Result<Option<ClientKey>, TransportError> {
-        self.transport.peer_backchannel_ready()?;
-        let old = lock(&self.key).replace(key);
-        self.ready.store(true, Ordering::Release);
-        Ok(old)
-    }
-    fn client_key(&self) -> Option<ClientKey> {
-        lock(&self.key).clone()
-    }
-    fn backchannels(&self) -> Option<&Backchannels> {
-        self.registry.as_ref()
-    }
-    fn register(&self, xid: u32, deadline: Instant) -> bool {
-        match self.pending.register(xid, deadline) {
-            None => false,
-            Some(rearm) => {
-                if rearm {
-                    self.ctl.notify();
-                }
-                true
-            }
-        }
-    }
-    fn poll_outcome(&self, xid: u32, cx: &mut Context<'_>) -> Poll<Option<Outcome>> {
-        self.poll_outcome_inline(xid, cx)
-    }
-    fn unregister(&self, xid: u32) {
-        self.pending.unregister(xid);
-    }
-    fn try_send_call(
-        &self,
-        xid: u32,
-        message: Payload,
-        hints: &CallHints,
-    ) -> Result<Result<(), TransportError>, Payload> {
-        if self.batches && self.pending.others_ready() {
-            // Other calls' tasks are about to run and send their next
-            // calls: this one may go with them. The reader flushes once
-            // the tasks already runnable have run (it is woken after
-            // them), whatever they do.
-            let r = self.transport.try_send_call_batched(xid, message, hints);
-            if !self.flush_due.load(Ordering::Acquire)
-                && !self.flush_due.swap(true, Ordering::AcqRel)
-            {
-                self.ctl.notify();
-            }
-            return r;
-        }
-        self.transport.try_send_call(xid, message, hints)
-    }
-    fn try_release(&self, xid: u32) -> bool {
-        self.transport.try_release(xid)
-    }
-    fn send_call<'a>(
-        &'a self,
-        xid: u32,
-        message: Payload,
-        hints: &'a CallHints,
-    ) -> BoxFuture<'a, Result<(), TransportError>> {
-        Box::pin(self.transport.send_call(xid, message, hints))
-    }
-    fn release(&self, xid: u32) -> BoxFuture<'_, ()> {
-        Box::pin(self.transport.release(xid))
-    }
-    fn is_alive(&self) -> bool {
-        self.pending.is_alive()
-    }
-    fn abort(&self) {
-        self.aborted.store(true, Ordering::Release);
-        self.pending.fail_all();
-        self.stop.send_replace(STOP_ABORT);
-        self.ctl.notify();
-    }
-    fn shutdown(&self) {
-        self.stop.send_if_modified(|s| {
-            if *s == STOP_NONE {
-                *s = STOP_GRACEFUL;
-                true
-            } else {
-                false
-            }
-        });
-        self.ctl.notify();
-    }
-    fn closed(&self) -> BoxFuture<'_, ()> {
-        let mut rx = self.done.subscribe();
-        Box::pin(async move {
-            let _ = rx.wait_for(|d| *d).await;
-        })
-    }
-    fn xids(&self) -> &SharedXids {
-        &self.xids
-    }
-    fn arena(&self) -> &Mutex<bytes::BytesMut> {
-        &self.arena
-    }
-}
-
-impl<T: Transport> Conn<T> {
-    /// The reader's part of [`Transport::try_send_call_batched`]: puts on
-    /// the wire what the transport kept back, when asked to.
-    fn flush_if_due(&self) {
-        if self.flush_due.load(Ordering::Acquire) && self.flush_due.swap(false, Ordering::AcqRel) {
-            self.transport.flush();
-        }
-    }
-}
-
-/// A handle to one open connection (cheap to clone).
-#[derive(Clone)]
-pub struct Connection {
-    pub(crate) ops: Arc<dyn ConnOps>,
-}
-
-impl fmt::Debug for Connection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Connection")
-            .field("id", &self.ops.id())
-            .field("peer", &self.ops.peer())
-            .finish()
-    }
-}
 
 /// How [`Connection::open_with`] sets a connection up.
 pub(crate) struct OpenAs {
@@ -354,11 +85,11 @@ impl Connection {
     /// calls, refused until [`Connection::peer_ready_for_callbacks`]. The
     /// connection has its own [`Backchannels`] registry;
     /// [`crate::Server::serve`] uses the server's instead. A client's
-    /// connections are opened by [`Client`] itself.
+    /// connections are opened by [`Client`](crate::Client) itself.
     ///
     /// Must be called inside a tokio runtime.
     pub fn open<T: Transport>(transport: T, services: Arc<Services>, limits: ServeLimits) -> Self {
-        let registry = Backchannels::new(crate::server::DEFAULT_CALLBACK_WAIT, None);
+        let registry = Backchannels::new(DEFAULT_CALLBACK_WAIT, None);
         let open = OpenAs {
             side: Side::Server,
             ready: false,
@@ -410,135 +141,5 @@ impl Connection {
         let span = tracing::info_span!("rpc_conn", id, peer = %peer);
         tokio::spawn(reader::run(conn, handle.clone(), services, limits, stop_rx).instrument(span));
         handle
-    }
-
-    /// A client that calls the peer over this connection (no reconnect:
-    /// calls fail with [`crate::RpcError::ConnectionLost`] if it closes).
-    /// Its XIDs are unique among all clients of this connection.
-    ///
-    /// On a server's connection these are reverse-direction calls: they
-    /// fail with [`crate::RpcError::BackchannelNotReady`] until
-    /// [`Connection::peer_ready_for_callbacks`]. For calls that wait for
-    /// the client to reconnect, use [`Backchannels::client`].
-    pub fn client(&self, config: ClientConfig) -> Client {
-        Client::on_connection(self.ops.clone(), config)
-    }
-
-    /// Server side: the Upper Layer learned (for example from an NFSv4.1
-    /// `CREATE_SESSION` or `BIND_CONN_TO_SESSION`) that the client takes
-    /// reverse-direction calls on this connection (RFC 8167 §6).
-    /// Reverse-direction calls work from now on, and the connection is
-    /// bound to `key`, the Upper Layer's name for that client, in the
-    /// server's [`Backchannels`]: calls made with
-    /// [`Backchannels::client`] for `key` use it, and when it is lost they
-    /// wait for the next connection declared with the same key.
-    ///
-    /// Calling it again is harmless; with another key it rebinds the
-    /// connection.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::sync::Arc;
-    /// use rpcrdma_oncrpc::{mem, ClientConfig, Connection, RpcError, ServeLimits, Services};
-    ///
-    /// let (_client_end, server_end) = mem::pair(mem::MemConfig::default());
-    /// let conn = Connection::open(server_end, Arc::new(Services::new()), ServeLimits::default());
-    /// let back = conn.client(ClientConfig::default());
-    /// // Not declared yet: refused on our side, nothing is sent.
-    /// let e = back.null(0x4000_0000, 1).await.unwrap_err();
-    /// assert!(matches!(e, RpcError::BackchannelNotReady { .. }));
-    /// conn.peer_ready_for_callbacks(7u64).unwrap();
-    /// assert!(conn.backchannel_ready());
-    /// # }
-    /// ```
-    pub fn peer_ready_for_callbacks(
-        &self,
-        key: impl Into<ClientKey>,
-    ) -> Result<(), BackchannelError> {
-        if self.ops.side() != Side::Server {
-            return Err(BackchannelError::ClientSide);
-        }
-        if !self.ops.is_alive() {
-            return Err(BackchannelError::Closed);
-        }
-        let key = key.into();
-        let old = self
-            .ops
-            .declare_peer_ready(key.clone())
-            .map_err(BackchannelError::Transport)?;
-        if let Some(registry) = self.ops.backchannels() {
-            if let Some(old) = old.filter(|o| *o != key) {
-                registry.unbind(&old, self.ops.id());
-            }
-            registry.bind(key, self.ops.clone());
-        }
-        Ok(())
-    }
-
-    /// Server side: whether the Upper Layer declared the client ready for
-    /// reverse-direction calls ([`Connection::peer_ready_for_callbacks`]).
-    /// Client side: whether we take reverse-direction calls on it (our
-    /// [`crate::ClientConfig::services`] is not empty).
-    pub fn backchannel_ready(&self) -> bool {
-        self.ops.backchannel_ready()
-    }
-
-    /// Server side: the key given to
-    /// [`Connection::peer_ready_for_callbacks`], if any.
-    pub fn client_key(&self) -> Option<ClientKey> {
-        self.ops.client_key()
-    }
-
-    /// Server side: the registry this connection binds its key in (the
-    /// server's, for connections served by a [`crate::Server`]). `None` on
-    /// a client's connection.
-    pub fn backchannels(&self) -> Option<Backchannels> {
-        self.ops.backchannels().cloned()
-    }
-
-    /// Whether we accepted this connection (the server side, whose calls
-    /// are reverse-direction calls).
-    pub fn is_server_side(&self) -> bool {
-        self.ops.side() == Side::Server
-    }
-
-    /// A description of the peer.
-    pub fn peer(&self) -> &str {
-        self.ops.peer()
-    }
-
-    /// The peer's network address, if the transport knows it.
-    pub fn peer_addr(&self) -> Option<std::net::SocketAddr> {
-        self.ops.peer_addr()
-    }
-
-    /// A process-unique id for logs.
-    pub fn id(&self) -> u64 {
-        self.ops.id()
-    }
-
-    /// Whether the connection still accepts calls.
-    pub fn is_alive(&self) -> bool {
-        self.ops.is_alive()
-    }
-
-    /// Graceful close: stop reading, let calls in progress send their
-    /// replies, then close the transport. Waits until done.
-    pub async fn close(&self) {
-        self.ops.shutdown();
-        self.ops.closed().await;
-    }
-
-    /// Drops the connection at once: outstanding calls see it lost (and
-    /// retransmit if their client can reconnect); calls in progress can no
-    /// longer reply. Does not wait.
-    pub fn abort(&self) {
-        self.ops.abort();
-    }
-
-    /// Waits until the connection is closed.
-    pub async fn closed(&self) {
-        self.ops.closed().await;
     }
 }

@@ -12,12 +12,38 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use super::handle::Connection;
 use super::pending::Outcome;
-use super::{Conn, Connection, ServeLimits, STOP_ABORT, STOP_NONE};
+use super::state::{Conn, STOP_ABORT, STOP_NONE};
 use crate::limit::{Limit, OwnedSlot};
-use crate::service::{BoxFuture, Dispatch, Services};
+use crate::service::{Dispatch, Services};
 use crate::transport::{Received, Transport};
-use crate::util::Tracker;
+use crate::util::BoxFuture;
+use crate::util::{Chain, Tracker};
+
+/// Limits on the calls a connection runs at once.
+#[derive(Debug, Clone)]
+pub struct ServeLimits {
+    /// Calls from the peer run concurrently on this connection (default
+    /// 64). When reached, the connection stops reading until one finishes
+    /// — replies included, so a handler that waits for the reply to a
+    /// reverse-direction call on its own connection can stall until its
+    /// timeout if the peer fills every slot meanwhile. (Over RDMA the
+    /// peer's credits bound its calls below this limit.)
+    pub per_connection: usize,
+    /// A semaphore shared by several connections (a server's global
+    /// limit), if any.
+    pub global: Option<Arc<crate::Limit>>,
+}
+
+impl Default for ServeLimits {
+    fn default() -> Self {
+        Self {
+            per_connection: 64,
+            global: None,
+        }
+    }
+}
 
 pub(super) async fn run<T: Transport>(
     conn: Arc<Conn<T>>,
@@ -118,7 +144,7 @@ pub(super) async fn run<T: Transport>(
         };
         let (message, context) = match received {
             Err(e) => {
-                tracing::debug!(error = %e, "connection ended");
+                tracing::debug!(error = %Chain(&e), "connection ended");
                 aborted = true;
                 break;
             }
@@ -161,7 +187,7 @@ pub(super) async fn run<T: Transport>(
         };
         match services.dispatch(&message, &handle) {
             Dispatch::Drop(e) => {
-                tracing::debug!(error = %e, "dropping an undecodable call");
+                tracing::debug!(error = %Chain(&e), "dropping an undecodable call");
                 // No reply will come: the transport gives back what it
                 // holds for the call (an RDMA credit of its grant).
                 conn.transport.retire_call(context);
@@ -178,7 +204,7 @@ pub(super) async fn run<T: Transport>(
                 match conn.transport.try_send_reply(context, reply) {
                     Ok(r) => {
                         if let Err(e) = r {
-                            tracing::debug!(error = %e, "cannot send reply");
+                            tracing::debug!(error = %Chain(&e), "cannot send reply");
                         }
                         drop(permits);
                     }
@@ -188,7 +214,7 @@ pub(super) async fn run<T: Transport>(
                         run_or_spawn(Box::pin(
                             async move {
                                 if let Err(e) = conn.transport.send_reply(context, reply).await {
-                                    tracing::debug!(error = %e, "cannot send reply");
+                                    tracing::debug!(error = %Chain(&e), "cannot send reply");
                                 }
                                 drop((permits, token));
                             }
@@ -207,7 +233,7 @@ pub(super) async fn run<T: Transport>(
                         if conn.aborted.load(Ordering::Acquire) {
                             tracing::debug!("connection aborted; reply dropped");
                         } else if let Err(e) = conn.transport.send_reply(context, reply).await {
-                            tracing::debug!(error = %e, "cannot send reply");
+                            tracing::debug!(error = %Chain(&e), "cannot send reply");
                         }
                         drop((permits, token));
                     }

@@ -20,41 +20,40 @@
 //! [`TransportError::SpeaksRdma`], which says so, instead of being sent
 //! again.
 
+//!
+//! * `mod.rs`: the transport, its sends, its receive loop and its reads;
+//! * `read.rs`: the state of the receive side;
+//! * `write.rs`: the queue of records not yet written and the writer task;
+//! * `connector.rs`: connecting ([`TcpConnector`], [`connect`], [`answers_mpa`]).
+
+mod connector;
+mod read;
+mod write;
+
 use parking_lot::Mutex;
-use std::collections::VecDeque;
-use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::budget::{ConnMemory, Held};
-use crate::util::lock;
 use bytes::{BufMut, Bytes, BytesMut};
 use rpcrdma_xdr::Payload;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
-use crate::client::{Client, ClientConfig};
-use crate::error::{RecordError, RpcError, TransportError};
+use crate::budget::{ConnMemory, Held};
+use crate::error::{RecordError, TransportError};
 use crate::msg::{peek_kind, MsgType};
 use crate::record::{frame, Deframer, DEFAULT_MAX_RECORD, MAX_FRAGMENT_LEN};
-use crate::record_pool::{Charged, RecordPool, LARGE_RECORD};
-use crate::transport::{CallHints, Connector, Received, Transport};
-
-/// Most bytes reserved in the receive buffer at once, whatever a fragment
-/// header announces: a peer that announces a large record and stalls pins
-/// no more than this per connection.
-const READ_RESERVE_CAP: usize = 1 << 20;
+use crate::record_pool::{RecordPool, LARGE_RECORD};
+use crate::transport::{CallHints, Received, Transport};
+use crate::util::lock;
+pub use connector::{answers_mpa, connect, TcpConnector};
+use read::{ReadSide, READ_RESERVE_CAP};
+use write::{try_write_slices, writer, Shared, WriteSide, WriteState};
 
 /// Records queued for the writer before senders wait.
 const WRITE_QUEUE: usize = 256;
-
-/// Records coalesced into one vectored write.
-const WRITE_BATCH: usize = 32;
-
-/// Most I/O vectors handed to one `writev` (Linux `IOV_MAX` is 1024).
-const MAX_IOVECS: usize = 1024;
 
 /// TCP transport settings.
 #[derive(Debug, Clone)]
@@ -76,84 +75,12 @@ impl Default for TcpConfig {
     }
 }
 
-struct ReadSide {
-    buf: BytesMut,
-    /// The charge for `buf`'s capacity (a server's connection).
-    buf_held: Option<Held>,
-    deframer: Deframer,
-    /// A large single-fragment record being read into a buffer of its own
-    /// (`record_pool`), with its length.
-    body: Option<(Charged, usize)>,
-    pool: RecordPool,
-    /// A call received and waiting for room in the memory budget before
-    /// it is handed up, with the charge it will take.
-    waiting: Option<(Bytes, u64)>,
-    /// A byte arrived on the connection.
-    received: bool,
-    /// The calls to fail with [`TransportError::SpeaksRdma`] before the
-    /// end of the connection is reported: the server closed it without a
-    /// byte and answers MPA.
-    refused: Option<(SocketAddr, Vec<u32>)>,
-}
-
-impl ReadSide {
-    /// Charges `buf`'s capacity as it is now.
-    fn sync_buf(&mut self) {
-        let cap = self.buf.capacity() as u64;
-        if let Some(h) = self.buf_held.as_mut() {
-            if h.octets() != cap {
-                h.resize(cap);
-            }
-        }
-    }
-}
-
 /// What a server's TCP connection keeps for a received call until its
 /// reply is sent: the call's charge to the memory budget (its record and
 /// the reservation for its reply). Nothing on a client.
 #[derive(Debug, Default)]
 pub struct TcpCall {
     held: Option<Held>,
-}
-
-struct Shared {
-    closed: AtomicBool,
-    notify: Notify,
-}
-
-impl Shared {
-    fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-        self.notify.notify_waiters();
-    }
-}
-
-/// Records waiting for the writer task, oldest first, each with the bytes
-/// of it already written.
-#[derive(Default)]
-struct WriteState {
-    /// The writer task owns the socket's send side (it has queued records
-    /// or is writing one); senders must queue behind it.
-    busy: bool,
-    /// Records, the octets of each already written, and each one's charge
-    /// to the memory budget (a server's replies).
-    queue: VecDeque<(Payload, usize, Option<Held>)>,
-    closing: bool,
-    failed: bool,
-}
-
-struct WriteSide {
-    state: Mutex<WriteState>,
-    /// Wakes the writer task.
-    work: Notify,
-    /// Wakes senders waiting for queue space.
-    space: Notify,
-    max_fragment: usize,
-    /// A server's connection: drop it when its queued replies make no
-    /// progress for this long.
-    stall: Option<Duration>,
-    /// For the log line of a drop.
-    peer: String,
 }
 
 /// One TCP connection carrying RPC records both ways.
@@ -404,41 +331,6 @@ impl TcpTransport {
     }
 }
 
-/// Writes as much of `slices` (after skipping `skip` bytes) as the socket
-/// takes without blocking; returns the bytes written including `skip`.
-fn try_write_slices(stream: &TcpStream, slices: &[&[u8]], skip: usize) -> std::io::Result<usize> {
-    let total: usize = slices.iter().map(|s| s.len()).sum();
-    let mut done = skip;
-    while done < total {
-        let iov = iovecs(slices, done);
-        match stream.try_write_vectored(&iov) {
-            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(n) => done += n,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
-}
-
-/// I/O vectors for `slices` starting `skip` bytes in (at most `MAX_IOVECS`).
-fn iovecs<'a>(slices: &[&'a [u8]], mut skip: usize) -> Vec<IoSlice<'a>> {
-    let mut iov = Vec::with_capacity(slices.len().min(MAX_IOVECS));
-    for s in slices {
-        if iov.len() == MAX_IOVECS {
-            break;
-        }
-        if skip >= s.len() {
-            skip -= s.len();
-            continue;
-        }
-        iov.push(IoSlice::new(&s[skip..]));
-        skip = 0;
-    }
-    iov
-}
-
 impl TcpTransport {
     /// Reads the rest of the large record in `rs.body` from the socket
     /// straight into its buffer (never past the record's end, so the
@@ -672,198 +564,4 @@ impl Transport for TcpTransport {
     fn peer_addr(&self) -> Option<SocketAddr> {
         self.peer_addr
     }
-}
-
-/// Finishes records the senders could not write at once, in order,
-/// coalescing queued records into one vectored write.
-async fn writer(stream: Arc<TcpStream>, write: Arc<WriteSide>, shared: Arc<Shared>) {
-    loop {
-        let work = write.work.notified();
-        tokio::pin!(work);
-        work.as_mut().enable();
-        let batch: Vec<(Payload, usize)> = {
-            let mut st = lock(&write.state);
-            if st.failed {
-                break;
-            }
-            if st.queue.is_empty() {
-                st.busy = false;
-                if st.closing {
-                    break;
-                }
-                Vec::new()
-            } else {
-                st.busy = true;
-                st.queue
-                    .iter()
-                    .take(WRITE_BATCH)
-                    .map(|(p, skip, _)| (p.clone(), *skip))
-                    .collect()
-            }
-        };
-        if batch.is_empty() {
-            work.await;
-            continue;
-        }
-        let result = write_batch(&stream, &batch, write.max_fragment, write.stall).await;
-        let mut st = lock(&write.state);
-        match result {
-            Ok(()) => {
-                for _ in 0..batch.len() {
-                    st.queue.pop_front();
-                }
-                drop(st);
-                write.space.notify_waiters();
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
-                let held: u64 = st
-                    .queue
-                    .iter()
-                    .filter_map(|(_, _, h)| h.as_ref())
-                    .map(Held::octets)
-                    .sum();
-                tracing::warn!(
-                    peer = %write.peer,
-                    replies = st.queue.len(),
-                    held,
-                    "dropping a client that has read none of its replies for {:?} (they count against the server's memory budget: --max-memory, --max-connection-memory)",
-                    write.stall.unwrap_or_default(),
-                );
-                st.failed = true;
-                st.queue.clear();
-                break;
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "write failed; closing");
-                st.failed = true;
-                st.queue.clear();
-                break;
-            }
-        }
-    }
-    {
-        let mut st = lock(&write.state);
-        st.failed = true;
-        st.queue.clear();
-    }
-    write.space.notify_waiters();
-    shared.close();
-    shutdown_write(&stream);
-}
-
-/// Writes a batch; with `stall`, fails with `TimedOut` when the socket
-/// takes nothing for that long.
-async fn write_batch(
-    stream: &TcpStream,
-    batch: &[(Payload, usize)],
-    max_fragment: usize,
-    stall: Option<Duration>,
-) -> std::io::Result<()> {
-    let pieces: Vec<Vec<&[u8]>> = batch.iter().map(|(p, _)| p.pieces()).collect();
-    let segments: Vec<Vec<_>> = pieces.iter().map(|p| frame(p, max_fragment)).collect();
-    let mut slices: Vec<&[u8]> = Vec::new();
-    for (segs, (_, skip)) in segments.iter().zip(batch) {
-        // Skip what the sender already wrote of this record.
-        let mut skip = *skip;
-        for s in segs {
-            let b = s.as_bytes();
-            if skip >= b.len() {
-                skip -= b.len();
-            } else {
-                slices.push(&b[skip..]);
-                skip = 0;
-            }
-        }
-    }
-    let total: usize = slices.iter().map(|s| s.len()).sum();
-    let mut done = 0;
-    while done < total {
-        match stall {
-            Some(stall) => match tokio::time::timeout(stall, stream.writable()).await {
-                Ok(r) => r?,
-                Err(_) => return Err(std::io::ErrorKind::TimedOut.into()),
-            },
-            None => stream.writable().await?,
-        }
-        done = try_write_slices(stream, &slices, done)?;
-    }
-    Ok(())
-}
-
-/// Shuts down the sending direction so the peer reads end-of-stream.
-fn shutdown_write(stream: &TcpStream) {
-    use std::os::fd::AsFd;
-    match stream.as_fd().try_clone_to_owned() {
-        Ok(fd) => {
-            let _ = std::net::TcpStream::from(fd).shutdown(std::net::Shutdown::Write);
-        }
-        Err(e) => tracing::debug!(error = %e, "cannot shut the socket down"),
-    }
-}
-
-/// Whether the server at `addr` answers an MPA Request (RFC 5044 §7.1:
-/// the 16-octet key "MPA ID Req Frame", no markers, no CRC, revision 1,
-/// no private data) with an MPA Reply or Reject (its key "MPA ID Rep
-/// Frame") within 2 s: then it is an iWARP responder (software iWARP,
-/// Linux `siw`, an iWARP adapter), serving RPC-over-RDMA. Asked only on
-/// the failure path, when a server closed a client's connection without a
-/// byte of answer.
-pub async fn answers_mpa(addr: SocketAddr) -> bool {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    const REQUEST: &[u8; 20] = b"MPA ID Req Frame\x00\x01\x00\x00";
-    const REPLY_KEY: &[u8; 16] = b"MPA ID Rep Frame";
-    let probe = async {
-        let mut s = TcpStream::connect(addr).await.ok()?;
-        s.write_all(REQUEST).await.ok()?;
-        let mut key = [0u8; 16];
-        s.read_exact(&mut key).await.ok()?;
-        Some(&key == REPLY_KEY)
-    };
-    matches!(
-        tokio::time::timeout(Duration::from_secs(2), probe).await,
-        Ok(Some(true))
-    )
-}
-
-/// Makes TCP connections to one address, for [`Client::new`].
-#[derive(Debug, Clone)]
-pub struct TcpConnector {
-    addr: SocketAddr,
-    config: TcpConfig,
-}
-
-impl TcpConnector {
-    /// Connects to `addr` with default settings.
-    pub fn new(addr: SocketAddr) -> Self {
-        Self {
-            addr,
-            config: TcpConfig::default(),
-        }
-    }
-
-    /// Connects to `addr` with `config`.
-    pub fn with_config(addr: SocketAddr, config: TcpConfig) -> Self {
-        Self { addr, config }
-    }
-}
-
-impl Connector for TcpConnector {
-    type Transport = TcpTransport;
-
-    async fn connect(&self) -> Result<TcpTransport, TransportError> {
-        TcpTransport::connect(self.addr, &self.config).await
-    }
-}
-
-/// Connects a client to an RPC server over TCP now.
-///
-/// ```no_run
-/// # async fn f() -> Result<(), rpcrdma_oncrpc::RpcError> {
-/// let client = rpcrdma_oncrpc::tcp::connect("127.0.0.1:111".parse().unwrap(),
-///     Default::default()).await?;
-/// client.null(100000, 2).await?;
-/// # Ok(()) }
-/// ```
-pub async fn connect(addr: SocketAddr, config: ClientConfig) -> Result<Client, RpcError> {
-    Client::connect(TcpConnector::new(addr), config).await
 }

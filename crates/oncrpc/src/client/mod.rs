@@ -1,5 +1,11 @@
 //! The async RPC client.
 
+//!
+//! * `mod.rs`: the [`Client`], its settings, and the reply decoding;
+//! * `source.rs`: where its connections come from.
+
+mod source;
+
 use parking_lot::Mutex;
 use std::fmt;
 use std::future::Future;
@@ -11,17 +17,18 @@ use tokio::time::{timeout_at, Instant};
 use tracing::Instrument;
 
 use crate::auth::Credential;
-use crate::backchannel::ClientKey;
+use crate::backchannel::Backchannels;
+use crate::client_key::ClientKey;
 use crate::codec::{Marshal, Unmarshal};
-use crate::util::lock;
-
-use crate::conn::{ConnOps, Connection, OpenAs, Outcome, ServeLimits, SharedXids, Side, XidAlloc};
+use crate::conn::{ConnOps, Connection, Outcome, ServeLimits, SharedXids, XidAlloc};
 use crate::error::{MessageError, RpcError, TransportError};
 use crate::msg::{
     decode_header, AcceptedStatus, CallHeader, Header, OpaqueAuth, RejectedReply, ReplyBody,
 };
-use crate::service::{BoxFuture, Services};
-use crate::transport::{CallHints, Connector, Transport};
+use crate::service::Services;
+use crate::transport::{CallHints, Connector};
+use crate::util::{lock, Chain};
+use source::{Bound, ConnSource, Fixed, Reconnecting, SourceError};
 
 /// Client settings. Defaults are documented on each field.
 #[derive(Debug, Clone)]
@@ -73,147 +80,6 @@ impl Default for ClientConfig {
             },
             first_xid: None,
         }
-    }
-}
-
-/// Why a connection source has no connection for a call.
-#[derive(Debug)]
-pub(crate) enum SourceError {
-    /// Connecting failed (may be retried).
-    Connect(TransportError),
-    /// The call's deadline passed.
-    Timeout,
-    /// A reverse-direction call on a connection whose client is not ready.
-    NotReady,
-    /// No connection of the client bound to `key` within the bound.
-    Gone { key: ClientKey, waited: Duration },
-    /// The source was shut down.
-    Shutdown,
-}
-
-/// Where a client's connections come from.
-pub(crate) trait ConnSource: Send + Sync + 'static {
-    /// A connection to send on, by `deadline` at the latest.
-    fn get(&self, deadline: Instant) -> BoxFuture<'_, Result<Arc<dyn ConnOps>, SourceError>>;
-    /// The connection `get` would return at once, if there is one ready
-    /// (the per-call fast path: no future, no wait).
-    fn ready(&self) -> Option<Arc<dyn ConnOps>>;
-    fn current(&self) -> Option<Arc<dyn ConnOps>>;
-    fn shutdown(&self);
-    fn can_reconnect(&self) -> bool;
-}
-
-/// A single existing connection (reverse direction, server side).
-struct Fixed(Arc<dyn ConnOps>);
-
-impl ConnSource for Fixed {
-    fn get(&self, _deadline: Instant) -> BoxFuture<'_, Result<Arc<dyn ConnOps>, SourceError>> {
-        let c = self.0.clone();
-        Box::pin(async move {
-            if !c.is_alive() {
-                Err(SourceError::Connect(TransportError::Closed))
-            } else if c.side() == Side::Server && !c.backchannel_ready() {
-                //= rfc8167#section-6
-                //# Therefore, a ULP MUST NOT perform reverse-direction ONC RPC
-                //# operations until the peer has indicated it is prepared to
-                //# handle them.
-                //= rfc5666bis-04#section-7.3.1
-                //# An Upper Layer Protocol consumer MUST NOT perform backward
-                //# direction ONC RPC operations unless the peer consumer has
-                //# indicated it is prepared to handle them.
-                Err(SourceError::NotReady)
-            } else {
-                Ok(c)
-            }
-        })
-    }
-    fn ready(&self) -> Option<Arc<dyn ConnOps>> {
-        let c = &self.0;
-        (c.is_alive() && (c.side() != Side::Server || c.backchannel_ready())).then(|| c.clone())
-    }
-    fn current(&self) -> Option<Arc<dyn ConnOps>> {
-        Some(self.0.clone())
-    }
-    fn shutdown(&self) {}
-    fn can_reconnect(&self) -> bool {
-        false
-    }
-}
-
-/// Connections made on demand by a [`Connector`].
-struct Reconnecting<C: Connector> {
-    connector: C,
-    current: tokio::sync::Mutex<Option<Arc<dyn ConnOps>>>,
-    /// Mirror of `current` readable without awaiting.
-    snapshot: Mutex<Option<Arc<dyn ConnOps>>>,
-    services: Arc<Services>,
-    limits: ServeLimits,
-    xids: SharedXids,
-}
-
-impl<C: Connector> Reconnecting<C> {
-    async fn connect(&self) -> Result<Arc<dyn ConnOps>, TransportError> {
-        let mut cur = self.current.lock().await;
-        if let Some(c) = cur.as_ref() {
-            if c.is_alive() {
-                return Ok(c.clone());
-            }
-        }
-        let transport = self.connector.connect().await?;
-        // RFC 8167 §6: take reverse-direction calls before the first call,
-        // so that the Upper Layer may announce it in any call.
-        let ready = !self.services.is_empty();
-        if ready {
-            if let Err(e) = transport.enable_backchannel() {
-                transport.close().await;
-                return Err(e);
-            }
-        }
-        let open = OpenAs {
-            side: Side::Client,
-            ready,
-            xids: self.xids.clone(),
-            registry: None,
-        };
-        let conn =
-            Connection::open_with(transport, self.services.clone(), self.limits.clone(), open);
-        tracing::debug!(
-            conn = conn.id(),
-            peer = conn.peer(),
-            backchannel = ready,
-            "connected"
-        );
-        *cur = Some(conn.ops.clone());
-        *lock(&self.snapshot) = Some(conn.ops.clone());
-        Ok(conn.ops)
-    }
-}
-
-impl<C: Connector> ConnSource for Reconnecting<C> {
-    fn get(&self, deadline: Instant) -> BoxFuture<'_, Result<Arc<dyn ConnOps>, SourceError>> {
-        Box::pin(async move {
-            match timeout_at(deadline, self.connect()).await {
-                Err(_) => Err(SourceError::Timeout),
-                Ok(r) => r.map_err(SourceError::Connect),
-            }
-        })
-    }
-    fn ready(&self) -> Option<Arc<dyn ConnOps>> {
-        lock(&self.snapshot)
-            .as_ref()
-            .filter(|c| c.is_alive())
-            .cloned()
-    }
-    fn current(&self) -> Option<Arc<dyn ConnOps>> {
-        lock(&self.snapshot).clone()
-    }
-    fn shutdown(&self) {
-        if let Some(c) = lock(&self.snapshot).take() {
-            c.shutdown();
-        }
-    }
-    fn can_reconnect(&self) -> bool {
-        true
     }
 }
 
@@ -540,7 +406,7 @@ impl Client {
                     })
                 }
                 Err(SourceError::Connect(e)) => {
-                    tracing::debug!(error = %e, "no connection");
+                    tracing::debug!(error = %Chain(&e), "no connection");
                     if sends == 0 && (tries > inner.config.max_retransmits || !reconnects) {
                         return Err(RpcError::Connect(e));
                     }
@@ -576,7 +442,7 @@ impl Client {
                     return Err(RpcError::BackchannelNotReady { xid });
                 }
                 Ok(Err(e)) => {
-                    tracing::debug!(error = %e, "send failed; dropping the connection");
+                    tracing::debug!(error = %Chain(&e), "send failed; dropping the connection");
                     conn.abort();
                     guard.finish().await;
                     continue;
@@ -666,5 +532,39 @@ fn check_end(dec: &Decoder<'_>, message: &Payload) -> Result<(), XdrError> {
             Ok(())
         }
         other => other,
+    }
+}
+
+/// Clients over connections that exist already (a server's reverse
+/// direction).
+impl Connection {
+    /// A client that calls the peer over this connection (no reconnect:
+    /// calls fail with [`crate::RpcError::ConnectionLost`] if it closes).
+    /// Its XIDs are unique among all clients of this connection.
+    ///
+    /// On a server's connection these are reverse-direction calls: they
+    /// fail with [`crate::RpcError::BackchannelNotReady`] until
+    /// [`Connection::peer_ready_for_callbacks`]. For calls that wait for
+    /// the client to reconnect, use [`Backchannels::client`].
+    pub fn client(&self, config: ClientConfig) -> Client {
+        Client::on_connection(self.ops.clone(), config)
+    }
+}
+
+impl Backchannels {
+    /// A client for reverse-direction calls to the client named `key`,
+    /// on whichever of its connections is bound to `key` when each call
+    /// is sent, surviving the loss of that connection (RFC 8167 §5.4: a
+    /// call waits for the key to be bound again, at most
+    /// [`Backchannels::reconnect_wait`], and is sent there with the same
+    /// XID). `config.timeout` bounds each call in
+    /// total; `config.max_retransmits` bounds how many times it is sent
+    /// again on a new connection.
+    pub fn client(&self, key: impl Into<ClientKey>, config: ClientConfig) -> Client {
+        let source = Bound {
+            registry: self.clone(),
+            key: key.into(),
+        };
+        Client::build(Box::new(source), self.xids().clone(), config)
     }
 }

@@ -7,211 +7,42 @@
 //! reply (`RPC_MISMATCH`, `AUTH_ERROR`, `PROG_UNAVAIL`, `PROG_MISMATCH`,
 //! `PROC_UNAVAIL`, `GARBAGE_ARGS`) or hands back the handler's future.
 
-use std::collections::{BTreeMap, BTreeSet};
+//!
+//! * `mod.rs`: [`Services`], the authentication policy and the dispatch;
+//! * `version.rs`: one registered program version and its handlers;
+//! * `call.rs`: what a handler sees and answers, and how calls ended;
+//! * `reply.rs`: encoding replies.
+
+mod call;
+mod reply;
+mod version;
+
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use rpcrdma_xdr::{Decoder, Payload, PayloadEncoder, XdrError};
+use rpcrdma_xdr::{Decoder, Payload};
 
 use crate::auth::Credential;
-use crate::budget::{ReplyBoundFn, DEFAULT_REPLY_RESERVE};
-use crate::codec::{Marshal, Unmarshal};
+use crate::budget::DEFAULT_REPLY_RESERVE;
 use crate::conn::Connection;
 use crate::drc::{ArgsSum, CallKey, ClientId, Lookup, ReplyCache};
 use crate::error::MessageError;
 use crate::msg::{
-    decode_header, AcceptedStatus, AuthFlavor, AuthStat, Header, OpaqueAuth, RejectedReply,
-    ReplyHeader, RPC_VERSION,
+    decode_header, AcceptedStatus, AuthFlavor, AuthStat, Header, RejectedReply, ReplyHeader,
+    RPC_VERSION,
 };
-
-/// A boxed, sendable future.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// What a handler may answer instead of results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ProcError {
-    /// Reply `GARBAGE_ARGS` (the arguments are unusable).
-    #[error("GARBAGE_ARGS")]
-    GarbageArgs,
-    /// Reply `SYSTEM_ERR`.
-    #[error("SYSTEM_ERR")]
-    SystemErr,
-    /// Reply `PROC_UNAVAIL`.
-    #[error("PROC_UNAVAIL")]
-    ProcUnavail,
-    /// Deny the call with `AUTH_ERROR` and this `auth_stat`.
-    #[error("AUTH_ERROR {0}")]
-    Auth(AuthStat),
-}
-
-/// What a handler learns about the call besides its arguments.
-#[derive(Clone)]
-pub struct CallInfo {
-    /// Transaction id (the peer's; unique among its outstanding calls).
-    pub xid: u32,
-    /// Program.
-    pub prog: u32,
-    /// Version.
-    pub vers: u32,
-    /// Procedure.
-    pub proc_: u32,
-    /// The credential, interpreted.
-    pub cred: Credential,
-    /// The verifier.
-    pub verf: OpaqueAuth,
-    /// The connection the call arrived on: [`Connection::client`] makes
-    /// calls back to the peer over it (RFC 8167 reverse direction, NFSv4.1
-    /// backchannel).
-    pub connection: Connection,
-}
-
-impl fmt::Debug for CallInfo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CallInfo")
-            .field("xid", &format_args!("{:#010x}", self.xid))
-            .field("prog", &self.prog)
-            .field("vers", &self.vers)
-            .field("proc_", &self.proc_)
-            .field("cred", &self.cred)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A registered procedure: decodes the arguments, calls the handler and
-/// polls its future once (with the dispatch's context).
-type Handler =
-    dyn Fn(CallInfo, &mut Decoder<'_>, &mut Context<'_>) -> Result<Started, XdrError> + Send + Sync;
-
-/// How a handler's future did on its first poll.
-enum Started {
-    /// It finished.
-    Done(Reply),
-    /// It panicked.
-    Panicked,
-    /// It waits: the rest of it.
-    Running(BoxFuture<'static, Reply>),
-}
-
-/// Allocations kept per procedure for its handlers' futures (each one
-/// polled to completion at once gives its allocation back; one that
-/// waits keeps it).
-const KEPT_FUTURE_SLOTS: usize = 4;
-
-/// A handler's outcome, encoded: results or an error status.
-type Reply = Result<Box<dyn Marshal + Send>, ProcError>;
-
-/// How a call the [`Services`] dispatched ended, as its reply says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum CallOutcome {
-    /// `SUCCESS` (the program's own status, if any, is in its results).
-    Success,
-    /// `PROG_UNAVAIL`.
-    ProgUnavail,
-    /// `PROG_MISMATCH`.
-    ProgMismatch,
-    /// `PROC_UNAVAIL`.
-    ProcUnavail,
-    /// `GARBAGE_ARGS`.
-    GarbageArgs,
-    /// `SYSTEM_ERR` (a handler that failed or panicked, too).
-    SystemErr,
-    /// Denied: `RPC_MISMATCH`.
-    RpcMismatch,
-    /// Denied: `AUTH_ERROR`.
-    AuthError,
-    /// Not answered: the message was not a call that can be answered.
-    Dropped,
-}
-
-impl CallOutcome {
-    /// Every outcome, in a fixed order (index with [`Self::index`]).
-    pub const ALL: [CallOutcome; 9] = [
-        Self::Success,
-        Self::ProgUnavail,
-        Self::ProgMismatch,
-        Self::ProcUnavail,
-        Self::GarbageArgs,
-        Self::SystemErr,
-        Self::RpcMismatch,
-        Self::AuthError,
-        Self::Dropped,
-    ];
-
-    /// Its place in [`Self::ALL`].
-    pub fn index(self) -> usize {
-        self as usize
-    }
-
-    /// A lower-case name (`success`, `garbage_args`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Success => "success",
-            Self::ProgUnavail => "prog_unavail",
-            Self::ProgMismatch => "prog_mismatch",
-            Self::ProcUnavail => "proc_unavail",
-            Self::GarbageArgs => "garbage_args",
-            Self::SystemErr => "system_err",
-            Self::RpcMismatch => "rpc_mismatch",
-            Self::AuthError => "auth_error",
-            Self::Dropped => "dropped",
-        }
-    }
-
-    /// The outcome an encoded reply says (`SystemErr` for one that does
-    /// not decode: every reply here is ours).
-    pub fn of_reply(reply: &Payload) -> Self {
-        let b = reply.inline();
-        let word = |at: usize| -> Option<u32> {
-            let w = b.get(at..at.checked_add(4)?)?;
-            Some(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
-        };
-        let outcome = || -> Option<Self> {
-            match word(8)? {
-                // MSG_ACCEPTED: the verifier (flavor, length, body), then
-                // accept_stat.
-                0 => {
-                    let len = usize::try_from(word(16)?).ok()?;
-                    let at = 20usize.checked_add(len.checked_add(3)? & !3)?;
-                    Some(match word(at)? {
-                        0 => Self::Success,
-                        1 => Self::ProgUnavail,
-                        2 => Self::ProgMismatch,
-                        3 => Self::ProcUnavail,
-                        4 => Self::GarbageArgs,
-                        _ => Self::SystemErr,
-                    })
-                }
-                // MSG_DENIED: reject_stat.
-                1 => Some(if word(12)? == 0 {
-                    Self::RpcMismatch
-                } else {
-                    Self::AuthError
-                }),
-                _ => None,
-            }
-        };
-        outcome().unwrap_or(Self::SystemErr)
-    }
-}
-
-/// Told of every call [`Services`] dispatch: which procedure, how it
-/// ended, how long from its dispatch to its encoded reply. Set with
-/// [`Services::set_observer`]; without one, dispatch measures nothing.
-/// Called on the connection's reader or the handler's task: keep it
-/// cheap (atomics, no lock per call).
-pub trait CallObserver: Send + Sync + 'static {
-    /// A call was answered (or dropped: `outcome` [`CallOutcome::Dropped`],
-    /// with the program, version and procedure 0 when the header did not
-    /// decode).
-    fn call_done(&self, prog: u32, vers: u32, proc_: u32, outcome: CallOutcome, elapsed: Duration);
-}
+use crate::util::BoxFuture;
+pub use call::{CallInfo, CallObserver, CallOutcome, ProcError};
+use reply::{encode_panic, encode_result};
+pub use reply::{encode_reply, encode_success};
+use version::Started;
+pub use version::Version;
 
 /// Authentication flavors a [`Services`] accepts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,124 +73,6 @@ impl AuthPolicy {
     /// Whether `flavor` is accepted.
     pub fn accepts(&self, flavor: AuthFlavor) -> bool {
         self.accepted.contains(&flavor)
-    }
-}
-
-/// The procedures of one registered (program, version).
-#[derive(Default)]
-pub struct Version {
-    procs: BTreeMap<u32, Arc<Handler>>,
-    non_idempotent: BTreeSet<u32>,
-    reply_bound: Option<Arc<ReplyBoundFn>>,
-}
-
-impl fmt::Debug for Version {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.procs.keys()).finish()
-    }
-}
-
-impl Version {
-    /// Registers procedure `num` with an async handler that receives the
-    /// call's [`CallInfo`] and its decoded arguments and returns results or
-    /// a [`ProcError`].
-    ///
-    /// The framework decodes the arguments with `A::unmarshal` from a
-    /// DDP-aware decoder and then requires that every inline byte and every
-    /// directly placed item was consumed; any failure — including a chunk in
-    /// a place the binding does not allow (RFC 8166 §8.1.1) — is answered
-    /// with `GARBAGE_ARGS` without running the handler. A handler that
-    /// panics is answered with `SYSTEM_ERR`.
-    pub fn proc<A, R, F, Fut>(&mut self, num: u32, handler: F) -> &mut Self
-    where
-        A: Unmarshal + Send + 'static,
-        R: Marshal + Send + 'static,
-        F: Fn(CallInfo, A) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<R, ProcError>> + Send + 'static,
-    {
-        // The future of a handler that finishes on its first poll (most
-        // do) lives in a reused allocation: no malloc and free per call.
-        let slots: parking_lot::Mutex<Vec<Pin<Box<Option<Fut>>>>> =
-            parking_lot::Mutex::new(Vec::new());
-        let h = move |info: CallInfo, dec: &mut Decoder<'_>, cx: &mut Context<'_>| {
-            let args = A::unmarshal(dec)?;
-            dec.expect_end()?;
-            let fut = handler(info, args);
-            let mut slot = slots.lock().pop().unwrap_or_else(|| Box::pin(None));
-            slot.set(Some(fut));
-            let first = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                slot.as_mut().as_pin_mut().map(|f| f.poll(cx))
-            }));
-            Ok(match first {
-                Ok(Some(Poll::Ready(r))) => {
-                    slot.set(None);
-                    let mut kept = slots.lock();
-                    if kept.len() < KEPT_FUTURE_SLOTS {
-                        kept.push(slot);
-                    }
-                    Started::Done(boxed_results(r))
-                }
-                Ok(Some(Poll::Pending)) => Started::Running(Box::pin(async move {
-                    let r = match slot.as_mut().as_pin_mut() {
-                        Some(f) => f.await,
-                        None => Err(ProcError::SystemErr),
-                    };
-                    boxed_results(r)
-                })),
-                Ok(None) | Err(_) => Started::Panicked,
-            })
-        };
-        self.procs.insert(num, Arc::new(h));
-        self
-    }
-
-    /// Registers procedure 0 as the conventional NULL procedure (no
-    /// arguments, no results).
-    pub fn null(&mut self) -> &mut Self {
-        self.proc(0, |_, ()| async { Ok(()) })
-    }
-
-    /// Declares procedures that must not run twice for one call (NFS
-    /// `CREATE`, `REMOVE`, `RENAME`, `WRITE`, …). When the [`Services`]
-    /// have a duplicate request cache ([`Services::set_reply_cache`]),
-    /// their replies are remembered and a retransmission is answered
-    /// from the cache instead of running again ([`crate::drc`]).
-    pub fn non_idempotent(&mut self, procs: impl IntoIterator<Item = u32>) -> &mut Self {
-        self.non_idempotent.extend(procs);
-        self
-    }
-
-    /// Whether `proc_` was declared non-idempotent.
-    pub fn is_non_idempotent(&self, proc_: u32) -> bool {
-        self.non_idempotent.contains(&proc_)
-    }
-
-    /// Declares the largest results each procedure can produce, from its
-    /// number and its arguments (XDR after the call header, possibly
-    /// malformed: answer `None` or a safe bound): a server's TCP
-    /// connection reserves that much of its memory budget for the reply
-    /// before it hands the call to the handler ([`crate::budget`]), so
-    /// that calls with large replies cannot pile up beyond the budget.
-    /// Without a bound (`None`) a call reserves
-    /// [`crate::budget::DEFAULT_REPLY_RESERVE`].
-    ///
-    /// ```
-    /// use rpcrdma_oncrpc::Services;
-    /// let mut services = Services::new();
-    /// // Procedure 1 returns at most the count its arguments start with.
-    /// services.program(0x2000_0001, 1).reply_bound(|proc_, args| match (proc_, args) {
-    ///     (1, [a, b, c, d, ..]) => Some(u64::from(u32::from_be_bytes([*a, *b, *c, *d])) + 4),
-    ///     _ => None,
-    /// });
-    /// let header = rpcrdma_oncrpc::msg::MAX_ACCEPTED_REPLY_HEADER as u64;
-    /// assert_eq!(services.reply_reserve(0x2000_0001, 1, 1, &[0, 1, 0, 0]), 65540 + header);
-    /// ```
-    pub fn reply_bound(
-        &mut self,
-        bound: impl Fn(u32, &[u8]) -> Option<u64> + Send + Sync + 'static,
-    ) -> &mut Self {
-        self.reply_bound = Some(Arc::new(bound));
-        self
     }
 }
 
@@ -748,46 +461,6 @@ impl Services {
     }
 }
 
-/// A handler's results behind the encoding trait.
-fn boxed_results<R: Marshal + Send + 'static>(r: Result<R, ProcError>) -> Reply {
-    r.map(|r| -> Box<dyn Marshal + Send> { Box::new(r) })
-}
-
-/// Encodes a handler's outcome (results in the connection's arena).
-fn encode_result(connection: &Connection, xid: u32, r: Reply) -> Payload {
-    match r {
-        Ok(results) => {
-            let h = ReplyHeader::success(xid);
-            let mut arena = crate::util::lock(connection.ops.arena());
-            let mut pe = PayloadEncoder::in_arena(&mut arena, h.encoded_len() + 64);
-            let mut enc = pe.encoder();
-            h.encode(&mut enc);
-            results.marshal(&mut enc);
-            pe.finish_into(&mut arena)
-        }
-        Err(ProcError::Auth(stat)) => {
-            encode_reply(&ReplyHeader::denied(xid, RejectedReply::AuthError(stat)))
-        }
-        Err(e) => encode_reply(&ReplyHeader::accepted(
-            xid,
-            match e {
-                ProcError::GarbageArgs => AcceptedStatus::GarbageArgs,
-                ProcError::ProcUnavail => AcceptedStatus::ProcUnavail,
-                _ => AcceptedStatus::SystemErr,
-            },
-        )),
-    }
-}
-
-/// The answer to a call whose handler panicked.
-fn encode_panic(xid: u32) -> Payload {
-    tracing::error!(
-        xid = format_args!("{xid:#010x}"),
-        "RPC handler panicked; answering SYSTEM_ERR"
-    );
-    encode_reply(&ReplyHeader::accepted(xid, AcceptedStatus::SystemErr))
-}
-
 /// Completes a cache entry with the reply, or abandons it if the call's
 /// future is dropped before it has one.
 struct TicketGuard(Option<(Arc<ReplyCache>, crate::drc::Ticket)>);
@@ -808,34 +481,19 @@ impl Drop for TicketGuard {
     }
 }
 
+/// The framework's answer, at once: a reply with no results.
 fn reply_now(h: ReplyHeader) -> Dispatch {
     Dispatch::Reply(encode_reply(&h))
 }
 
+/// An accepted reply with an error status.
 fn accepted(xid: u32, status: AcceptedStatus) -> Dispatch {
     reply_now(ReplyHeader::accepted(xid, status))
 }
 
+/// A call denied with `AUTH_ERROR`.
 fn deny_auth(xid: u32, stat: AuthStat) -> Dispatch {
     reply_now(ReplyHeader::denied(xid, RejectedReply::AuthError(stat)))
-}
-
-/// Encodes a reply that has no results.
-pub fn encode_reply(h: &ReplyHeader) -> Payload {
-    let mut pe = PayloadEncoder::with_capacity(h.encoded_len());
-    h.encode(&mut pe.encoder());
-    pe.finish()
-}
-
-/// Encodes a successful reply: header, then the results with their
-/// DDP-eligible items out of line.
-pub fn encode_success(xid: u32, results: &dyn Marshal) -> Payload {
-    let h = ReplyHeader::success(xid);
-    let mut pe = PayloadEncoder::with_capacity(h.encoded_len() + 64);
-    let mut enc = pe.encoder();
-    h.encode(&mut enc);
-    results.marshal(&mut enc);
-    pe.finish()
 }
 
 /// Polls a future, turning a panic into `Err(())`.

@@ -60,6 +60,7 @@ mod cm;
 mod cq;
 mod mem;
 mod qp;
+mod sock;
 
 use std::net::SocketAddr;
 

@@ -291,10 +291,9 @@ pub enum TransportError {
     /// sized for fewer work requests than its queue pairs can complete).
     #[error("completion queue overrun: size the CQ for the queues attached to it")]
     CompletionQueueOverrun,
-    /// A failure the driver describes only in words
-    /// ([`Connection::handle_transport_error`](super::Connection::handle_transport_error)).
-    #[error("{0}")]
-    Other(String),
+    /// A write to the socket moved no octets (the peer is gone).
+    #[error("the socket accepted no data")]
+    AcceptedNothing,
 }
 
 impl From<&std::io::Error> for TransportError {

@@ -508,13 +508,6 @@ impl Connection {
         self.fail(ConnError::Transport(err), None);
     }
 
-    /// The transport failed, described only in words
-    /// ([`TransportError::Other`]); prefer
-    /// [`Connection::handle_transport_failure`].
-    pub fn handle_transport_error(&mut self, reason: String) {
-        self.handle_transport_failure(TransportError::Other(reason));
-    }
-
     // ---------------------------------------------------------------- commands
 
     /// Posts a receive buffer (usable size `wr.buf.len()`).

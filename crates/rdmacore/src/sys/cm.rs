@@ -12,9 +12,10 @@ use tokio::io::unix::AsyncFd;
 
 use super::cq::{register, FdRef};
 use super::device::DevInner;
+use super::device::RdmaCore;
 use super::ffi;
+use super::ffi::set_nonblocking;
 use super::qp::{self, Qp};
-use super::{set_nonblocking, RdmaCore};
 use crate::limits::{check_private_data, negotiate_active, negotiate_passive};
 use crate::status::{cm, cm_event_name, connect_failure};
 use crate::Options;

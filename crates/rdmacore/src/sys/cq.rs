@@ -14,8 +14,8 @@ use tokio::sync::Notify;
 
 use super::device::DevInner;
 use super::ffi;
+use super::ffi::set_nonblocking;
 use super::qp::QpShared;
-use super::set_nonblocking;
 
 /// Completions polled from the device per call.
 const BATCH: usize = 32;

@@ -153,8 +153,11 @@ impl MemoryAccount for Budget {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests {
+    // The model's atomics work only inside `loom::model` (tests/loom.rs).
+    #![cfg(not(loom))]
+
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;

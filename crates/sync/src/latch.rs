@@ -101,8 +101,11 @@ impl<T: Clone> Latch<T> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests {
+    // The model's atomics work only inside `loom::model` (tests/loom.rs).
+    #![cfg(not(loom))]
+
     use super::*;
     use std::sync::atomic::AtomicBool as Flag;
     use std::sync::Arc;

@@ -23,7 +23,9 @@
 //!
 //! Built with `--cfg loom`, the primitives use `loom`'s atomics and lock,
 //! and `tests/loom.rs` checks their races under the model checker:
-//! `RUSTFLAGS="--cfg loom" cargo test -p rpcrdma-sync --release`.
+//! `RUSTFLAGS="--cfg loom" cargo test -p rpcrdma-sync --release --test loom`
+//! (only there: loom's primitives work only inside a model, so the unit
+//! tests and the examples run in the ordinary build).
 //!
 //! # Example
 //!
@@ -68,8 +70,11 @@ pub fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests {
+    // The model's atomics work only inside `loom::model` (tests/loom.rs).
+    #![cfg(not(loom))]
+
     use super::*;
     use std::sync::Arc;
 

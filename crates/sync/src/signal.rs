@@ -108,8 +108,11 @@ impl Signal {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests {
+    // The model's atomics work only inside `loom::model` (tests/loom.rs).
+    #![cfg(not(loom))]
+
     use super::*;
     use crate::MAX_WAITERS;
     use std::sync::atomic::AtomicUsize;

@@ -112,8 +112,11 @@ impl<const MAX: usize> Waiters<MAX> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests {
+    // The model's atomics work only inside `loom::model` (tests/loom.rs).
+    #![cfg(not(loom))]
+
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;

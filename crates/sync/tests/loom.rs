@@ -2,8 +2,12 @@
 //! interleaving of the threads below (a lost wake-up shows as a deadlock):
 //!
 //! ```text
-//! RUSTFLAGS="--cfg loom" cargo test -p rpcrdma-sync --release
+//! RUSTFLAGS="--cfg loom" cargo test -p rpcrdma-sync --release --test loom
 //! ```
+//!
+//! (Only this target: loom's primitives work only inside a model, so the
+//! unit tests and the documentation's examples, which use them outside
+//! one, run in the ordinary build.)
 #![cfg(loom)]
 
 use std::future::poll_fn;
@@ -14,10 +18,22 @@ use loom::sync::Arc;
 use loom::thread;
 use rpcrdma_sync::{Budget, Latch, MemoryAccount, Signal};
 
+/// Runs `f` under the model checker, bounding the preemptions per
+/// execution (loom's advice for tests of three threads: a bound of 2 or 3
+/// finds nearly every bug in a fraction of the time; `LOOM_MAX_PREEMPTIONS`
+/// overrides it).
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(3);
+    }
+    b.check(f);
+}
+
 /// A notification racing the waiter's look-then-register is never lost.
 #[test]
 fn signal_notify_races_wait() {
-    loom::model(|| {
+    model(|| {
         let s = Arc::new(Signal::new());
         let n = thread::spawn({
             let s = s.clone();
@@ -33,7 +49,7 @@ fn signal_notify_races_wait() {
 /// it has seen both (notifications coalesce, none is lost).
 #[test]
 fn signal_concurrent_notifies_wake_the_waiter() {
-    loom::model(|| {
+    model(|| {
         let s = Arc::new(Signal::new());
         let done = Arc::new(AtomicUsize::new(0));
         let notifiers: Vec<_> = (0..2)
@@ -57,7 +73,7 @@ fn signal_concurrent_notifies_wake_the_waiter() {
 /// The value set by one thread reaches a task waiting in another.
 #[test]
 fn latch_set_races_wait() {
-    loom::model(|| {
+    model(|| {
         let l = Arc::new(Latch::new());
         let t = thread::spawn({
             let l = l.clone();
@@ -72,7 +88,7 @@ fn latch_set_races_wait() {
 /// Two setters at once: exactly one wins, and every reader sees its value.
 #[test]
 fn latch_first_of_concurrent_sets_wins() {
-    loom::model(|| {
+    model(|| {
         let l = Arc::new(Latch::new());
         let setters: Vec<_> = [1u32, 2]
             .into_iter()
@@ -95,7 +111,7 @@ fn latch_first_of_concurrent_sets_wins() {
 /// the epoch, and then gets its charge.
 #[test]
 fn budget_give_back_races_a_waiting_charge() {
-    loom::model(|| {
+    model(|| {
         let b = Arc::new(Budget::new(10));
         assert!(b.charge_within(10, 0));
         let t = thread::spawn({

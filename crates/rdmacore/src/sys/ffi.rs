@@ -269,15 +269,3 @@ pub fn err_text(rc: i32) -> String {
     let e = if rc < 0 { -rc } else { rc };
     format!("{} (errno {e})", std::io::Error::from_raw_os_error(e))
 }
-
-/// Puts the descriptor `fd` in non-blocking mode.
-pub(crate) fn set_nonblocking(fd: i32) -> std::io::Result<()> {
-    // SAFETY: fcntl on a descriptor we own, with integer arguments only.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}

@@ -4,8 +4,10 @@
 #![allow(unsafe_code)]
 
 mod cm;
+mod cm_id;
 mod cq;
 mod device;
+mod fd;
 mod ffi;
 mod qp;
 

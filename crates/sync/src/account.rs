@@ -153,11 +153,10 @@ impl MemoryAccount for Budget {
     }
 }
 
+// The model's atomics work only inside `loom::model` (tests/loom.rs).
 #[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
-    // The model's atomics work only inside `loom::model` (tests/loom.rs).
-    #![cfg(not(loom))]
-
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;

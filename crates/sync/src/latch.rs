@@ -101,11 +101,10 @@ impl<T: Clone> Latch<T> {
     }
 }
 
+// The model's atomics work only inside `loom::model` (tests/loom.rs).
 #[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
-    // The model's atomics work only inside `loom::model` (tests/loom.rs).
-    #![cfg(not(loom))]
-
     use super::*;
     use std::sync::atomic::AtomicBool as Flag;
     use std::sync::Arc;

@@ -70,11 +70,10 @@ pub fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+// The model's atomics work only inside `loom::model` (tests/loom.rs).
 #[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
-    // The model's atomics work only inside `loom::model` (tests/loom.rs).
-    #![cfg(not(loom))]
-
     use super::*;
     use std::sync::Arc;
 

@@ -108,11 +108,10 @@ impl Signal {
     }
 }
 
+// The model's atomics work only inside `loom::model` (tests/loom.rs).
 #[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
-    // The model's atomics work only inside `loom::model` (tests/loom.rs).
-    #![cfg(not(loom))]
-
     use super::*;
     use crate::MAX_WAITERS;
     use std::sync::atomic::AtomicUsize;

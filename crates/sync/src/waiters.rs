@@ -112,11 +112,10 @@ impl<const MAX: usize> Waiters<MAX> {
     }
 }
 
+// The model's atomics work only inside `loom::model` (tests/loom.rs).
 #[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
-    // The model's atomics work only inside `loom::model` (tests/loom.rs).
-    #![cfg(not(loom))]
-
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;

@@ -28,6 +28,9 @@ pub const MPA_LEN_FIELD: usize = 2;
 pub const MPA_CRC_LEN: usize = 4;
 /// The largest ULPDU an FPDU can carry (the 16-bit length field).
 pub const MPA_MAX_ULPDU: usize = 0xffff;
+/// Smallest allowed `max_ulpdu` of a connection (room for an untagged
+/// header, a Read Request and some payload).
+pub const MIN_MAX_ULPDU: usize = 64;
 
 /// Number of zero octets between the ULPDU and the CRC.
 ///

@@ -705,13 +705,14 @@ fn transport_failures_are_typed_and_flush_the_queues() {
         vec![(1, WcStatus::WrFlush)]
     );
     assert!(p.a.conn.wants_close());
-    // A failure the driver can only describe in words, and a completion
-    // queue overrun, are kept apart.
+    // A write the socket took nothing of, and a completion queue
+    // overrun, are kept apart.
     let mut p = connected(Config::default(), Config::default());
-    p.a.conn.handle_transport_error("gone".into());
+    p.a.conn
+        .handle_transport_failure(TransportError::AcceptedNothing);
     assert_eq!(
         p.a.conn.error(),
-        Some(&ConnError::Transport(TransportError::Other("gone".into())))
+        Some(&ConnError::Transport(TransportError::AcceptedNothing))
     );
     let mut p = connected(Config::default(), Config::default());
     p.b.conn

@@ -11,9 +11,11 @@ use bytes::Bytes;
 use rpcrdma_iwarp::conn::{
     Config, ConnError, Connection, Event, P2pMode, PeerRequest, ProtocolError, DEFAULT_MAX_ULPDU,
 };
-use rpcrdma_iwarp::mpa::MPA_MAX_PRIVATE_DATA;
+use rpcrdma_iwarp::mpa::{MpaError, MPA_MAX_PRIVATE_DATA};
 use rpcrdma_iwarp::mr::MrTable;
-use rpcrdma_verbs::{ConnectError, ConnectRequest, Listener, QpCaps, QpParams};
+use rpcrdma_verbs::{
+    ConnectError, ConnectRequest, Listener, QpCaps, QpParams, SetupFault, SetupViolation,
+};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinHandle;
@@ -94,11 +96,6 @@ impl Options {
     }
 }
 
-/// Why MPA set-up failed, as the [`ConnectError::Protocol`] payload.
-#[derive(Debug, thiserror::Error)]
-#[error("MPA connection set-up failed: {0}")]
-pub struct SetupError(pub ConnError);
-
 /// Writes everything the connection may send now.
 async fn flush(stream: &TcpStream, conn: &mut Connection) -> io::Result<()> {
     while conn.wants_write() {
@@ -172,7 +169,27 @@ fn setup_error(e: ConnError) -> ConnectError {
         e @ (ConnError::PeerClosed | ConnError::Transport(_)) => ConnectError::PeerClosed {
             reason: e.to_string(),
         },
-        other => ConnectError::Protocol(Box::new(SetupError(other))),
+        other => ConnectError::Protocol(SetupViolation::new(fault(&other), other.to_string())),
+    }
+}
+
+/// The kind of set-up breach a connection error is.
+fn fault(e: &ConnError) -> SetupFault {
+    let ConnError::Protocol(p) = e else {
+        return SetupFault::Other;
+    };
+    match p {
+        ProtocolError::MpaFrame(MpaError::PrivateDataTooLong { .. })
+        | ProtocolError::MpaPrivateDataTooLong { .. } => SetupFault::TooLarge,
+        ProtocolError::MpaFrame(_) => SetupFault::Malformed,
+        ProtocolError::MpaUnexpectedKey { .. } => SetupFault::Unexpected,
+        ProtocolError::MpaRevision(_)
+        | ProtocolError::MpaReplyRevision { .. }
+        | ProtocolError::MpaMarkers
+        | ProtocolError::MpaNoMatchingRtr => SetupFault::Unsupported,
+        ProtocolError::MpaEarlyData(_) => SetupFault::EarlyData,
+        ProtocolError::BadCrc { .. } => SetupFault::BadChecksum,
+        _ => SetupFault::Other,
     }
 }
 
@@ -218,12 +235,12 @@ pub(crate) async fn connect(
             Ok((qp, n.peer_private_data))
         }
         Event::Closed(e) => Err(setup_error(e)),
-        Event::ConnectRequest(_) => Err(ConnectError::Protocol(Box::new(SetupError(
-            ConnError::Protocol(ProtocolError::MpaUnexpectedKey {
+        Event::ConnectRequest(_) => Err(setup_error(ConnError::Protocol(
+            ProtocolError::MpaUnexpectedKey {
                 got: "Request",
                 expected: "Reply",
-            }),
-        )))),
+            },
+        ))),
     }
 }
 

@@ -9,16 +9,21 @@ use std::sync::{Arc, Weak};
 use parking_lot::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
+use rpcrdma_sync::Waiters;
 use rpcrdma_verbs::{CompletionQueue, WorkCompletion};
 
 use crate::qp::QpInner;
+
+/// Most tasks remembered as waiting on one queue (see
+/// [`Waiters::register`]): many, as any number of tasks may wait.
+const MAX_CQ_WAITERS: usize = 1024;
 
 #[derive(Debug, Default)]
 struct CqState {
     q: VecDeque<WorkCompletion>,
     /// Tasks waiting for a completion (usually one). Kept under the same
     /// lock as the queue: one lock per push or poll, no separate notifier.
-    waiters: Vec<Waker>,
+    waiters: Waiters<MAX_CQ_WAITERS>,
 }
 
 #[derive(Debug)]
@@ -50,52 +55,13 @@ pub struct Cq {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Overrun;
 
-/// Wakes every waiter but `me`. Called under the queue's lock (a waker
-/// only schedules its task) so the vector keeps its capacity: no
-/// allocation per completion. `me` (the task that publishes completions
-/// it then looks at itself) stays registered: it registers again right
-/// after, so keeping its waker saves a clone and a drop per message, at
-/// the price of at most one spurious wake-up later.
-#[inline]
-fn wake_all(waiters: &mut Vec<Waker>, me: Option<&Waker>) {
-    match (&waiters[..], me) {
-        ([], _) => {}
-        // The usual case: the publisher is the one waiter.
-        ([only], Some(m)) if m.will_wake(only) => {}
-        _ => wake_others(waiters, me),
-    }
-}
-
-fn wake_others(waiters: &mut Vec<Waker>, me: Option<&Waker>) {
-    match me {
-        None => {
-            for w in waiters.drain(..) {
-                w.wake();
-            }
-        }
-        Some(m) => waiters.retain(|w| {
-            let mine = m.will_wake(w);
-            if !mine {
-                w.wake_by_ref();
-            }
-            mine
-        }),
-    }
-}
-
-fn register(waiters: &mut Vec<Waker>, w: &Waker) {
-    if !waiters.iter().any(|x| x.will_wake(w)) {
-        waiters.push(w.clone());
-    }
-}
-
 impl Cq {
     pub(crate) fn new(capacity: usize) -> Self {
         Cq {
             inner: Arc::new(CqInner {
                 state: Mutex::new(CqState {
                     q: VecDeque::with_capacity(capacity.min(4096)),
-                    waiters: Vec::new(),
+                    waiters: Waiters::new(),
                 }),
                 queued: AtomicUsize::new(0),
                 capacity: capacity.max(1),
@@ -130,7 +96,11 @@ impl Cq {
             st.q.push_back(wc);
         }
         self.inner.queued.store(st.q.len(), Ordering::Release);
-        wake_all(&mut st.waiters, me);
+        // Under the queue's lock (a waker only schedules its task), so
+        // the list keeps its capacity: no allocation per completion. `me`
+        // (the task that publishes completions it then looks at itself)
+        // stays registered (see `Waiters::wake_all_but`).
+        st.waiters.wake_all_but(me);
         res
     }
 
@@ -152,7 +122,11 @@ impl Cq {
             st.q.push_back(wc);
         }
         self.inner.queued.store(st.q.len(), Ordering::Release);
-        wake_all(&mut st.waiters, me);
+        // Under the queue's lock (a waker only schedules its task), so
+        // the list keeps its capacity: no allocation per completion. `me`
+        // (the task that publishes completions it then looks at itself)
+        // stays registered (see `Waiters::wake_all_but`).
+        st.waiters.wake_all_but(me);
         res
     }
 
@@ -211,7 +185,7 @@ impl Cq {
         poll_fn(|cx| {
             let mut st = self.lock();
             if st.q.is_empty() {
-                register(&mut st.waiters, cx.waker());
+                st.waiters.register(cx.waker());
                 Poll::Pending
             } else {
                 Poll::Ready(())
@@ -264,10 +238,10 @@ impl CompletionQueue for Cq {
                 if readable.as_mut().poll(cx).is_ready() {
                     // We are about to publish completions ourselves: do not
                     // stay registered, or we would wake this very task.
-                    st.waiters.retain(|w| !w.will_wake(cx.waker()));
+                    st.waiters.remove(cx.waker());
                     return Poll::Ready(true);
                 }
-                register(&mut st.waiters, cx.waker());
+                st.waiters.register(cx.waker());
                 Poll::Pending
             })
             .await;
@@ -306,7 +280,7 @@ impl CompletionQueue for Cq {
         }
         let mut st = self.lock();
         if st.q.is_empty() {
-            register(&mut st.waiters, cx.waker());
+            st.waiters.register(cx.waker());
             Poll::Pending
         } else {
             Poll::Ready(())
@@ -350,7 +324,7 @@ impl CompletionQueue for Cq {
         }
         let mut st = self.lock();
         if st.q.is_empty() {
-            register(&mut st.waiters, cx.waker());
+            st.waiters.register(cx.waker());
             Poll::Pending
         } else {
             Poll::Ready(self.take_locked(&mut st, out, max))

@@ -60,13 +60,14 @@ mod cm;
 mod cq;
 mod mem;
 mod qp;
+mod sock;
 
 use std::net::SocketAddr;
 
 use bytes::Bytes;
 use rpcrdma_verbs::{ConnectError, Device, QpParams, ResourceError};
 
-pub use cm::{Options, Request, SetupError, SoftListener, DEFAULT_FIRST_FPDU_DELAY};
+pub use cm::{Options, Request, SoftListener, DEFAULT_FIRST_FPDU_DELAY};
 pub use cq::Cq;
 pub use mem::{Mr, Pd};
 pub use qp::Qp;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard};
 
 use rpcrdma_iwarp::conn::{ConnError, Connection, Event, TransportError, MAX_RECV_SLICES};
-use rpcrdma_sync::Signal;
+use rpcrdma_sync::{Latch, Signal};
 use rpcrdma_verbs::{
     DisconnectReason, PostError, QpCaps, QueuePair, RecvWr, SendOp, SendWr, Sge, WcOpcode,
     WorkCompletion,
@@ -28,6 +28,7 @@ use tokio::net::TcpStream;
 
 use crate::cq::Cq;
 use crate::mem::PdInner;
+use crate::sock::{shutdown, sock_read, sock_read_vectored, sock_write};
 
 /// Reads per wake-up before the I/O task yields (fairness between
 /// connections on one runtime thread).
@@ -59,7 +60,10 @@ pub(crate) struct QpInner {
     one_cq: bool,
     /// Wakes the I/O task.
     wake: Signal,
-    closed: Closed,
+    /// Why the connection ended, once it has, and the tasks waiting to
+    /// learn it (cheaper than a watch channel for the per-message
+    /// `closed()` polls of a reader's `select!`).
+    closed: Latch<DisconnectReason>,
     caps: QpCaps,
     /// Tasks reading the socket from a completion-queue wait; while there
     /// are any, the I/O task does not wait for readability itself.
@@ -67,67 +71,13 @@ pub(crate) struct QpInner {
     /// Whether incoming traffic is being processed (see [`QpInner::start_io`]).
     started: std::sync::atomic::AtomicBool,
     /// Tells the I/O task that the consumer started the queue pair.
-    start_signal: tokio::sync::Notify,
+    start_signal: Signal,
 }
 
 /// How long a new queue pair waits for its consumer's first work request
 /// or completion-queue wait before it processes incoming traffic anyway
 /// (a purely passive consumer that only exposes memory).
 const START_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// Why the connection ended, once it has, and the tasks waiting to learn
-/// it (cheaper than a watch channel for the per-message `closed()` polls
-/// of a reader's `select!`).
-#[derive(Debug, Default)]
-struct Closed(Mutex<(Option<DisconnectReason>, Vec<Waker>)>);
-
-/// Most distinct tasks remembered as waiting for the close; beyond, all
-/// are woken (they look again and re-register), so tasks that gave up
-/// waiting cannot pile up.
-const MAX_CLOSE_WAITERS: usize = 16;
-
-impl Closed {
-    fn lock(&self) -> MutexGuard<'_, (Option<DisconnectReason>, Vec<Waker>)> {
-        self.0.lock()
-    }
-
-    fn is_set(&self) -> bool {
-        self.lock().0.is_some()
-    }
-
-    /// Records the reason (the first one wins) and wakes the waiters.
-    fn set(&self, reason: DisconnectReason) {
-        let waiters = {
-            let mut g = self.lock();
-            if g.0.is_none() {
-                g.0 = Some(reason);
-            }
-            std::mem::take(&mut g.1)
-        };
-        for w in waiters {
-            w.wake();
-        }
-    }
-
-    async fn wait(&self) -> DisconnectReason {
-        std::future::poll_fn(|cx| {
-            let mut g = self.lock();
-            if let Some(r) = &g.0 {
-                return Poll::Ready(r.clone());
-            }
-            if !g.1.iter().any(|w| w.will_wake(cx.waker())) {
-                if g.1.len() >= MAX_CLOSE_WAITERS {
-                    for w in g.1.drain(..) {
-                        w.wake();
-                    }
-                }
-                g.1.push(cx.waker().clone());
-            }
-            Poll::Pending
-        })
-        .await
-    }
-}
 
 /// A connected queue pair. Dropping it closes the connection gracefully.
 #[derive(Debug)]
@@ -151,7 +101,7 @@ impl QpInner {
         if !self.started.load(Ordering::Acquire) && !self.started.swap(true, Ordering::AcqRel) {
             // Deliver anything that arrived with the MPA exchange.
             self.with(|_| ());
-            self.start_signal.notify_one();
+            self.start_signal.notify();
         }
     }
 
@@ -216,7 +166,8 @@ impl QpInner {
             };
             match res {
                 Ok(0) => {
-                    st.conn.handle_transport_failure(accepted_nothing());
+                    st.conn
+                        .handle_transport_failure(TransportError::AcceptedNothing);
                     break;
                 }
                 Ok(w) => st.conn.handle_written(w),
@@ -424,71 +375,6 @@ pub(crate) struct ReadOutcome {
     pub(crate) wants_read: bool,
 }
 
-/// One `read` of the socket into `buf`. The system calls go straight
-/// through `rustix` within tokio's readiness bookkeeping (`try_io`), which
-/// spares the layers of `TcpStream::try_read` (a second readiness check,
-/// mio, the standard library, libc's cancellation point) on every message.
-///
-/// A short read (fewer octets than asked, more than none) also clears the
-/// socket's read readiness, as tokio's own `poll_read` does: a stream
-/// socket that returned less than was asked had nothing more at that
-/// instant, and data arriving later raises readiness again (the clear only
-/// takes the readiness this read observed). Saves the read that would only
-/// say EAGAIN, one system call per message.
-fn sock_read(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-    let asked = buf.len();
-    read_clearing(stream, asked, || rustix::io::read(stream, buf))
-}
-
-/// [`sock_read`] into several buffers (`readv`).
-fn sock_read_vectored(stream: &TcpStream, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
-    let asked = bufs.iter().map(|b| b.len()).sum();
-    read_clearing(stream, asked, || rustix::io::readv(stream, bufs))
-}
-
-/// One read through `read` (see [`sock_read`]).
-fn read_clearing(
-    stream: &TcpStream,
-    asked: usize,
-    read: impl FnOnce() -> rustix::io::Result<usize>,
-) -> io::Result<usize> {
-    let mut short = 0usize;
-    let res = stream.try_io(tokio::io::Interest::READABLE, || {
-        let n = read()?;
-        if n > 0 && n < asked {
-            // Reported as WouldBlock so that tokio clears the readiness;
-            // the bytes are in the buffer and `short` says how many.
-            short = n;
-            Err(io::ErrorKind::WouldBlock.into())
-        } else {
-            Ok(n)
-        }
-    });
-    if short > 0 {
-        Ok(short)
-    } else {
-        res
-    }
-}
-
-/// One write of `iov` to the socket (`send`, or `sendmsg` for several
-/// slices, with `MSG_NOSIGNAL`: a peer that closed is an error, never a
-/// `SIGPIPE`), straight through `rustix` as [`sock_read`] reads.
-fn sock_write(stream: &TcpStream, iov: &[IoSlice<'_>]) -> io::Result<usize> {
-    stream.try_io(tokio::io::Interest::WRITABLE, || {
-        let flags = rustix::net::SendFlags::NOSIGNAL;
-        Ok(match iov {
-            [one] => rustix::net::send(stream, one, flags)?,
-            _ => rustix::net::sendmsg(
-                stream,
-                iov,
-                &mut rustix::net::SendAncillaryBuffer::default(),
-                flags,
-            )?,
-        })
-    })
-}
-
 /// Most rounds of work the I/O task does per poll before it yields
 /// (fairness between connections on one runtime thread).
 const IO_ROUNDS: usize = 16;
@@ -503,7 +389,7 @@ const IO_ROUNDS: usize = 16;
 async fn run(inner: Arc<QpInner>) {
     // Wait for the consumer to start the queue pair (its receives posted).
     if !inner.started.load(Ordering::Acquire) {
-        let _ = tokio::time::timeout(START_GRACE, inner.start_signal.notified()).await;
+        let _ = tokio::time::timeout(START_GRACE, inner.start_signal.wait()).await;
     }
     inner.start_io();
     let mut stream_alive = true;
@@ -580,17 +466,6 @@ async fn run(inner: Arc<QpInner>) {
     inner.closed.set(reason);
 }
 
-fn shutdown(stream: &TcpStream) {
-    // tokio's TcpStream has no shutdown(&self); a zero-length view of the
-    // socket through std is enough to half-close it.
-    use std::os::fd::{AsFd, BorrowedFd};
-    let fd: BorrowedFd<'_> = stream.as_fd();
-    if let Ok(owned) = fd.try_clone_to_owned() {
-        let s = std::net::TcpStream::from(owned);
-        let _ = s.shutdown(std::net::Shutdown::Both);
-    }
-}
-
 impl Qp {
     /// Wraps a connected state machine and starts its I/O task on the
     /// current tokio runtime.
@@ -626,11 +501,11 @@ impl Qp {
             send_cq,
             recv_cq,
             wake: Signal::new(),
-            closed: Closed::default(),
+            closed: Latch::new(),
             caps,
             consumers: AtomicUsize::new(0),
             started: std::sync::atomic::AtomicBool::new(false),
-            start_signal: tokio::sync::Notify::new(),
+            start_signal: Signal::new(),
         });
         inner.send_cq.attach(&inner);
         inner.recv_cq.attach(&inner);
@@ -684,7 +559,7 @@ impl Qp {
         let r = st.conn.post_send_now(wr, &mut inner.pd.table(), |b| {
             match sock_write(&inner.stream, &[IoSlice::new(b)]) {
                 Ok(0) => {
-                    failed = Some(accepted_nothing());
+                    failed = Some(TransportError::AcceptedNothing);
                     0
                 }
                 Ok(n) => n,
@@ -806,71 +681,5 @@ impl Drop for Qp {
         if !shut {
             self.inner.with(|st| st.conn.close());
         }
-    }
-}
-
-/// A write the socket took nothing of (a closed peer), as a typed failure.
-fn accepted_nothing() -> TransportError {
-    TransportError::Io {
-        kind: io::ErrorKind::WriteZero,
-        message: "socket accepted no data".into(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::future::poll_fn;
-    use tokio::io::AsyncWriteExt;
-
-    /// Whether read readiness is set right now (without waiting).
-    fn ready_now(s: &TcpStream) -> bool {
-        s.poll_read_ready(&mut Context::from_waker(Waker::noop()))
-            .is_ready()
-    }
-
-    #[tokio::test]
-    async fn a_short_read_clears_readiness_and_new_data_raises_it() {
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let mut a = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
-        let (b, _) = l.accept().await.unwrap();
-        a.write_all(b"hello").await.unwrap();
-        poll_fn(|cx| b.poll_read_ready(cx)).await.unwrap();
-
-        let mut buf = [0u8; 64];
-        let n = sock_read(&b, &mut buf).unwrap();
-        assert_eq!(&buf[..n], b"hello");
-        assert!(!ready_now(&b), "a short read leaves no readiness behind");
-
-        a.write_all(b"again").await.unwrap();
-        poll_fn(|cx| b.poll_read_ready(cx)).await.unwrap();
-        let n = sock_read(&b, &mut buf).unwrap();
-        assert_eq!(&buf[..n], b"again");
-    }
-
-    #[tokio::test]
-    async fn a_full_read_keeps_readiness_for_the_rest() {
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let mut a = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
-        let (b, _) = l.accept().await.unwrap();
-        a.write_all(b"0123456789").await.unwrap();
-        poll_fn(|cx| b.poll_read_ready(cx)).await.unwrap();
-        // Wait until all ten bytes are in (one write on loopback arrives
-        // whole, but the readiness may come first).
-        let mut peek = [0u8; 16];
-        while b.peek(&mut peek).await.unwrap() < 10 {
-            tokio::task::yield_now().await;
-        }
-
-        let mut buf = [0u8; 4];
-        let n = sock_read(&b, &mut buf).unwrap();
-        assert_eq!(&buf[..n], b"0123");
-        assert!(ready_now(&b), "a full read says nothing about what is left");
-        let mut rest = [0u8; 16];
-        let n = sock_read(&b, &mut rest).unwrap();
-        assert_eq!(&rest[..n], b"456789");
-        assert!(!ready_now(&b));
-        let e = sock_read(&b, &mut rest).unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
     }
 }

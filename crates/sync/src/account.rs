@@ -7,10 +7,14 @@
 //! of a server (RDMA and TCP) makes one server-wide limit.
 
 use std::fmt;
-use std::sync::Mutex;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
-use crate::{lock, MAX_WAITERS};
+use crate::primitive::Mutex;
+use crate::waiters::{Waiters, MAX_WAITERS};
+
+/// Most tasks a [`Budget`] remembers as waiting for room (many
+/// connections may wait at once; see [`Waiters::register`]).
+const MAX_BUDGET_WAITERS: usize = MAX_WAITERS * 64;
 
 /// A memory limit that connections of any transport draw from.
 ///
@@ -73,7 +77,7 @@ pub struct Budget {
 struct State {
     used: u64,
     epoch: u64,
-    wakers: Vec<Waker>,
+    wakers: Waiters<MAX_BUDGET_WAITERS>,
 }
 
 impl Budget {
@@ -84,7 +88,7 @@ impl Budget {
             state: Mutex::new(State {
                 used: 0,
                 epoch: 0,
-                wakers: Vec::new(),
+                wakers: Waiters::new(),
             }),
         }
     }
@@ -105,11 +109,11 @@ impl MemoryAccount for Budget {
     }
 
     fn in_use(&self) -> u64 {
-        lock(&self.state).used
+        self.state.lock().used
     }
 
     fn charge_within(&self, n: u64, leave: u64) -> bool {
-        let mut s = lock(&self.state);
+        let mut s = self.state.lock();
         if s.used.saturating_add(n) > self.limit.saturating_sub(leave) {
             return false;
         }
@@ -118,7 +122,7 @@ impl MemoryAccount for Budget {
     }
 
     fn charge_over(&self, n: u64) {
-        let mut s = lock(&self.state);
+        let mut s = self.state.lock();
         s.used = s.used.saturating_add(n);
     }
 
@@ -126,45 +130,37 @@ impl MemoryAccount for Budget {
         if n == 0 {
             return;
         }
-        let wakers = {
-            let mut s = lock(&self.state);
+        let mut wakers = {
+            let mut s = self.state.lock();
             s.used = s.used.saturating_sub(n);
             s.epoch = s.epoch.wrapping_add(1);
-            std::mem::take(&mut s.wakers)
+            s.wakers.take()
         };
-        for w in wakers {
-            w.wake();
-        }
+        wakers.wake_all();
     }
 
     fn epoch(&self) -> u64 {
-        lock(&self.state).epoch
+        self.state.lock().epoch
     }
 
     fn poll_released(&self, seen: u64, cx: &mut Context<'_>) -> Poll<()> {
-        let mut s = lock(&self.state);
+        let mut s = self.state.lock();
         if s.epoch != seen {
             return Poll::Ready(());
         }
-        if !s.wakers.iter().any(|w| w.will_wake(cx.waker())) {
-            if s.wakers.len() >= MAX_WAITERS * 64 {
-                // Tasks that stopped waiting cannot pile up: wake them all
-                // (a spurious wake-up makes a waiter look again).
-                for w in s.wakers.drain(..) {
-                    w.wake();
-                }
-            }
-            s.wakers.push(cx.waker().clone());
-        }
+        s.wakers.register(cx.waker());
         Poll::Pending
     }
 }
 
+// The model's atomics work only inside `loom::model` (tests/loom.rs).
 #[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
+    use std::task::Waker;
 
     struct Flag(AtomicBool);
     impl std::task::Wake for Flag {

@@ -147,13 +147,14 @@ pub enum ConnectError {
     /// Connection set-up did not finish in time.
     #[error("connection set-up timed out; is the peer an iWARP/RDMA endpoint listening on that address?")]
     Timeout,
-    /// The transport failed.
-    #[error("transport error during connection set-up: {0}")]
+    /// The transport failed (the I/O error is the [source](std::error::Error::source)).
+    #[error("transport error during connection set-up")]
     Io(#[from] std::io::Error),
     /// The peer broke the connection set-up protocol, or asked for
-    /// something we do not support; the provider's error says what.
+    /// something we do not support: [`SetupViolation::fault`] says which,
+    /// its text what the provider saw.
     #[error("connection set-up failed: {0}")]
-    Protocol(Box<dyn std::error::Error + Send + Sync>),
+    Protocol(SetupViolation),
     /// The request itself is invalid (e.g. private data too long).
     #[error("invalid connection parameters: {reason}")]
     Invalid {
@@ -182,6 +183,73 @@ pub enum ConnectError {
         /// What is wrong.
         reason: String,
     },
+}
+
+/// What kind of breach of the connection set-up protocol a
+/// [`SetupViolation`] is, for matching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SetupFault {
+    /// A set-up message is malformed, or not of the protocol at all (the
+    /// peer may not speak it).
+    Malformed,
+    /// A set-up message came where another was due (a request where the
+    /// reply was expected).
+    Unexpected,
+    /// The peer asked for something this side does not support (a
+    /// protocol revision, a feature, a mode no side offered).
+    Unsupported,
+    /// A set-up message exceeds a limit (private data too long).
+    TooLarge,
+    /// The peer sent data before set-up finished.
+    EarlyData,
+    /// A set-up message failed its integrity check.
+    BadChecksum,
+    /// Any other breach of the set-up protocol.
+    Other,
+}
+
+/// How the peer broke connection set-up ([`ConnectError::Protocol`]): the
+/// kind of breach, for matching, and the provider's account of it, for
+/// reading (its text is the account).
+///
+/// ```
+/// use rpcrdma_verbs::{ConnectError, SetupFault, SetupViolation};
+/// let e = ConnectError::Protocol(SetupViolation::new(
+///     SetupFault::Unsupported,
+///     "MPA revision 3 is not supported (only 1 and 2)",
+/// ));
+/// assert!(matches!(&e, ConnectError::Protocol(v) if v.fault() == SetupFault::Unsupported));
+/// assert_eq!(
+///     e.to_string(),
+///     "connection set-up failed: MPA revision 3 is not supported (only 1 and 2)"
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{detail}")]
+pub struct SetupViolation {
+    fault: SetupFault,
+    detail: String,
+}
+
+impl SetupViolation {
+    /// A breach of kind `fault`, as the provider describes it.
+    pub fn new(fault: SetupFault, detail: impl Into<String>) -> Self {
+        SetupViolation {
+            fault,
+            detail: detail.into(),
+        }
+    }
+
+    /// The kind of breach.
+    pub fn fault(&self) -> SetupFault {
+        self.fault
+    }
+
+    /// The provider's account of it.
+    pub fn detail(&self) -> &str {
+        &self.detail
+    }
 }
 
 impl ConnectError {

@@ -56,7 +56,10 @@ mod error;
 mod traits;
 mod types;
 
-pub use error::{ConnectError, DeregisterError, PostError, RegisterError, ResourceError};
+pub use error::{
+    ConnectError, DeregisterError, PostError, RegisterError, ResourceError, SetupFault,
+    SetupViolation,
+};
 pub use traits::{
     CompletionQueue, ConnectRequest, Device, Listener, MemoryRegion, ProtectionDomain, QpParams,
     QueuePair,

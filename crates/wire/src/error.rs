@@ -66,13 +66,12 @@ pub enum HeaderError {
     },
     /// A header field is missing or malformed (truncated input, an XDR
     /// boolean that is not 0 or 1, an enum value outside its definition).
-    #[error("malformed {field}: {source}")]
+    #[error("malformed {field}: {error}")]
     Xdr {
         /// The header item being decoded.
         field: &'static str,
-        /// What the XDR decoder found.
-        #[source]
-        source: XdrError,
+        /// What the XDR decoder found (printed, so not a `source()`).
+        error: XdrError,
     },
     /// `rdma_proc` has no meaning in this version.
     #[error("rdma_proc {value} is not a message type of RPC-over-RDMA version {vers}")]
@@ -249,7 +248,7 @@ impl HeaderError {
     }
 
     pub(crate) fn xdr(field: &'static str) -> impl FnOnce(XdrError) -> Self {
-        move |source| Self::Xdr { field, source }
+        move |error| Self::Xdr { field, error }
     }
 }
 

@@ -51,7 +51,7 @@ impl Direction {
             1 => Ok(Self::Reply),
             value => Err(HeaderError::Xdr {
                 field: what,
-                source: XdrError::BadDiscriminant {
+                error: XdrError::BadDiscriminant {
                     what: "msg_type",
                     offset,
                     value,

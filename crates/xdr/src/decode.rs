@@ -2,8 +2,9 @@
 
 use bytes::Bytes;
 
-use crate::payload::DdpItem;
-use crate::{round_up, Decode, Payload, XdrError};
+use crate::align::round_up;
+use crate::error::XdrError;
+use crate::payload::{DdpItem, Payload};
 
 /// A cursor over XDR-encoded bytes.
 ///
@@ -370,5 +371,29 @@ impl<'a> Decoder<'a> {
             Some(b) if !s.is_empty() => b.slice_ref(s),
             _ => Bytes::copy_from_slice(s),
         }
+    }
+}
+
+/// A type that can be decoded from XDR, possibly borrowing from the input.
+pub trait Decode<'a>: Sized {
+    /// Decodes one value, advancing the cursor past it.
+    fn decode(dec: &mut Decoder<'a>) -> Result<Self, XdrError>;
+}
+
+impl Decode<'_> for u32 {
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, XdrError> {
+        dec.get_u32()
+    }
+}
+
+impl Decode<'_> for u64 {
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, XdrError> {
+        dec.get_u64()
+    }
+}
+
+impl Decode<'_> for bool {
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self, XdrError> {
+        dec.get_bool()
     }
 }

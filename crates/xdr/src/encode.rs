@@ -2,8 +2,8 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::align::pad_len;
 use crate::payload::DdpItem;
-use crate::{pad_len, Encode};
 
 /// Appends XDR items to a [`BytesMut`] owned by the caller.
 ///
@@ -224,4 +224,64 @@ impl<'b> Encoder<'b> {
 
 pub(crate) fn len_u32(len: usize) -> u32 {
     u32::try_from(len).expect("XDR length exceeds u32::MAX (API misuse)")
+}
+
+/// A type with an XDR encoding.
+///
+/// Implementors write [`Encode::encode`] and [`Encode::encoded_len`]; the
+/// buffer-level methods come with the trait.
+///
+/// ```
+/// use rpcrdma_xdr::Encode;
+/// let v: u64 = 0x0102_0304_0506_0708;
+/// assert_eq!(v.encoded_len(), 8);
+/// assert_eq!(&v.to_bytes()[..], &[1, 2, 3, 4, 5, 6, 7, 8]);
+/// ```
+pub trait Encode {
+    /// Appends the XDR encoding of `self`.
+    fn encode(&self, enc: &mut Encoder<'_>);
+
+    /// The exact number of bytes [`Encode::encode`] appends, known before
+    /// encoding (for size decisions such as inline thresholds).
+    fn encoded_len(&self) -> usize;
+
+    /// Appends the encoding to `buf` (existing content is kept).
+    fn encode_into(&self, buf: &mut bytes::BytesMut) {
+        self.encode(&mut Encoder::new(buf));
+    }
+
+    /// The encoding as a fresh buffer of exactly
+    /// [`Encode::encoded_len`] bytes.
+    fn to_bytes(&self) -> bytes::Bytes {
+        let mut buf = bytes::BytesMut::with_capacity(self.encoded_len());
+        self.encode_into(&mut buf);
+        buf.freeze()
+    }
+}
+
+impl Encode for u32 {
+    fn encode(&self, enc: &mut Encoder<'_>) {
+        enc.put_u32(*self);
+    }
+    fn encoded_len(&self) -> usize {
+        4
+    }
+}
+
+impl Encode for u64 {
+    fn encode(&self, enc: &mut Encoder<'_>) {
+        enc.put_u64(*self);
+    }
+    fn encoded_len(&self) -> usize {
+        8
+    }
+}
+
+impl Encode for bool {
+    fn encode(&self, enc: &mut Encoder<'_>) {
+        enc.put_bool(*self);
+    }
+    fn encoded_len(&self) -> usize {
+        4
+    }
 }

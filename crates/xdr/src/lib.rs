@@ -49,124 +49,15 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod align;
 mod decode;
 mod encode;
 mod error;
 mod open_enum;
 mod payload;
 
-pub use decode::Decoder;
-pub use encode::Encoder;
+pub use align::{pad_len, round_up, UNIT};
+pub use decode::{Decode, Decoder};
+pub use encode::{Encode, Encoder};
 pub use error::{EncodeError, XdrError};
 pub use payload::{DdpItem, Payload, PayloadEncoder};
-
-/// Size in bytes of one XDR unit: every item is a multiple of this.
-pub const UNIT: usize = 4;
-
-/// Number of zero bytes XDR appends after `len` bytes of opaque data.
-///
-/// ```
-/// assert_eq!(rpcrdma_xdr::pad_len(5), 3);
-/// assert_eq!(rpcrdma_xdr::pad_len(8), 0);
-/// ```
-#[inline]
-pub const fn pad_len(len: usize) -> usize {
-    (UNIT - (len % UNIT)) % UNIT
-}
-
-/// `len` rounded up to the next multiple of four (the XDR "round-up").
-///
-/// Saturates instead of overflowing for lengths near `usize::MAX`.
-///
-/// ```
-/// assert_eq!(rpcrdma_xdr::round_up(5), 8);
-/// assert_eq!(rpcrdma_xdr::round_up(0), 0);
-/// ```
-#[inline]
-pub const fn round_up(len: usize) -> usize {
-    len.saturating_add(pad_len(len))
-}
-
-/// A type with an XDR encoding.
-///
-/// Implementors write [`Encode::encode`] and [`Encode::encoded_len`]; the
-/// buffer-level methods come with the trait.
-///
-/// ```
-/// use rpcrdma_xdr::Encode;
-/// let v: u64 = 0x0102_0304_0506_0708;
-/// assert_eq!(v.encoded_len(), 8);
-/// assert_eq!(&v.to_bytes()[..], &[1, 2, 3, 4, 5, 6, 7, 8]);
-/// ```
-pub trait Encode {
-    /// Appends the XDR encoding of `self`.
-    fn encode(&self, enc: &mut Encoder<'_>);
-
-    /// The exact number of bytes [`Encode::encode`] appends, known before
-    /// encoding (for size decisions such as inline thresholds).
-    fn encoded_len(&self) -> usize;
-
-    /// Appends the encoding to `buf` (existing content is kept).
-    fn encode_into(&self, buf: &mut bytes::BytesMut) {
-        self.encode(&mut Encoder::new(buf));
-    }
-
-    /// The encoding as a fresh buffer of exactly
-    /// [`Encode::encoded_len`] bytes.
-    fn to_bytes(&self) -> bytes::Bytes {
-        let mut buf = bytes::BytesMut::with_capacity(self.encoded_len());
-        self.encode_into(&mut buf);
-        buf.freeze()
-    }
-}
-
-/// A type that can be decoded from XDR, possibly borrowing from the input.
-pub trait Decode<'a>: Sized {
-    /// Decodes one value, advancing the cursor past it.
-    fn decode(dec: &mut Decoder<'a>) -> Result<Self, XdrError>;
-}
-
-impl Encode for u32 {
-    fn encode(&self, enc: &mut Encoder<'_>) {
-        enc.put_u32(*self);
-    }
-    fn encoded_len(&self) -> usize {
-        4
-    }
-}
-
-impl Decode<'_> for u32 {
-    fn decode(dec: &mut Decoder<'_>) -> Result<Self, XdrError> {
-        dec.get_u32()
-    }
-}
-
-impl Encode for u64 {
-    fn encode(&self, enc: &mut Encoder<'_>) {
-        enc.put_u64(*self);
-    }
-    fn encoded_len(&self) -> usize {
-        8
-    }
-}
-
-impl Decode<'_> for u64 {
-    fn decode(dec: &mut Decoder<'_>) -> Result<Self, XdrError> {
-        dec.get_u64()
-    }
-}
-
-impl Encode for bool {
-    fn encode(&self, enc: &mut Encoder<'_>) {
-        enc.put_bool(*self);
-    }
-    fn encoded_len(&self) -> usize {
-        4
-    }
-}
-
-impl Decode<'_> for bool {
-    fn decode(dec: &mut Decoder<'_>) -> Result<Self, XdrError> {
-        dec.get_bool()
-    }
-}

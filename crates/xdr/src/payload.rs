@@ -8,7 +8,9 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::{pad_len, round_up, Encoder, XdrError};
+use crate::align::{pad_len, round_up};
+use crate::encode::Encoder;
+use crate::error::XdrError;
 
 /// A data item carried outside the inline XDR stream.
 #[derive(Debug, Clone, PartialEq, Eq)]

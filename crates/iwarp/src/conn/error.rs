@@ -15,7 +15,7 @@ use crate::rdmap::{Opcode, TermError, Terminate};
 pub enum ProtocolError {
     /// The MPA Request/Reply is malformed.
     #[error("malformed MPA frame: {0}")]
-    MpaFrame(#[from] MpaError),
+    MpaFrame(MpaError),
     /// A Request arrived where a Reply was expected, or the reverse.
     #[error("received an MPA {got} where an MPA {expected} was expected")]
     MpaUnexpectedKey {
@@ -222,7 +222,7 @@ pub enum ConnError {
     /// We detected a protocol violation (and queued a Terminate, or an MPA
     /// Reject, where the protocol allows one).
     #[error("protocol violation by the peer: {0}")]
-    Protocol(#[from] ProtocolError),
+    Protocol(ProtocolError),
     /// The peer sent a Terminate.
     #[error("the peer terminated the connection: {}", .0.error)]
     RemoteTerminate(Terminate),
@@ -291,10 +291,30 @@ pub enum TransportError {
     /// sized for fewer work requests than its queue pairs can complete).
     #[error("completion queue overrun: size the CQ for the queues attached to it")]
     CompletionQueueOverrun,
-    /// A failure the driver describes only in words
-    /// ([`Connection::handle_transport_error`](super::Connection::handle_transport_error)).
-    #[error("{0}")]
-    Other(String),
+    /// A write to the socket moved no octets (the peer is gone).
+    #[error("the socket accepted no data")]
+    AcceptedNothing,
+}
+
+// The conversions `#[from]` would derive, without making the inner error a
+// `source()` as well: these variants print it (their text is what a
+// `DisconnectReason` and the logs carry), so it is not returned twice.
+impl From<MpaError> for ProtocolError {
+    fn from(e: MpaError) -> Self {
+        ProtocolError::MpaFrame(e)
+    }
+}
+
+impl From<ProtocolError> for ConnError {
+    fn from(e: ProtocolError) -> Self {
+        ConnError::Protocol(e)
+    }
+}
+
+impl From<ConfigError> for ApiError {
+    fn from(e: ConfigError) -> Self {
+        ApiError::Config(e)
+    }
 }
 
 impl From<&std::io::Error> for TransportError {
@@ -383,7 +403,7 @@ pub enum ApiError {
     },
     /// The configuration is invalid.
     #[error("invalid configuration: {0}")]
-    Config(#[from] ConfigError),
+    Config(ConfigError),
 }
 
 /// Which rule a [`Config`](super::Config) or [`QpCaps`](rpcrdma_verbs::QpCaps)
@@ -403,9 +423,9 @@ pub enum ConfigError {
     /// The MPA revision is neither 1 nor 2.
     #[error("MPA revision {0} is not supported (1 or 2)")]
     MpaRevision(u8),
-    /// `max_ulpdu` is outside [`MIN_MAX_ULPDU`](super::MIN_MAX_ULPDU)..=
+    /// `max_ulpdu` is outside [`MIN_MAX_ULPDU`](crate::fpdu::MIN_MAX_ULPDU)..=
     /// [`MPA_MAX_ULPDU`](crate::fpdu::MPA_MAX_ULPDU).
-    #[error("max_ulpdu {0} is outside {min}..={max}", min = super::MIN_MAX_ULPDU, max = crate::fpdu::MPA_MAX_ULPDU)]
+    #[error("max_ulpdu {0} is outside {min}..={max}", min = crate::fpdu::MIN_MAX_ULPDU, max = crate::fpdu::MPA_MAX_ULPDU)]
     MaxUlpdu(usize),
     /// `max_private_data` exceeds what MPA can carry
     /// ([`MPA_MAX_PRIVATE_DATA`](crate::mpa::MPA_MAX_PRIVATE_DATA)).

@@ -81,9 +81,7 @@ use tx::{push_message, Mark, Tx};
 /// Default largest ULPDU per FPDU we send: near the 64 KiB MPA maximum, a
 /// multiple of 4 so that tagged FPDUs need no pad.
 pub const DEFAULT_MAX_ULPDU: usize = 65_532;
-/// Smallest allowed `max_ulpdu` (room for an untagged header, a Read
-/// Request and some payload).
-pub const MIN_MAX_ULPDU: usize = 64;
+pub use crate::fpdu::MIN_MAX_ULPDU;
 /// Hard cap on the IRD we grant a peer (the inbound Read queue's bound).
 pub const MAX_IRD: u16 = 1024;
 
@@ -506,13 +504,6 @@ impl Connection {
     pub fn handle_transport_failure(&mut self, err: TransportError) {
         self.tx.clear();
         self.fail(ConnError::Transport(err), None);
-    }
-
-    /// The transport failed, described only in words
-    /// ([`TransportError::Other`]); prefer
-    /// [`Connection::handle_transport_failure`].
-    pub fn handle_transport_error(&mut self, reason: String) {
-        self.handle_transport_failure(TransportError::Other(reason));
     }
 
     // ---------------------------------------------------------------- commands

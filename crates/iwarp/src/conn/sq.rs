@@ -443,7 +443,7 @@ fn sge_slice<'a>(s: &'a Sge, mrs: &'a MrTable) -> Result<&'a [u8], crate::mr::Ac
     }
 }
 
-const _: () = assert!(UNTAGGED_HEADER_LEN + READ_REQUEST_LEN <= super::MIN_MAX_ULPDU);
+const _: () = assert!(UNTAGGED_HEADER_LEN + READ_REQUEST_LEN <= crate::fpdu::MIN_MAX_ULPDU);
 
 /// Synchronous checks of a work request's local keys.
 pub(super) fn check_wr(wr: &SendWr, mrs: &MrTable) -> Result<(), PostError> {

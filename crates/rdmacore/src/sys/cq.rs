@@ -13,32 +13,12 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::Notify;
 
 use super::device::DevInner;
+use super::fd::{register, set_nonblocking, FdRef};
 use super::ffi;
 use super::qp::QpShared;
-use super::set_nonblocking;
 
 /// Completions polled from the device per call.
 const BATCH: usize = 32;
-
-/// A file descriptor owned elsewhere (the channel), registered with tokio.
-pub(crate) struct FdRef(pub(crate) RawFd);
-
-impl std::os::fd::AsRawFd for FdRef {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0
-    }
-}
-
-/// Registers a channel's descriptor with the runtime's reactor (read
-/// readiness). The caller keeps the descriptor open until the returned
-/// `AsyncFd` is dropped: the owners declare it before the channel, so it is
-/// dropped first.
-pub(crate) fn register(fd: RawFd) -> std::io::Result<AsyncFd<FdRef>> {
-    // SAFETY: `fd` is the open descriptor of a completion or event channel
-    // that outlives the AsyncFd (see above); FdRef always returns it.
-    unsafe { AsyncFd::register_with_interest(FdRef(fd), tokio::io::Interest::READABLE) }
-        .map_err(std::io::Error::from)
-}
 
 pub(crate) struct CqState {
     /// Translated completions, in order, waiting for `poll`.

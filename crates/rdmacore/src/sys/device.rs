@@ -16,6 +16,49 @@ use crate::limits::{DeviceLimits, Transport};
 use crate::status::{is_memlock_failure, memlock_text};
 use crate::{DeviceConfig, DeviceInfo, OpenError, PortInfo};
 
+/// An rdma-core RDMA device: an InfiniBand, RoCE or iWARP adapter, or the
+/// kernel's soft devices `rxe` and `siw`, through libibverbs and
+/// librdmacm. Cheap to clone.
+#[derive(Clone)]
+pub struct RdmaCore {
+    pub(crate) inner: Arc<DevInner>,
+}
+
+impl std::fmt::Debug for RdmaCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RdmaCore")
+            .field("device", &self.inner.info.name)
+            .field("transport", &self.inner.info.limits.transport)
+            .finish()
+    }
+}
+
+impl RdmaCore {
+    /// Opens the device named in `config` (or the first with an active
+    /// port). Errors say what is missing and how to get it.
+    pub fn open(config: &DeviceConfig) -> Result<RdmaCore, OpenError> {
+        Ok(RdmaCore {
+            inner: open(config)?,
+        })
+    }
+
+    /// Every device rdma-core sees.
+    pub fn devices() -> Result<Vec<DeviceInfo>, OpenError> {
+        devices()
+    }
+
+    /// What the device is and what it can do.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.inner.info
+    }
+
+    /// The process's locked-memory limit (`ulimit -l`) in octets, `None`
+    /// if unlimited.
+    pub fn memlock_limit() -> Option<u64> {
+        memlock_limit()
+    }
+}
+
 /// The opened device (shared by everything made from it).
 pub(crate) struct DevInner {
     list: *mut *mut ffi::ibv_context,

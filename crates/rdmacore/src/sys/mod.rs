@@ -4,77 +4,24 @@
 #![allow(unsafe_code)]
 
 mod cm;
+mod cm_id;
 mod cq;
 mod device;
+mod fd;
 mod ffi;
 mod qp;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use rpcrdma_verbs::{ConnectError, Device, QpParams, ResourceError};
 
 pub use cm::{Listener, Request};
 pub use cq::Cq;
-pub use device::{Mr, Pd};
+pub use device::{Mr, Pd, RdmaCore};
 pub use qp::Qp;
 
-use crate::{DeviceConfig, DeviceInfo, OpenError, Options};
-
-pub(crate) fn set_nonblocking(fd: i32) -> std::io::Result<()> {
-    // SAFETY: fcntl on a descriptor we own, with integer arguments only.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-/// An rdma-core RDMA device: an InfiniBand, RoCE or iWARP adapter, or the
-/// kernel's soft devices `rxe` and `siw`, through libibverbs and
-/// librdmacm. Cheap to clone.
-#[derive(Clone)]
-pub struct RdmaCore {
-    pub(crate) inner: Arc<device::DevInner>,
-}
-
-impl std::fmt::Debug for RdmaCore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RdmaCore")
-            .field("device", &self.inner.info.name)
-            .field("transport", &self.inner.info.limits.transport)
-            .finish()
-    }
-}
-
-impl RdmaCore {
-    /// Opens the device named in `config` (or the first with an active
-    /// port). Errors say what is missing and how to get it.
-    pub fn open(config: &DeviceConfig) -> Result<RdmaCore, OpenError> {
-        Ok(RdmaCore {
-            inner: device::open(config)?,
-        })
-    }
-
-    /// Every device rdma-core sees.
-    pub fn devices() -> Result<Vec<DeviceInfo>, OpenError> {
-        device::devices()
-    }
-
-    /// What the device is and what it can do.
-    pub fn info(&self) -> &DeviceInfo {
-        &self.inner.info
-    }
-
-    /// The process's locked-memory limit (`ulimit -l`) in octets, `None`
-    /// if unlimited.
-    pub fn memlock_limit() -> Option<u64> {
-        device::memlock_limit()
-    }
-}
+use crate::Options;
 
 impl Device for RdmaCore {
     type Pd = Pd;

@@ -2,7 +2,7 @@
 //! definitions: a C program over rpcgen's `xdr_<type>` functions and
 //! libtirpc, and a Rust dispatch over the generated code.
 
-use super::Schema;
+use super::schema::Schema;
 use crate::model::Kind;
 
 /// See [`Schema::c_driver`].

@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::Schema;
+use super::schema::Schema;
 use crate::model::{Kind, Model, ProgramIr, Ty, TypeId};
 
 pub(super) fn flattened(s: &Schema) -> String {

@@ -20,7 +20,7 @@ use tokio::sync::{watch, Notify};
 
 pub(crate) use setup::{create, established};
 
-use super::cm::CmId;
+use super::cm_id::CmId;
 use super::cq::Cq;
 use super::device::{DevInner, OwnBuf, PdInner, TempReg};
 use super::ffi;

@@ -15,7 +15,7 @@ use super::{Qp, QpShared, QpState, Slot};
 use crate::limits::QpRequest;
 use crate::recv::RecvMatcher;
 use crate::status::{cm, cm_event_name, disconnect_reason};
-use crate::sys::cm::CmId;
+use crate::sys::cm_id::CmId;
 use crate::sys::device::{DevInner, OwnBuf};
 use crate::sys::{ffi, RdmaCore};
 use crate::Options;

@@ -17,7 +17,7 @@
 //! (the region grants it remote write, never remote read). The stale
 //! octets are data this end received earlier: on this connection, or on
 //! another one that shares its memory budget (a listener's connections
-//! share one pool, `budget.rs`); the peer can read none of them.
+//! share one pool, `budget/`); the peer can read none of them.
 
 use std::collections::VecDeque;
 

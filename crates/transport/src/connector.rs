@@ -173,7 +173,7 @@ impl<D: Device> RdmaConnector<D> {
             .connect(self.addr, params, private)
             .await
             .map_err(|source| RdmaError::Connect {
-                addr: self.addr.to_string(),
+                addr: self.addr,
                 source,
             })?;
         let engine = Engine::new(cfg, pd, qp.caps(), Some(&peer_private))?;

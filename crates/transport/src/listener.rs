@@ -11,7 +11,7 @@ use rpcrdma_sync::lock;
 use rpcrdma_verbs::{ConnectRequest, Device, Listener, QpCaps, QpParams, QueuePair};
 use tokio::sync::watch;
 
-use crate::error::RdmaError;
+use crate::error::{Chain, RdmaError};
 use crate::transport::RdmaTransport;
 
 /// Default [`ListenConfig::max_connections`].
@@ -188,10 +188,7 @@ pub async fn serve_rdma<D: Device + Clone>(
     let listener = device
         .listen(addr, config.options.clone())
         .await
-        .map_err(|source| RdmaError::Listen {
-            addr: addr.to_string(),
-            source,
-        })?;
+        .map_err(|source| RdmaError::Listen { addr, source })?;
     let local = listener.local_addr();
     let budget = config
         .budget
@@ -230,14 +227,14 @@ pub async fn serve_rdma<D: Device + Clone>(
                 let req = match req {
                     Ok(r) => r,
                     Err(e) => {
-                        tracing::warn!(error = %e, "connection request failed");
+                        tracing::warn!(error = %Chain(&e), "connection request failed");
                         continue;
                     }
                 };
                 let Some(charge) = admit(&req, &config, &shared, &conns, cost) else {
                     let peer = req.peer_addr();
                     if let Err(e) = req.reject(Bytes::new()).await {
-                        tracing::debug!(%peer, error = %e, "rejecting a connection request");
+                        tracing::debug!(%peer, error = %Chain(&e), "rejecting a connection request");
                     }
                     continue;
                 };
@@ -249,7 +246,7 @@ pub async fn serve_rdma<D: Device + Clone>(
                         c.open.push(t);
                         c.count += 1;
                     }
-                    Err(e) => tracing::warn!(error = %e, "accept failed"),
+                    Err(e) => tracing::warn!(error = %Chain(&e), "accept failed"),
                 }
             }
             tracing::debug!("listener stopped");
@@ -326,10 +323,7 @@ async fn accept_one<D: Device>(
     let qp = req
         .accept(params, ours)
         .await
-        .map_err(|source| RdmaError::Connect {
-            addr: peer.to_string(),
-            source,
-        })?;
+        .map_err(|source| RdmaError::Connect { addr: peer, source })?;
     let mut engine = Engine::with_budget(
         engine_config,
         pd,

@@ -52,7 +52,7 @@ use rpcrdma_verbs::{CompletionQueue, Device, QueuePair, WorkCompletion};
 use rpcrdma_xdr::Payload;
 use tokio::sync::oneshot;
 
-use crate::error::RdmaError;
+use crate::error::{Chain, RdmaError};
 
 /// Completions taken from the queue per lock.
 const CQ_BATCH: usize = 64;
@@ -714,7 +714,7 @@ impl<D: Device> Transport for RdmaTransport<D> {
     fn retire_call(&self, context: CallToken) {
         let mut s = self.lock();
         if let Err(e) = s.engine.retire_call(context) {
-            tracing::debug!(error = %e, "retiring a call");
+            tracing::debug!(error = %Chain(&e), "retiring a call");
         }
         self.post_queued(&mut s);
         let wake = Self::reader_must_look(&s);

@@ -5,6 +5,7 @@ pub(crate) mod call;
 pub(crate) mod connect;
 pub(crate) mod decode;
 pub(crate) mod demo;
+pub(crate) mod error_text;
 pub(crate) mod metrics;
 pub(crate) mod nfs;
 pub(crate) mod probe;

@@ -24,6 +24,7 @@ use rpcrdma_oncrpc::tcp::TcpConnector;
 use rpcrdma_oncrpc::{Client, ClientConfig};
 
 use crate::cmd::connect::{connect, resolve, TransportKind};
+use crate::cmd::error_text::Fix;
 use crate::cmd::rdma_opts::RdmaOpts;
 use crate::cmd::{runtime, Scheduler};
 
@@ -108,7 +109,8 @@ pub(crate) async fn open(
         })?;
     NfsClient::mount(nfs, mount, path)
         .await
-        .with_context(|| format!("cannot mount {host}:{}", String::from_utf8_lossy(path)))
+        // (MOUNT's error names the path.)
+        .with_context(|| format!("cannot mount from {host}"))
 }
 
 /// An NFS client of either version, on the path given.
@@ -167,6 +169,21 @@ pub(crate) async fn open_any(
     }
     let (c, rest) = open(r, kind, port, host, path).await?;
     Ok(Opened::V3(c, rest))
+}
+
+/// An NFSv4 error on the way to `target`; one saying it does not exist
+/// names how to see what the server has.
+fn not_there(target: &str, e: Nfs4Error) -> anyhow::Error {
+    let missing = e.status() == Some(v4::Status::Nfs4errNoent);
+    let e = anyhow::Error::new(e);
+    if missing {
+        e.context(Fix::new(
+            format!("{target}: no such file or directory on the server"),
+            "`rpcrdma nfs ls HOST:/` lists what it exports",
+        ))
+    } else {
+        e
+    }
 }
 
 async fn open_target(r: &Remote, target: &str) -> anyhow::Result<(Opened, Vec<u8>)> {
@@ -293,7 +310,10 @@ pub(crate) fn ls(a: LsArgs) -> anyhow::Result<ExitCode> {
             Opened::V3(c, rest) => return ls_v3(&a, &c, &rest).await,
             Opened::V4(c) => c,
         };
-        let (dir, attr, _) = c.resolve(&path, true).await?;
+        let (dir, attr, _) = c
+            .resolve(&path, true)
+            .await
+            .map_err(|e| not_there(&a.target, e))?;
         if attr.kind != FileKind::Directory {
             bail!("{} is not a directory (use `nfs stat`)", a.target);
         }
@@ -387,7 +407,10 @@ pub(crate) fn stat(a: StatArgs) -> anyhow::Result<ExitCode> {
             Opened::V3(c, rest) => return stat_v3(&a, &c, &rest).await,
             Opened::V4(c) => c,
         };
-        let (fh, at, _) = c.resolve(&path, false).await?;
+        let (fh, at, _) = c
+            .resolve(&path, false)
+            .await
+            .map_err(|e| not_there(&a.target, e))?;
         println!("  path: {}", a.target);
         println!("  type: {:?}", at.kind);
         println!(
@@ -550,9 +573,15 @@ pub(crate) fn get(a: GetArgs) -> anyhow::Result<ExitCode> {
         if name.is_empty() {
             bail!("{} names no file", a.target);
         }
-        let (dir, _, _) = c.resolve(&parent, true).await?;
+        let (dir, _, _) = c
+            .resolve(&parent, true)
+            .await
+            .map_err(|e| not_there(&a.target, e))?;
         let mut events = c.events();
-        let f = c.open(&dir, &name, OpenOptions::read()).await?;
+        let f = c
+            .open(&dir, &name, OpenOptions::read())
+            .await
+            .map_err(|e| not_there(&a.target, e))?;
         let attr = f.attrs();
         if attr.kind != FileKind::Regular {
             bail!("{} is a {:?}, not a regular file", a.target, attr.kind);

@@ -43,7 +43,7 @@ use self::client::run_client;
 use self::conn::{Conn, WaitError};
 use self::server::run_server;
 use self::wire::{MAX_SIZE, MIN_SIZE};
-use super::provider::{ProviderOpts, ProviderParams, Setup, WithDevice};
+use super::provider::{AnyDevice, ProviderOpts, ProviderParams, Setup};
 use crate::cmd::{runtime, Scheduler};
 
 /// rping's default port.
@@ -194,13 +194,11 @@ pub(crate) fn run(args: RpingArgs) -> anyhow::Result<ExitCode> {
     let rt = runtime(Scheduler::CurrentThread)?;
     let role = if args.server { "server" } else { "client" };
     let provider = args.provider.clone();
-    let summary = rt.block_on(provider.run(
-        params,
-        Rping {
-            args,
-            settings: settings.clone(),
-        },
-    ))?;
+    let run_settings = settings.clone();
+    let summary = rt.block_on(async move {
+        let (dev, setup) = provider.open(params)?;
+        rping(args, run_settings, dev, setup).await
+    })?;
     let mut out = std::io::stdout();
     let ok = summary.ok(&settings);
     let _ = writeln!(
@@ -227,42 +225,33 @@ pub(crate) fn run(args: RpingArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The rping job, for any provider.
-struct Rping {
+/// Runs the client or the server on `dev`.
+async fn rping(
     args: RpingArgs,
     settings: Settings,
-}
-
-impl WithDevice for Rping {
-    type Output = Summary;
-
-    async fn run<D: Device + Clone + std::fmt::Debug>(
-        self,
-        dev: D,
-        setup: Setup<D>,
-    ) -> anyhow::Result<Summary> {
-        let Rping { args, settings } = self;
-        let mut out = std::io::stdout();
-        if args.server {
-            let ip = match &args.addr {
-                Some(a) => resolve(a, args.port).await?.ip(),
-                None => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            };
-            let accept_timeout =
-                (args.accept_timeout > 0).then(|| Duration::from_secs(args.accept_timeout));
-            let listener = dev
-                .listen(SocketAddr::new(ip, args.port), setup.options.clone())
-                .await
-                .with_context(|| format!("cannot listen on {ip} port {}", args.port))?;
-            run_server(&dev, &setup, &listener, accept_timeout, &settings, &mut out).await
-        } else {
-            let Some(a) = &args.addr else {
-                bail!("the client needs the server's address: -a ADDR");
-            };
-            let addr = resolve(a, args.port).await?;
-            let wait = Duration::from_secs(args.connect_wait);
-            run_client(&dev, &setup, addr, wait, &settings, &mut out).await
-        }
+    dev: AnyDevice,
+    setup: Setup,
+) -> anyhow::Result<Summary> {
+    let mut out = std::io::stdout();
+    if args.server {
+        let ip = match &args.addr {
+            Some(a) => resolve(a, args.port).await?.ip(),
+            None => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        };
+        let accept_timeout =
+            (args.accept_timeout > 0).then(|| Duration::from_secs(args.accept_timeout));
+        let listener = dev
+            .listen(SocketAddr::new(ip, args.port), setup.options.clone())
+            .await
+            .with_context(|| format!("cannot listen on {ip} port {}", args.port))?;
+        run_server(&dev, &setup, &listener, accept_timeout, &settings, &mut out).await
+    } else {
+        let Some(a) = &args.addr else {
+            bail!("the client needs the server's address: -a ADDR");
+        };
+        let addr = resolve(a, args.port).await?;
+        let wait = Duration::from_secs(args.connect_wait);
+        run_client(&dev, &setup, addr, wait, &settings, &mut out).await
     }
 }
 
@@ -349,7 +338,17 @@ mod tests {
     use super::conn::{caps, CQ_DEPTH};
     use super::wire::{pattern, INFO_LEN};
     use super::*;
-    use crate::cmd::provider::softiwarp_setup;
+    use crate::cmd::provider::{AnyListener, AnyOptions};
+
+    /// The setup of a software iWARP device with `options`.
+    fn softiwarp_setup(options: Options) -> Setup {
+        let mut any = AnyOptions::default();
+        any.softiwarp = options;
+        Setup {
+            options: any,
+            label: "software iWARP".into(),
+        }
+    }
 
     fn settings(count: u32, size: u32) -> Settings {
         Settings {
@@ -361,10 +360,13 @@ mod tests {
         }
     }
 
-    async fn listener(options: &Options) -> (SoftIwarp, <SoftIwarp as Device>::Listener) {
-        let dev = SoftIwarp::new();
+    async fn listener(options: &Options) -> (AnyDevice, AnyListener) {
+        let dev = AnyDevice::from(SoftIwarp::new());
         let l = dev
-            .listen("127.0.0.1:0".parse().unwrap(), options.clone())
+            .listen(
+                "127.0.0.1:0".parse().unwrap(),
+                softiwarp_setup(options.clone()).options,
+            )
             .await
             .unwrap();
         (dev, l)
@@ -498,9 +500,9 @@ mod tests {
                 dev.alloc_pd().expect("protection domain"),
                 dev.create_cq(CQ_DEPTH).expect("completion queue"),
             );
-            let params = QpParams::new(&pd, &cq, Options::default()).with_caps(caps());
+            let params = QpParams::new(&pd, &cq, AnyOptions::default()).with_caps(caps());
             let qp = req.accept(params, Bytes::new()).await.unwrap();
-            let mut conn: Conn<SoftIwarp> = Conn::new(qp, pd, cq, s.timeout);
+            let mut conn: Conn<AnyDevice> = Conn::new(qp, pd, cq, s.timeout);
             conn.post_recv().unwrap();
             let _src = conn.recv_info("source").await.unwrap();
             conn.send(&[0; INFO_LEN]).unwrap();
@@ -538,7 +540,7 @@ mod tests {
         let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = tcp.local_addr().unwrap();
         drop(tcp);
-        let dev = SoftIwarp::new();
+        let dev = AnyDevice::from(SoftIwarp::new());
         let setup = softiwarp_setup(Options::default());
         let s = settings(1, 64);
         let mut co = Vec::new();

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rpcrdma_nfs3::client::{local_credential, NfsClient, NfsClientError};
-use rpcrdma_nfs3::fs::{Attr, FileType};
+use rpcrdma_nfs3::fs::FileType;
 use rpcrdma_nfs4::client::{
     self as v4, Callbacks, ClientEvent, FileKind, Nfs4Client, Nfs4ClientConfig, Nfs4Error,
     OpenOptions,
@@ -23,6 +23,7 @@ use rpcrdma_nfs4::client::{
 use rpcrdma_oncrpc::tcp::TcpConnector;
 use rpcrdma_oncrpc::{Client, ClientConfig};
 
+use super::show::{mode_string, mode_string4, v4_report};
 use crate::cmd::connect::{connect, resolve, TransportKind};
 use crate::cmd::error_text::Fix;
 use crate::cmd::rdma_opts::RdmaOpts;
@@ -192,48 +193,6 @@ async fn open_target(r: &Remote, target: &str) -> anyhow::Result<(Opened, Vec<u8
     Ok((o, path))
 }
 
-/// One line on how the NFSv4.1 session and its backchannel went: the
-/// back channel negotiated, the callbacks answered, and the SEQUENCE
-/// status flags the server set after its CB_NULL probe was answered (or,
-/// when no probe came, as Linux nfsd sends none to NFSv4.1 clients, every
-/// flag it set).
-pub(crate) fn v4_report(c: &Nfs4Client) -> String {
-    let r = c.report();
-    let after = v4::session::flag_names(r.flags_after_probe);
-    let seen = v4::session::flag_names(r.flags_seen);
-    if r.callbacks.nulls == 0 {
-        return format!(
-            "NFSv4.1 session: {} slots, I/O {} KiB; back channel {} slot(s), calls up to {} bytes, {} ops ({}); \
-             backchannel: no CB_NULL probe came, {} CB_COMPOUND ({} CB_RECALL) answered; SEQUENCE status flags set: {}",
-            r.fore.ca_maxrequests,
-            r.io.0 / 1024,
-            r.back.ca_maxrequests,
-            r.back.ca_maxrequestsize,
-            r.back.ca_maxoperations,
-            if r.back_on_connection { "on this connection" } else { "bound later" },
-            r.callbacks.compounds,
-            r.callbacks.recalls,
-            if seen.is_empty() { "none, no SEQ4_STATUS_CB_PATH_DOWN".to_owned() } else { seen.join("|") },
-        );
-    }
-    format!(
-        "NFSv4.1 session: {} slots, I/O {} KiB; back channel {} slot(s), calls up to {} bytes, {} ops ({}); \
-         backchannel: {} CB_NULL, {} CB_COMPOUND ({} CB_RECALL) answered; SEQUENCE status flags after the probe: {} ({} SEQUENCEs){}",
-        r.fore.ca_maxrequests,
-        r.io.0 / 1024,
-        r.back.ca_maxrequests,
-        r.back.ca_maxrequestsize,
-        r.back.ca_maxoperations,
-        if r.back_on_connection { "on this connection" } else { "bound later" },
-        r.callbacks.nulls,
-        r.callbacks.compounds,
-        r.callbacks.recalls,
-        if after.is_empty() { "none, no SEQ4_STATUS_CB_PATH_DOWN".to_owned() } else { after.join("|") },
-        r.sequences_after_probe,
-        if seen.is_empty() { String::new() } else { format!("; before it: {}", seen.join("|")) },
-    )
-}
-
 /// Ends an NFSv4.1 client: its report on standard error, DESTROY_SESSION
 /// and DESTROY_CLIENTID.
 async fn finish_v4(c: &Nfs4Client) {
@@ -250,42 +209,6 @@ fn split_last(path: &[u8]) -> (Vec<u8>, Vec<u8>) {
         path[..split.max(1)].to_vec(),
         path[(split + 1).min(path.len())..].to_vec(),
     )
-}
-
-fn mode_string4(kind: FileKind, mode: u32) -> String {
-    let mut s = String::new();
-    s.push(kind.type_char());
-    for shift in [6, 3, 0] {
-        let b = (mode >> shift) & 7;
-        s.push(if b & 4 != 0 { 'r' } else { '-' });
-        s.push(if b & 2 != 0 { 'w' } else { '-' });
-        s.push(if b & 1 != 0 { 'x' } else { '-' });
-    }
-    s
-}
-
-fn type_char(t: FileType) -> char {
-    match t {
-        FileType::Regular => '-',
-        FileType::Directory => 'd',
-        FileType::BlockDevice => 'b',
-        FileType::CharDevice => 'c',
-        FileType::Symlink => 'l',
-        FileType::Socket => 's',
-        FileType::Fifo => 'p',
-    }
-}
-
-fn mode_string(a: &Attr) -> String {
-    let mut s = String::new();
-    s.push(type_char(a.ftype));
-    for shift in [6, 3, 0] {
-        let b = (a.mode >> shift) & 7;
-        s.push(if b & 4 != 0 { 'r' } else { '-' });
-        s.push(if b & 2 != 0 { 'w' } else { '-' });
-        s.push(if b & 1 != 0 { 'x' } else { '-' });
-    }
-    s
 }
 
 /// Arguments of `rpcrdma nfs ls`.

@@ -10,8 +10,8 @@ use bytes::{Bytes, BytesMut};
 use rpcrdma_verbs::{Access, Device, MemoryRegion, ProtectionDomain, QpParams};
 
 use super::conn::{caps, Conn, WaitError, CQ_DEPTH};
+use super::ping::{ping_loop, Pinged, Role, Settings, Summary};
 use super::wire::{c_string, mismatch, pattern, Info};
-use super::{ping_loop, Pinged, Role, Settings, Summary};
 use crate::cmd::provider::{describe_qp, AnyDevice, Setup};
 
 /// Connects to an rping server at `addr` and makes `s.count` pings

@@ -21,18 +21,20 @@
 //! over an RDMA device (siw, rxe, an adapter).
 //!
 //! Modules: `wire` (the message and the pattern), `conn` (a connection and
-//! its completion helper), `client` and `server` (the two roles, sharing
-//! [`ping_loop`]).
+//! its completion helper), `ping` (the ping loop the two roles share,
+//! with a run's settings and summary), `client` and `server` (the two
+//! roles).
 
 mod client;
 mod conn;
+mod ping;
 mod server;
 mod wire;
 
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use clap::{Args, ValueEnum};
@@ -40,7 +42,7 @@ use rpcrdma_softiwarp::{Options, P2pMode, DEFAULT_FIRST_FPDU_DELAY};
 use rpcrdma_verbs::Device;
 
 use self::client::run_client;
-use self::conn::{Conn, WaitError};
+use self::ping::{Settings, Summary};
 use self::server::run_server;
 use self::wire::{MAX_SIZE, MIN_SIZE};
 use super::provider::{AnyDevice, ProviderOpts, ProviderParams, Setup};
@@ -135,36 +137,6 @@ pub(crate) struct RpingArgs {
     connect_wait: u64,
     #[command(flatten)]
     provider: ProviderOpts,
-}
-
-/// What one run needs, independent of the command line.
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    pub(crate) count: u32,
-    pub(crate) size: u32,
-    pub(crate) verify: bool,
-    pub(crate) verbose: bool,
-    pub(crate) timeout: Duration,
-}
-
-/// How a run ended.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Summary {
-    /// Pings completed (all steps done).
-    pub(crate) pings: u32,
-    /// Of those, how many had their data verified.
-    pub(crate) verified: u32,
-    /// What went wrong (empty on success).
-    pub(crate) failure: Option<String>,
-}
-
-impl Summary {
-    fn ok(&self, s: &Settings) -> bool {
-        self.failure.is_none()
-            && self.pings > 0
-            && (s.count == 0 || self.pings == s.count)
-            && (!s.verify || self.verified == self.pings)
-    }
 }
 
 /// Runs `rpcrdma rping`.
@@ -264,70 +236,6 @@ async fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
         .ok_or_else(|| anyhow!("{host:?} has no address"))
 }
 
-// ------------------------------------------------------------------ ping loop
-
-/// What one ping produced, for output.
-pub(crate) struct Pinged {
-    /// The ping data line printed with -v.
-    pub(crate) verbose: Option<String>,
-    /// What was done.
-    pub(crate) line: String,
-    /// Whether the data was verified.
-    pub(crate) verified: bool,
-}
-
-/// One side of rping (client or server), one ping at a time.
-pub(crate) trait Role<D: Device> {
-    /// Whether another ping follows `done` of them.
-    fn more(&self, done: u32, s: &Settings) -> bool;
-
-    /// Ping number `n`; `Ok(None)` when the peer is done.
-    async fn ping(
-        &mut self,
-        conn: &mut Conn<D>,
-        n: u32,
-        s: &Settings,
-        out: &mut dyn Write,
-    ) -> Result<Option<Pinged>, WaitError>;
-}
-
-/// The ping loop both sides share: counts, prints and times each ping, and
-/// stops at the first failure.
-pub(crate) async fn ping_loop<D: Device, R: Role<D>>(
-    role: &mut R,
-    conn: &mut Conn<D>,
-    s: &Settings,
-    out: &mut dyn Write,
-) -> Summary {
-    let mut summary = Summary::default();
-    let mut n = 0u32;
-    while role.more(n, s) {
-        let t = Instant::now();
-        match role.ping(conn, n, s, out).await {
-            Ok(Some(p)) => {
-                summary.pings += 1;
-                summary.verified += u32::from(p.verified);
-                if let Some(v) = p.verbose.filter(|_| s.verbose) {
-                    let _ = writeln!(out, "{v}");
-                }
-                let _ = writeln!(
-                    out,
-                    "ping {n}: {} ({:.3} ms)",
-                    p.line,
-                    t.elapsed().as_secs_f64() * 1e3
-                );
-            }
-            Ok(None) => break,
-            Err(e) => {
-                summary.failure = Some(format!("ping {n}: {e}"));
-                break;
-            }
-        }
-        n = n.wrapping_add(1);
-    }
-    summary
-}
-
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
@@ -335,7 +243,7 @@ mod tests {
     use rpcrdma_verbs::{ConnectRequest, Listener, QpParams, QueuePair, SendWr, Sge, WcOpcode};
 
     use super::client::{client_ping, connect};
-    use super::conn::{caps, CQ_DEPTH};
+    use super::conn::{caps, Conn, CQ_DEPTH};
     use super::wire::{pattern, INFO_LEN};
     use super::*;
     use crate::cmd::provider::{AnyListener, AnyOptions};

@@ -12,8 +12,8 @@ use rpcrdma_verbs::{
 };
 
 use super::conn::{caps, Conn, WaitError, CQ_DEPTH};
+use super::ping::{ping_loop, Pinged, Role, Settings, Summary};
 use super::wire::{c_string, c_string_len, mismatch, pattern, Info, INFO_LEN};
-use super::{ping_loop, Pinged, Role, Settings, Summary};
 use crate::cmd::provider::{describe_qp, describe_request, AnyDevice, AnyListener, Setup};
 
 /// Accepts one client on `listener` and serves its pings until it

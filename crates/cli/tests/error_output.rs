@@ -110,8 +110,9 @@ fn a_missing_device_names_the_fix() {
     } else if t.contains("no RDMA device named") {
         once(&t, "\"no-such-device0\"", "available:");
     } else {
-        // No RDMA device at all: how to make one.
-        once(&t, "no RDMA device found", "rdma link add");
+        // No RDMA device at all: how to see and make one.
+        once(&t, "no RDMA device found", "check `ibv_devices`");
+        once(&t, "rdma link add rxe0", "rdma link add siw0");
     }
     // A device without its provider.
     let out = rpcrdma(&["demo", "--device", "rxe0"]);

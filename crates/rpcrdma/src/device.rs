@@ -93,7 +93,7 @@ from_providers!(AnyDevice, SoftIwarp, rpcrdma_rdmacore::RdmaCore);
 impl AnyDevice {
     /// Opens the device of `provider`: a new software iWARP device, or the
     /// rdma-core device its configuration names. Fails only for rdma-core
-    /// ([`Error::Device`]: no such device, none at all), with an error
+    /// (`Error::Device`: no such device, none at all), with an error
     /// saying what to do.
     pub fn open(provider: &Provider) -> Result<AnyDevice, Error> {
         match provider {

@@ -39,7 +39,7 @@ use super::aligned::PageAligned;
 use super::rpc::{negotiated_version, Addrs, BenchClients, BenchServer, RpcBenchArgs};
 use super::wake::Seen;
 use super::{num, on_thread};
-use crate::cmd::provider::{Setup, WithDevice};
+use crate::cmd::provider::{AnyDevice, Setup};
 
 const KIB: usize = 1 << 10;
 const MIB: usize = 1 << 20;
@@ -420,14 +420,8 @@ struct Threads {
     bar: ProgressBar,
 }
 
-impl WithDevice for Threads {
-    type Output = Sweep;
-
-    async fn run<D: Device + Clone + std::fmt::Debug>(
-        self,
-        dev: D,
-        setup: Setup<D>,
-    ) -> anyhow::Result<Sweep> {
+impl Threads {
+    async fn run(self, dev: AnyDevice, setup: Setup) -> anyhow::Result<Sweep> {
         let Threads { rpc, sw, bar } = self;
         let srv = BenchServer::start(&rpc, &dev, &setup.options, on_thread)?;
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
@@ -478,15 +472,15 @@ pub(crate) fn run(rpc: RpcBenchArgs, sw: SweepArgs) -> anyhow::Result<ExitCode> 
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let provider = rpc.rdma.provider.clone();
-    let sweep =
-        crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?.block_on(provider.run(
-            rpc.rdma.params(),
-            Threads {
-                rpc: rpc.clone(),
-                sw: sw.clone(),
-                bar,
-            },
-        ))?;
+    let sweep = crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?.block_on(async {
+        let (dev, setup) = provider.open(rpc.rdma.params())?;
+        let threads = Threads {
+            rpc: rpc.clone(),
+            sw: sw.clone(),
+            bar,
+        };
+        threads.run(dev, setup).await
+    })?;
     if let Some(p) = &sw.plot {
         let svg = super::plot::svg(&sweep)?;
         std::fs::write(p, svg).with_context(|| format!("cannot write {}", p.display()))?;

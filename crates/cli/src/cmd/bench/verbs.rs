@@ -35,7 +35,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::aligned::PageAligned;
 use super::{median, num, on_thread};
-use crate::cmd::provider::{ProviderOpts, ProviderParams, Setup, WithDevice};
+use crate::cmd::provider::{ProviderOpts, ProviderParams};
 
 const MIB: usize = 1 << 20;
 
@@ -529,27 +529,15 @@ pub(crate) fn run(a: VerbsArgs) -> anyhow::Result<ExitCode> {
         recv_size: 1024,
     };
     let provider = a.provider.clone();
-    crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?
-        .block_on(provider.run(params, Bench(a)))
-}
-
-struct Bench(VerbsArgs);
-
-impl WithDevice for Bench {
-    type Output = ExitCode;
-
-    async fn run<D: Device + Clone + std::fmt::Debug>(
-        self,
-        dev: D,
-        setup: Setup<D>,
-    ) -> anyhow::Result<ExitCode> {
+    crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?.block_on(async {
+        let (dev, setup) = provider.open(params)?;
         let p = Prov {
             dev,
             options: setup.options,
-            ip: self.0.listen_ip,
+            ip: a.listen_ip,
         };
-        report(self.0, &p, &setup.label)
-    }
+        report(a, &p, &setup.label)
+    })
 }
 
 fn report<D: Device + Clone>(a: VerbsArgs, p: &Prov<D>, label: &str) -> anyhow::Result<ExitCode> {

@@ -48,7 +48,8 @@
 //! the FPDU in progress; `place_state.rs`: the placement target and the
 //! Send being received; `sq_state.rs`: send-queue and outbound Read
 //! entries), so that the files above (which add `impl Connection`
-//! methods) point at this file and at them, and this file only at them.
+//! methods) point at this file and at them, and this file only at them
+//! and at the other low files (`tx.rs`, `error.rs`).
 //!
 //! # Errors are sticky
 //!

@@ -12,6 +12,7 @@ use rpcrdma_bench::call_loop::{self, LoopSettings};
 use rpcrdma_bench::cpu::Elapsed;
 use rpcrdma_verbs::Device;
 
+use super::rpc::rdma_settings;
 use crate::cmd::provider::{Setup, WithDevice};
 use crate::cmd::rdma_opts::RdmaOpts;
 use crate::cmd::read_window::ReadWindow;
@@ -107,7 +108,7 @@ impl LoopArgs {
             round_trips: self.round_trips,
             warm_up: self.warm_up,
             client_task: self.client_task,
-            rdma: super::rdma_settings(&self.rdma, self.read_window),
+            rdma: rdma_settings(&self.rdma, self.read_window),
         }
     }
 }

@@ -11,6 +11,7 @@
 //! round trips saw, and `--pin` runs it on one CPU.
 
 pub(crate) mod call_loop;
+mod output;
 pub(crate) mod rpc;
 pub(crate) mod scale;
 pub(crate) mod small;
@@ -18,15 +19,8 @@ pub(crate) mod sweep;
 pub(crate) mod verbs;
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
-use rpcrdma_bench::rpc::RdmaSettings;
-use rpcrdma_bench::{Progress, ProgressRef};
-
-use crate::cmd::rdma_opts::RdmaOpts;
-use crate::cmd::read_window::ReadWindow;
 
 /// Arguments of `rpcrdma bench`.
 #[derive(Debug, Args)]
@@ -102,48 +96,6 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+pub(crate) use output::num;
 /// The median of a series (`rpcrdma nfs bench` takes it from here).
 pub(crate) use rpcrdma_bench::median;
-
-/// A finite number as JSON, or null for a measure that was not run
-/// (`rpcrdma nfs bench`'s report).
-pub(crate) fn num(x: f64) -> serde_json::Value {
-    serde_json::Number::from_f64(x).map_or(serde_json::Value::Null, serde_json::Value::Number)
-}
-
-/// A progress bar on stderr of `len` steps drawn by `template`, and the
-/// same bar as the bench library's [`ProgressRef`].
-pub(crate) fn progress_bar(len: u64, template: &str) -> (ProgressBar, ProgressRef) {
-    let bar = ProgressBar::new(len);
-    bar.set_style(
-        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    (bar.clone(), Arc::new(Bar(bar)))
-}
-
-/// The bench library's progress shown on a progress bar.
-struct Bar(ProgressBar);
-
-impl Progress for Bar {
-    fn start(&self, what: &str) {
-        self.0.set_message(what.to_string());
-    }
-
-    fn done(&self) {
-        self.0.inc(1);
-    }
-}
-
-/// The RPC-over-RDMA settings of a bench's connections: the engines and
-/// queue pair sizes `--rdma-version`, `--inline`, `--credits` and the
-/// rest give, the server reading ahead `read_window`.
-pub(crate) fn rdma_settings(rdma: &RdmaOpts, read_window: ReadWindow) -> RdmaSettings {
-    let mut server = rdma.server();
-    // (The parser refuses 0.)
-    server.read_window = read_window.resolve();
-    RdmaSettings {
-        client: rdma.client(),
-        server,
-        caps: rdma.caps(),
-    }
-}

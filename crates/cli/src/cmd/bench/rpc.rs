@@ -8,11 +8,11 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::Args;
-use rpcrdma_bench::rpc::{self, ReadWindowShown, Results, RpcReport, RpcSettings};
+use rpcrdma_bench::rpc::{self, RdmaSettings, ReadWindowShown, Results, RpcReport, RpcSettings};
 use rpcrdma_bench::ProgressRef;
 use rpcrdma_verbs::Device;
 
-use super::progress_bar;
+use super::output::progress_bar;
 use crate::cmd::provider::{Setup, WithDevice};
 use crate::cmd::rdma_opts::RdmaOpts;
 use crate::cmd::read_window::ReadWindow;
@@ -93,8 +93,22 @@ impl RpcBenchArgs {
             outstanding: self.outstanding,
             only: self.only.iter().map(|&m| m.into()).collect(),
             listen_ip: self.listen_ip,
-            rdma: super::rdma_settings(&self.rdma, self.read_window),
+            rdma: rdma_settings(&self.rdma, self.read_window),
         }
+    }
+}
+
+/// The RPC-over-RDMA settings of a bench's connections: the engines and
+/// queue pair sizes `--rdma-version`, `--inline`, `--credits` and the
+/// rest give, the server reading ahead `read_window`.
+pub(crate) fn rdma_settings(rdma: &RdmaOpts, read_window: ReadWindow) -> RdmaSettings {
+    let mut server = rdma.server();
+    // (The parser refuses 0.)
+    server.read_window = read_window.resolve();
+    RdmaSettings {
+        client: rdma.client(),
+        server,
+        caps: rdma.caps(),
     }
 }
 

@@ -12,7 +12,7 @@ use rpcrdma_bench::scale::{self, ScaleSettings, Scaling, MAX_CLIENTS};
 use rpcrdma_bench::ProgressRef;
 use rpcrdma_verbs::Device;
 
-use super::progress_bar;
+use super::output::progress_bar;
 use super::rpc::RpcBenchArgs;
 use crate::cmd::provider::{Setup, WithDevice};
 

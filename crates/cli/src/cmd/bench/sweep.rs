@@ -13,7 +13,7 @@ use rpcrdma_bench::sweep::{self, plot, sizes, Sweep, SweepSettings, SERIES};
 use rpcrdma_bench::ProgressRef;
 use rpcrdma_verbs::Device;
 
-use super::progress_bar;
+use super::output::progress_bar;
 use super::rpc::RpcBenchArgs;
 use crate::cmd::provider::{Setup, WithDevice};
 

@@ -655,17 +655,30 @@ async fn recall(s: &Served, rdma: bool) {
         panic!("{r:?}")
     };
     assert_eq!(q.sr_status_flags, 0, "{label}: the backchannel is up");
-    let r = holder
-        .ok(vec![
-            A::OpPutrootfh,
-            holder.open(&name, p::OPEN4_SHARE_ACCESS_READ, false),
-        ])
-        .await;
-    let R::OpOpen(p::Open4res::Nfs4Ok(o)) = &r[1] else {
-        panic!("{r:?}")
-    };
-    let p::OpenDelegation4::OpenDelegateRead(d) = &o.delegation else {
-        panic!("{label}: no read delegation: {o:?}")
+    // The server grants a delegation once the probe's reply is back, which
+    // may come a moment after our handler saw the CB_NULL (SEQUENCE's
+    // flags are clear while the probe is on its way): an OPEN before that
+    // is answered without one, and is sent again (the same owner opening
+    // the same way only moves its open's seqid).
+    let mut granted = None;
+    for _ in 0..200 {
+        let r = holder
+            .ok(vec![
+                A::OpPutrootfh,
+                holder.open(&name, p::OPEN4_SHARE_ACCESS_READ, false),
+            ])
+            .await;
+        let R::OpOpen(p::Open4res::Nfs4Ok(o)) = &r[1] else {
+            panic!("{r:?}")
+        };
+        if let p::OpenDelegation4::OpenDelegateRead(d) = &o.delegation {
+            granted = Some(d.clone());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let Some(d) = granted else {
+        panic!("{label}: no read delegation within 4 s of the backchannel's probe")
     };
     let deleg = d.stateid;
     // The writer waits (NFS4ERR_DELAY) while the delegation is recalled.

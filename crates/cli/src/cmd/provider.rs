@@ -74,20 +74,6 @@ pub(crate) struct Setup<D: Device = AnyDevice> {
     pub(crate) label: String,
 }
 
-/// A command's work, for any provider: the form the benchmark modules
-/// not yet calling [`ProviderOpts::open`] themselves still take
-/// ([`ProviderOpts::run`] runs them on the [`AnyDevice`] it opens).
-pub(crate) trait WithDevice {
-    /// What the job returns.
-    type Output;
-    /// Runs on `dev`.
-    fn run<D: Device + Clone + std::fmt::Debug>(
-        self,
-        dev: D,
-        setup: Setup<D>,
-    ) -> impl Future<Output = anyhow::Result<Self::Output>>;
-}
-
 impl ProviderOpts {
     /// Whether the provider is the software one.
     pub(crate) fn is_softiwarp(&self) -> bool {
@@ -117,31 +103,15 @@ impl ProviderOpts {
         }
     }
 
-    /// Opens the chosen provider and runs `job` on it (see [`WithDevice`]),
-    /// on the provider's own device type: `bench loop`'s NULL round trip,
-    /// which scripts/check-null-instructions.sh counts with the committed
-    /// PGO profile, keeps the code that profile was recorded on (with
-    /// [`AnyDevice`] and that profile it counted 12.5k instructions, above
-    /// the 12k budget; a profile recorded on `AnyDevice` is still to be
-    /// made).
-    pub(crate) async fn run<J: WithDevice>(
+    /// Opens the chosen provider and runs `job` on its [`AnyDevice`]: the
+    /// benchmarks measure the code every other command runs.
+    pub(crate) async fn run<T, F: Future<Output = anyhow::Result<T>>>(
         &self,
         params: ProviderParams,
-        job: J,
-    ) -> anyhow::Result<J::Output> {
+        job: impl FnOnce(AnyDevice, Setup) -> F,
+    ) -> anyhow::Result<T> {
         let (dev, setup) = self.open(params)?;
-        let label = setup.label;
-        match dev {
-            AnyDevice::SoftIwarp(dev) => {
-                let options = setup.options.softiwarp;
-                job.run(dev, Setup { options, label }).await
-            }
-            #[cfg(feature = "rdma-core")]
-            AnyDevice::RdmaCore(dev) => {
-                let options = setup.options.rdmacore;
-                job.run(dev, Setup { options, label }).await
-            }
-        }
+        job(dev, setup).await
     }
 
     #[cfg(feature = "rdma-core")]
@@ -275,19 +245,6 @@ fn is_root() -> bool {
 mod tests {
     use super::*;
 
-    struct Label;
-
-    impl WithDevice for Label {
-        type Output = String;
-        async fn run<D: Device + Clone + std::fmt::Debug>(
-            self,
-            _dev: D,
-            setup: Setup<D>,
-        ) -> anyhow::Result<String> {
-            Ok(setup.label)
-        }
-    }
-
     fn block<F: Future>(f: F) -> F::Output {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -311,7 +268,10 @@ mod tests {
     fn softiwarp_runs_the_job() {
         let p = ProviderOpts::default();
         assert_eq!(
-            block(p.run(ProviderParams::default(), Label)).unwrap(),
+            block(p.run(ProviderParams::default(), |_dev, setup| async move {
+                Ok(setup.label)
+            }))
+            .unwrap(),
             "software iWARP"
         );
     }

@@ -10,10 +10,9 @@ use anyhow::bail;
 use clap::{Args, ValueEnum};
 use rpcrdma_bench::call_loop::{self, LoopSettings};
 use rpcrdma_bench::cpu::Elapsed;
-use rpcrdma_verbs::Device;
 
 use super::rpc::rdma_settings;
-use crate::cmd::provider::{Setup, WithDevice};
+use crate::cmd::provider::{AnyDevice, Setup};
 use crate::cmd::rdma_opts::RdmaOpts;
 use crate::cmd::read_window::ReadWindow;
 
@@ -117,14 +116,9 @@ struct LoopJob {
     args: LoopSettings,
 }
 
-impl WithDevice for LoopJob {
-    type Output = Elapsed;
-
-    async fn run<D: Device + Clone + std::fmt::Debug>(
-        self,
-        dev: D,
-        setup: Setup<D>,
-    ) -> anyhow::Result<Elapsed> {
+impl LoopJob {
+    /// Runs the measure on the chosen device.
+    async fn run(self, dev: AnyDevice, setup: Setup) -> anyhow::Result<Elapsed> {
         call_loop::measure(self.args, dev, setup.options)
     }
 }
@@ -140,13 +134,14 @@ pub(crate) fn run(args: LoopArgs) -> anyhow::Result<ExitCode> {
     args.rdma.check()?;
     let provider = args.rdma.provider.clone();
     let settings = args.settings();
-    let took =
-        crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?.block_on(provider.run(
-            args.rdma.params(),
+    let took = crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?.block_on(
+        provider.run(args.rdma.params(), |dev, setup| {
             LoopJob {
                 args: settings.clone(),
-            },
-        ))?;
+            }
+            .run(dev, setup)
+        }),
+    )?;
     println!("{}", call_loop::text(&settings, &took));
     Ok(ExitCode::SUCCESS)
 }

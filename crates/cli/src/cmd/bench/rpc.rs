@@ -10,10 +10,9 @@ use anyhow::bail;
 use clap::Args;
 use rpcrdma_bench::rpc::{self, RdmaSettings, ReadWindowShown, Results, RpcReport, RpcSettings};
 use rpcrdma_bench::ProgressRef;
-use rpcrdma_verbs::Device;
 
 use super::output::progress_bar;
-use crate::cmd::provider::{Setup, WithDevice};
+use crate::cmd::provider::{AnyDevice, Setup};
 use crate::cmd::rdma_opts::RdmaOpts;
 use crate::cmd::read_window::ReadWindow;
 
@@ -118,14 +117,9 @@ struct Threads {
     bar: ProgressRef,
 }
 
-impl WithDevice for Threads {
-    type Output = (Results, String);
-
-    async fn run<D: Device + Clone + std::fmt::Debug>(
-        self,
-        dev: D,
-        setup: Setup<D>,
-    ) -> anyhow::Result<(Results, String)> {
+impl Threads {
+    /// Runs the measure on the chosen device.
+    async fn run(self, dev: AnyDevice, setup: Setup) -> anyhow::Result<(Results, String)> {
         let Threads { settings, bar } = self;
         let r = rpc::measure(&settings, dev, setup.options, bar)?;
         Ok((r, setup.label))
@@ -146,9 +140,12 @@ pub(crate) fn run(args: RpcBenchArgs) -> anyhow::Result<ExitCode> {
     let provider = args.rdma.provider.clone();
     let done = crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?.block_on(provider.run(
         args.rdma.params(),
-        Threads {
-            settings: settings.clone(),
-            bar: progress,
+        |dev, setup| {
+            Threads {
+                settings: settings.clone(),
+                bar: progress,
+            }
+            .run(dev, setup)
         },
     ));
     bar.finish_and_clear();

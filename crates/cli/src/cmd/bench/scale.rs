@@ -10,11 +10,10 @@ use clap::Args;
 use rpcrdma_bench::rpc::RpcSettings;
 use rpcrdma_bench::scale::{self, ScaleSettings, Scaling, MAX_CLIENTS};
 use rpcrdma_bench::ProgressRef;
-use rpcrdma_verbs::Device;
 
 use super::output::progress_bar;
 use super::rpc::RpcBenchArgs;
-use crate::cmd::provider::{Setup, WithDevice};
+use crate::cmd::provider::{AnyDevice, Setup};
 
 /// Arguments of `rpcrdma bench --clients`.
 #[derive(Debug, Clone, Args)]
@@ -44,14 +43,9 @@ struct Threads {
     bar: ProgressRef,
 }
 
-impl WithDevice for Threads {
-    type Output = Scaling;
-
-    async fn run<D: Device + Clone + std::fmt::Debug>(
-        self,
-        dev: D,
-        setup: Setup<D>,
-    ) -> anyhow::Result<Scaling> {
+impl Threads {
+    /// Runs the measure on the chosen device.
+    async fn run(self, dev: AnyDevice, setup: Setup) -> anyhow::Result<Scaling> {
         let Threads { rpc, sc, bar } = self;
         scale::measure(&rpc, &sc, dev, setup.options, setup.label, bar).await
     }
@@ -71,9 +65,8 @@ pub(crate) fn run(rpc: RpcBenchArgs, sc: ScaleArgs) -> anyhow::Result<ExitCode> 
         "clients {bar:30} {pos}/{len} {msg}",
     );
     let provider = rpc.rdma.provider.clone();
-    let scaling =
-        crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?.block_on(provider.run(
-            rpc.rdma.params(),
+    let scaling = crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?.block_on(
+        provider.run(rpc.rdma.params(), |dev, setup| {
             Threads {
                 rpc: rpc.settings(),
                 sc: ScaleSettings {
@@ -81,8 +74,10 @@ pub(crate) fn run(rpc: RpcBenchArgs, sc: ScaleArgs) -> anyhow::Result<ExitCode> 
                     secs: sc.scale_secs,
                 },
                 bar: progress,
-            },
-        ));
+            }
+            .run(dev, setup)
+        }),
+    );
     bar.finish_and_clear();
     let scaling = scaling?;
     if rpc.json {

@@ -10,11 +10,10 @@ use clap::Args;
 use rpcrdma_bench::rpc::{RpcSettings, MAX_ECHO};
 use rpcrdma_bench::small::{self, Outcome, SmallReport, SmallSettings, MAX_CONNECTIONS, MAX_DEPTH};
 use rpcrdma_bench::ProgressRef;
-use rpcrdma_verbs::Device;
 
 use super::output::progress_bar;
 use super::rpc::RpcBenchArgs;
-use crate::cmd::provider::{Setup, WithDevice};
+use crate::cmd::provider::{AnyDevice, Setup};
 
 /// Arguments of `rpcrdma bench --small`.
 #[derive(Debug, Clone, Args)]
@@ -51,14 +50,9 @@ struct Job {
     bar: ProgressRef,
 }
 
-impl WithDevice for Job {
-    type Output = (Outcome, String);
-
-    async fn run<D: Device + Clone + std::fmt::Debug>(
-        self,
-        dev: D,
-        setup: Setup<D>,
-    ) -> anyhow::Result<(Outcome, String)> {
+impl Job {
+    /// Runs the measure on the chosen device.
+    async fn run(self, dev: AnyDevice, setup: Setup) -> anyhow::Result<(Outcome, String)> {
         let Job { args, small, bar } = self;
         let res = small::measure(&args, &small, dev, setup.options, bar);
         Ok((res?, setup.label))
@@ -92,10 +86,13 @@ pub(crate) fn run(args: RpcBenchArgs, small: SmallArgs) -> anyhow::Result<ExitCo
     let provider = args.rdma.provider.clone();
     let done = crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?.block_on(provider.run(
         args.rdma.params(),
-        Job {
-            args: args.settings(),
-            small: settings.clone(),
-            bar: progress,
+        |dev, setup| {
+            Job {
+                args: args.settings(),
+                small: settings.clone(),
+                bar: progress,
+            }
+            .run(dev, setup)
         },
     ));
     bar.finish_and_clear();

@@ -11,11 +11,10 @@ use clap::Args;
 use rpcrdma_bench::rpc::RpcSettings;
 use rpcrdma_bench::sweep::{self, plot, sizes, Sweep, SweepSettings, SERIES};
 use rpcrdma_bench::ProgressRef;
-use rpcrdma_verbs::Device;
 
 use super::output::progress_bar;
 use super::rpc::RpcBenchArgs;
-use crate::cmd::provider::{Setup, WithDevice};
+use crate::cmd::provider::{AnyDevice, Setup};
 
 /// Arguments of `rpcrdma bench --sweep`.
 #[derive(Debug, Clone, Args)]
@@ -43,14 +42,9 @@ struct Threads {
     bar: ProgressRef,
 }
 
-impl WithDevice for Threads {
-    type Output = Sweep;
-
-    async fn run<D: Device + Clone + std::fmt::Debug>(
-        self,
-        dev: D,
-        setup: Setup<D>,
-    ) -> anyhow::Result<Sweep> {
+impl Threads {
+    /// Runs the measure on the chosen device.
+    async fn run(self, dev: AnyDevice, setup: Setup) -> anyhow::Result<Sweep> {
         let Threads { rpc, sw, bar } = self;
         sweep::measure(&rpc, sw, dev, setup.options, setup.label, bar)
     }
@@ -75,14 +69,17 @@ pub(crate) fn run(rpc: RpcBenchArgs, sw: SweepArgs) -> anyhow::Result<ExitCode> 
     let provider = rpc.rdma.provider.clone();
     let sweep = crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?.block_on(provider.run(
         rpc.rdma.params(),
-        Threads {
-            rpc: rpc.settings(),
-            sw: SweepSettings {
-                secs: sw.sweep_secs,
-                round_trips: rpc.round_trips,
-                outstanding: rpc.outstanding,
-            },
-            bar: progress,
+        |dev, setup| {
+            Threads {
+                rpc: rpc.settings(),
+                sw: SweepSettings {
+                    secs: sw.sweep_secs,
+                    round_trips: rpc.round_trips,
+                    outstanding: rpc.outstanding,
+                },
+                bar: progress,
+            }
+            .run(dev, setup)
         },
     ));
     bar.finish_and_clear();

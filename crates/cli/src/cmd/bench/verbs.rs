@@ -11,9 +11,8 @@ use anyhow::bail;
 use clap::Args;
 use rpcrdma_bench::verbs::{self, VerbsMeasure, VerbsSettings};
 use rpcrdma_bench::Progress;
-use rpcrdma_verbs::Device;
 
-use crate::cmd::provider::{ProviderOpts, ProviderParams, Setup, WithDevice};
+use crate::cmd::provider::{AnyDevice, ProviderOpts, ProviderParams, Setup};
 
 /// Arguments of `rpcrdma bench verbs`.
 #[derive(Debug, Args)]
@@ -102,19 +101,14 @@ pub(crate) fn run(a: VerbsArgs) -> anyhow::Result<ExitCode> {
     };
     let provider = a.provider.clone();
     crate::cmd::runtime(crate::cmd::Scheduler::CurrentThread)?
-        .block_on(provider.run(params, Bench(a)))
+        .block_on(provider.run(params, |dev, setup| Bench(a).run(dev, setup)))
 }
 
 struct Bench(VerbsArgs);
 
-impl WithDevice for Bench {
-    type Output = ExitCode;
-
-    async fn run<D: Device + Clone + std::fmt::Debug>(
-        self,
-        dev: D,
-        setup: Setup<D>,
-    ) -> anyhow::Result<ExitCode> {
+impl Bench {
+    /// Runs the measure on the chosen device.
+    async fn run(self, dev: AnyDevice, setup: Setup) -> anyhow::Result<ExitCode> {
         let a = self.0;
         let report = verbs::measure(
             &a.settings(),

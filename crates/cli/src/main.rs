@@ -114,7 +114,7 @@ fn main() -> std::process::ExitCode {
         Top::Completions(args) => return docs::completions(args, Cli::command()),
         Top::Man(args) => {
             return docs::man(args, Cli::command()).unwrap_or_else(|e| {
-                eprintln!("rpcrdma: error: {e:#}");
+                eprintln!("rpcrdma: error: {}", cmd::error_text::Causes(&e));
                 std::process::ExitCode::from(2)
             })
         }
@@ -122,7 +122,7 @@ fn main() -> std::process::ExitCode {
     match cmd::run(command) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("rpcrdma: error: {e:#}");
+            eprintln!("rpcrdma: error: {}", cmd::error_text::Causes(&e));
             std::process::ExitCode::from(2)
         }
     }

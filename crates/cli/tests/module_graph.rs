@@ -718,9 +718,9 @@ mod reader {
     }
 
     mod tempdir {
-        pub struct Dir(pub std::path::PathBuf);
+        pub(super) struct Dir(pub(super) std::path::PathBuf);
         impl Dir {
-            pub fn new() -> Dir {
+            pub(super) fn new() -> Dir {
                 use std::sync::atomic::{AtomicUsize, Ordering};
                 static N: AtomicUsize = AtomicUsize::new(0);
                 let p = std::env::temp_dir().join(format!(

@@ -13,6 +13,7 @@ use rpcrdma_transport::{ConnectorHandle, LastForms, RdmaConnector};
 use rpcrdma_verbs::Device;
 use tokio::net::ToSocketAddrs;
 
+use crate::device::{AnyDevice, AnyOptions};
 use crate::error::Error;
 use crate::provider::Provider;
 
@@ -210,18 +211,11 @@ where
                 rdma: None,
             })
         }
-        Transport::Rdma => match &options.provider {
-            Provider::SoftIwarp => {
-                let dev = rpcrdma_softiwarp::SoftIwarp::new();
-                connect_rdma(dev, Default::default(), addr, options).await
-            }
-            #[cfg(feature = "rdma-core")]
-            Provider::RdmaCore(device) => {
-                let dev = rpcrdma_rdmacore::RdmaCore::open(device).map_err(Error::Device)?;
-                let recv = crate::provider::rdmacore_options(&options.engine);
-                connect_rdma(dev, recv, addr, options).await
-            }
-        },
+        Transport::Rdma => {
+            let dev = AnyDevice::open(&options.provider)?;
+            let provider_options = AnyOptions::for_engine(&options.engine);
+            connect_rdma(dev, provider_options, addr, options).await
+        }
     }
 }
 

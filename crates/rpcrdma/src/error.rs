@@ -8,11 +8,16 @@ use rpcrdma_transport::RdmaError;
 use tokio::net::ToSocketAddrs;
 
 /// Why connecting, serving or a call failed.
+///
+/// Each cause is told once: a variant with a source returns it from
+/// [`std::error::Error::source`] and leaves it out of its own message
+/// (print the chain, e.g. `anyhow`'s `{:#}`, to see it), and a
+/// transparent variant is its source's message.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The address did not resolve.
-    #[error("cannot resolve {addr}: {source} (give HOST:PORT, e.g. 192.0.2.1:20049)")]
+    #[error("cannot resolve {addr} (give HOST:PORT, e.g. 192.0.2.1:20049)")]
     Resolve {
         /// The address as given.
         addr: String,
@@ -29,7 +34,7 @@ pub enum Error {
     #[error(transparent)]
     Rdma(#[from] RdmaError),
     /// A TCP listener could not be opened.
-    #[error("cannot listen for ONC RPC over TCP on {addr}: {source} (is the port in use?)")]
+    #[error("cannot listen for ONC RPC over TCP on {addr} (is the port in use?)")]
     ListenTcp {
         /// The address.
         addr: SocketAddr,

@@ -9,6 +9,9 @@
 //! * [`serve`]: a [`ServeBuilder`] that listens on RPC-over-RDMA and TCP
 //!   for one [`Server`] (one memory budget over both) and gives a
 //!   [`Serving`], which runs until [`Serving::shutdown`].
+//! * [`AnyDevice`]: a verbs device whose provider ([`Provider`]) is chosen
+//!   at run time, for code generic over [`verbs::Device`] that should be
+//!   compiled once: [`AnyDevice::open`] and [`AnyOptions`].
 //! * [`block_on`]: runs a future on a new multi-threaded tokio runtime,
 //!   for a `main` that has no runtime of its own (with `#[tokio::main]`
 //!   the functions above run on the application's runtime).
@@ -78,6 +81,8 @@
 #[cfg(feature = "runtime")]
 mod client;
 #[cfg(feature = "runtime")]
+mod device;
+#[cfg(feature = "runtime")]
 mod error;
 #[cfg(feature = "runtime")]
 mod provider;
@@ -86,6 +91,8 @@ mod server;
 
 #[cfg(feature = "runtime")]
 pub use client::{connect, connect_with, ConnectOptions, RpcClient, Transport};
+#[cfg(feature = "runtime")]
+pub use device::{AnyCq, AnyDevice, AnyListener, AnyMr, AnyOptions, AnyPd, AnyQp, AnyRequest};
 #[cfg(feature = "runtime")]
 pub use error::Error;
 #[cfg(feature = "runtime")]

@@ -10,6 +10,7 @@ use rpcrdma_oncrpc::{Server, ServerConfig, Services};
 use rpcrdma_transport::{serve_rdma, ListenConfig, RdmaService, DEFAULT_MAX_CONNECTIONS};
 use rpcrdma_verbs::Device;
 
+use crate::device::{AnyDevice, AnyOptions};
 use crate::error::{resolve, Error};
 use crate::provider::Provider;
 
@@ -138,18 +139,10 @@ impl ServeBuilder {
         let rdma = match rdma_at {
             None => None,
             Some(addr) => {
-                let started = match &self.provider {
-                    Provider::SoftIwarp => {
-                        let dev = rpcrdma_softiwarp::SoftIwarp::new();
-                        listen.start(&server, dev, Default::default(), addr).await
-                    }
-                    #[cfg(feature = "rdma-core")]
-                    Provider::RdmaCore(device) => {
-                        let dev =
-                            rpcrdma_rdmacore::RdmaCore::open(device).map_err(Error::Device)?;
-                        let options = crate::provider::rdmacore_options(&listen.engine);
-                        listen.start(&server, dev, options, addr).await
-                    }
+                let options = AnyOptions::for_engine(&listen.engine);
+                let started = match AnyDevice::open(&self.provider) {
+                    Ok(dev) => listen.start(&server, dev, options, addr).await,
+                    Err(e) => Err(e),
                 };
                 match started {
                     Ok(r) => Some(r),

@@ -9,12 +9,7 @@
 use std::fmt;
 use std::task::{Context, Poll};
 
-use crate::primitive::Mutex;
-use crate::waiters::{Waiters, MAX_WAITERS};
-
-/// Most tasks a [`Budget`] remembers as waiting for room (many
-/// connections may wait at once; see [`Waiters::register`]).
-const MAX_BUDGET_WAITERS: usize = MAX_WAITERS * 64;
+use crate::shared::Shared;
 
 /// A memory limit that connections of any transport draw from.
 ///
@@ -56,7 +51,7 @@ pub trait MemoryAccount: Send + Sync + fmt::Debug {
     }
 }
 
-/// A plain [`MemoryAccount`]: a counter and the wakers of the tasks
+/// A plain [`MemoryAccount`]: a counter, [`Shared`] with the tasks
 /// waiting for room.
 ///
 /// ```
@@ -71,13 +66,8 @@ pub trait MemoryAccount: Send + Sync + fmt::Debug {
 /// ```
 pub struct Budget {
     limit: u64,
-    state: Mutex<State>,
-}
-
-struct State {
-    used: u64,
-    epoch: u64,
-    wakers: Waiters<MAX_BUDGET_WAITERS>,
+    /// Octets charged.
+    used: Shared<u64>,
 }
 
 impl Budget {
@@ -85,11 +75,7 @@ impl Budget {
     pub fn new(limit: u64) -> Self {
         Self {
             limit,
-            state: Mutex::new(State {
-                used: 0,
-                epoch: 0,
-                wakers: Waiters::new(),
-            }),
+            used: Shared::new(0),
         }
     }
 }
@@ -109,47 +95,36 @@ impl MemoryAccount for Budget {
     }
 
     fn in_use(&self) -> u64 {
-        self.state.lock().used
+        self.used.with(|u| *u)
     }
 
     fn charge_within(&self, n: u64, leave: u64) -> bool {
-        let mut s = self.state.lock();
-        if s.used.saturating_add(n) > self.limit.saturating_sub(leave) {
-            return false;
-        }
-        s.used += n;
-        true
+        self.used.with(|u| {
+            if u.saturating_add(n) > self.limit.saturating_sub(leave) {
+                return false;
+            }
+            *u += n;
+            true
+        })
     }
 
     fn charge_over(&self, n: u64) {
-        let mut s = self.state.lock();
-        s.used = s.used.saturating_add(n);
+        self.used.with(|u| *u = u.saturating_add(n));
     }
 
     fn give_back(&self, n: u64) {
         if n == 0 {
             return;
         }
-        let mut wakers = {
-            let mut s = self.state.lock();
-            s.used = s.used.saturating_sub(n);
-            s.epoch = s.epoch.wrapping_add(1);
-            s.wakers.take()
-        };
-        wakers.wake_all();
+        self.used.release_with(|u| *u = u.saturating_sub(n));
     }
 
     fn epoch(&self) -> u64 {
-        self.state.lock().epoch
+        self.used.epoch()
     }
 
     fn poll_released(&self, seen: u64, cx: &mut Context<'_>) -> Poll<()> {
-        let mut s = self.state.lock();
-        if s.epoch != seen {
-            return Poll::Ready(());
-        }
-        s.wakers.register(cx.waker());
-        Poll::Pending
+        self.used.poll_released(seen, cx)
     }
 }
 

@@ -12,10 +12,17 @@
 //!   waiting for it.
 //! * [`Waiters`]: the wakers of the tasks waiting for something, a plain
 //!   value kept under the lock of what they wait for (a completion queue,
-//!   a memory account); [`Signal`] and [`Latch`] are built on it.
+//!   a memory account); [`Signal`], [`Latch`] and [`Shared`] are built on
+//!   it.
+//! * [`Shared`]: a plain value under a lock, shared by tasks some of which
+//!   wait for the others to give something back ([`Shared::release_with`]
+//!   moves its epoch and wakes them; [`Shared::poll_released`] waits for
+//!   it). The RPC-over-RDMA engine's memory budget is its accounts, a
+//!   plain value, in one of these.
 //! * [`MemoryAccount`]: a memory limit that the connections of every
 //!   transport of a server charge (what peers' requests make it hold),
-//!   with [`Budget`], its plain implementation (`account.rs`).
+//!   with [`Budget`], its plain implementation (`account.rs`: a counter
+//!   in a [`Shared`]).
 //! * [`lock`]: locks a [`std::sync::Mutex`], ignoring poisoning. The state
 //!   these locks guard is kept consistent at every step (no invariant is
 //!   left half-updated across a call that could panic), so a panic in
@@ -49,11 +56,13 @@
 mod account;
 mod latch;
 mod primitive;
+mod shared;
 mod signal;
 mod waiters;
 
 pub use account::{Budget, MemoryAccount};
 pub use latch::Latch;
+pub use shared::Shared;
 pub use signal::Signal;
 pub use waiters::{Waiters, MAX_WAITERS};
 

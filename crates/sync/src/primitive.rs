@@ -4,10 +4,10 @@
 //! the interleavings of `tests/loom.rs`).
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::AtomicBool;
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::AtomicBool;
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64};
 
 /// A lock without poisoning: `parking_lot`'s, or `loom`'s model.
 #[derive(Debug, Default)]

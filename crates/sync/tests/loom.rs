@@ -16,7 +16,7 @@ use loom::future::block_on;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use rpcrdma_sync::{Budget, Latch, MemoryAccount, Signal};
+use rpcrdma_sync::{Budget, Latch, MemoryAccount, Shared, Signal};
 
 /// Runs `f` under the model checker, bounding the preemptions per
 /// execution (loom's advice for tests of three threads: a bound of 2 or 3
@@ -127,5 +127,72 @@ fn budget_give_back_races_a_waiting_charge() {
         }
         t.join().unwrap();
         assert_eq!(b.in_use(), 4);
+    });
+}
+
+/// Waits, as a driver does, until `ready` holds of the shared value: reads
+/// the epoch, looks, and waits for a release if the look failed.
+fn wait_until(s: &Shared<u32>, ready: impl Fn(&u32) -> bool) {
+    loop {
+        let seen = s.epoch();
+        if s.with(|v| ready(v)) {
+            return;
+        }
+        block_on(poll_fn(|cx| s.poll_released(seen, cx)));
+    }
+}
+
+/// A release racing a task about to wait (between its look at the epoch,
+/// its look at the value and its registration) is never lost.
+#[test]
+fn shared_release_races_a_waiter() {
+    model(|| {
+        let s = Arc::new(Shared::new(0u32));
+        let t = thread::spawn({
+            let s = s.clone();
+            move || s.release_with(|v| *v += 1)
+        });
+        wait_until(&s, |v| *v == 1);
+        t.join().unwrap();
+        assert_eq!(s.epoch(), 1);
+    });
+}
+
+/// Two releases at once: both count, the epoch moves twice, and the
+/// waiter wakes until it has seen both.
+#[test]
+fn shared_concurrent_releases_wake_the_waiter() {
+    model(|| {
+        let s = Arc::new(Shared::new(0u32));
+        let releasers: Vec<_> = (0..2)
+            .map(|_| {
+                let s = s.clone();
+                thread::spawn(move || s.release_with(|v| *v += 1))
+            })
+            .collect();
+        wait_until(&s, |v| *v == 2);
+        for r in releasers {
+            r.join().unwrap();
+        }
+        assert_eq!(s.epoch(), 2);
+    });
+}
+
+/// Two tasks waiting at once are both woken by one release.
+#[test]
+fn shared_one_release_wakes_every_waiter() {
+    model(|| {
+        let s = Arc::new(Shared::new(0u32));
+        let other = thread::spawn({
+            let s = s.clone();
+            move || wait_until(&s, |v| *v == 1)
+        });
+        let releaser = thread::spawn({
+            let s = s.clone();
+            move || s.release_with(|v| *v = 1)
+        });
+        wait_until(&s, |v| *v == 1);
+        other.join().unwrap();
+        releaser.join().unwrap();
     });
 }

@@ -11,6 +11,7 @@ use rpcrdma_oncrpc::{CallHints, ClientConfig, Marshal, Unmarshal};
 use rpcrdma_xdr::{Decoder, Encoder, XdrError};
 
 use super::connect::{connect, resolve, TransportKind};
+use super::error_text::Causes;
 use super::rdma_opts::RdmaOpts;
 use crate::cmd::{runtime, Scheduler};
 
@@ -172,7 +173,7 @@ async fn call(
             ExitCode::SUCCESS
         }
         Err(e) => {
-            println!("call to {addr} ({via}) failed: {e:#}");
+            println!("call to {addr} ({via}) failed: {}", Causes(&e));
             ExitCode::from(1)
         }
     };

@@ -18,7 +18,7 @@ use rpcrdma_oncrpc::{Client, ClientConfig, Server, ServerConfig, Services};
 use rpcrdma_transport::{serve_rdma, ListenConfig, RdmaConnector, RdmaTransport};
 use rpcrdma_verbs::Device;
 
-use super::provider::{Setup, WithDevice};
+use super::provider::{AnyDevice, Setup};
 use super::rdma_opts::RdmaOpts;
 use crate::cmd::{runtime, Scheduler};
 
@@ -55,30 +55,13 @@ fn forms<D: Device>(t: &RdmaTransport<D>) -> String {
 pub(crate) fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let rt = runtime(Scheduler::CurrentThread)?;
     args.rdma.check()?;
-    let params = args.rdma.params();
-    let provider = args.rdma.provider.clone();
-    rt.block_on(provider.run(params, Demo(args)))
+    rt.block_on(async {
+        let (dev, setup) = args.rdma.provider.open(args.rdma.params())?;
+        demo(args, dev, setup).await
+    })
 }
 
-struct Demo(DemoArgs);
-
-impl WithDevice for Demo {
-    type Output = ExitCode;
-
-    async fn run<D: Device + Clone + std::fmt::Debug>(
-        self,
-        dev: D,
-        setup: Setup<D>,
-    ) -> anyhow::Result<ExitCode> {
-        demo(self.0, dev, setup).await
-    }
-}
-
-async fn demo<D: Device + Clone>(
-    args: DemoArgs,
-    dev: D,
-    setup: Setup<D>,
-) -> anyhow::Result<ExitCode> {
+async fn demo(args: DemoArgs, dev: AnyDevice, setup: Setup) -> anyhow::Result<ExitCode> {
     let mut services = Services::new();
     serve_demo(&mut services);
     let server = Server::new(services, ServerConfig::default());
@@ -228,10 +211,7 @@ async fn demo<D: Device + Clone>(
             served.get()
         );
     }
-    let server_forms = svc
-        .connections()
-        .first()
-        .map_or_else(|| "-".into(), |t| forms(t));
+    let server_forms = svc.connections().first().map_or_else(|| "-".into(), forms);
     rows.push(Row {
         op: format!("reverse: {n} x CB_ECHO {}", human(len.into())),
         forms: server_forms,

@@ -101,18 +101,18 @@ pub(crate) fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
             .as_ref()
             .and_then(|h| h.transport())
             .context("no RPC-over-RDMA connection was made")?;
-        let offered = |t: &dyn super::connect::TransportView| {
+        let offered = |t: &rpcrdma_transport::RdmaTransport<super::provider::AnyDevice>| {
             t.info()
                 .feature(TRANSPORT_PROPERTIES)
                 .is_some_and(|f| f.state == FeatureState::Offered)
         };
-        if null.is_ok() && offered(t.as_ref()) {
+        if null.is_ok() && offered(&t) {
             // The Version Two transport properties offer went out after the
             // first reply; its answer precedes the reply to a second call.
             null = c.client.null(a.prog, a.vers).await;
         }
         let info = t.info();
-        let raw = t.peer_private_data();
+        let raw = t.peer_private_data().clone();
         let (version, fell_back) = t.negotiated().unwrap_or((0, false));
         let null_desc = match &null {
             Ok(()) => "reply: SUCCESS".to_string(),

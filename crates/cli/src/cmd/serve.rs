@@ -17,7 +17,7 @@ use rpcrdma_verbs::Device;
 
 use super::connect::resolve;
 use super::metrics::{self, MetricsOpts};
-use super::provider::{Setup, WithDevice};
+use super::provider::{AnyDevice, Setup};
 use super::rdma_opts::RdmaOpts;
 use crate::cmd::read_window::{describe, ReadWindow};
 use crate::cmd::{runtime, Scheduler};
@@ -220,42 +220,57 @@ pub(crate) async fn run_until_stopped<D: Device>(
     server.shutdown().await;
 }
 
+/// What both servers (`rpcrdma serve`, `rpcrdma nfs serve`) do before
+/// they start: resolve the RPC-over-RDMA address `listen` and the TCP
+/// address `tcp`, check the options, and make the multi-threaded runtime
+/// they run on.
+pub(crate) fn prepare(
+    listen: &str,
+    tcp: Option<&str>,
+    rdma: &RdmaOpts,
+    memory: &MemoryOpts,
+) -> anyhow::Result<(SocketAddr, Option<SocketAddr>, tokio::runtime::Runtime)> {
+    let listen = resolve(listen)?;
+    let tcp = tcp.map(resolve).transpose()?;
+    let rt = runtime(Scheduler::MultiThread)?;
+    rdma.check()?;
+    memory.check(rdma)?;
+    Ok((listen, tcp, rt))
+}
+
+/// Listens for RPC-over-RDMA on `listen` with `dev` for `server`: the
+/// listener of [`MemoryOpts::listen_config`], its connections charging
+/// `budget`.
+pub(crate) async fn listen_rdma(
+    server: &Server,
+    (dev, setup): (AnyDevice, &Setup),
+    rdma: &RdmaOpts,
+    memory: &MemoryOpts,
+    budget: &MemoryBudget,
+    listen: SocketAddr,
+) -> anyhow::Result<Arc<RdmaService<AnyDevice>>> {
+    let cfg = memory.listen_config(rdma, setup.options.clone(), budget)?;
+    let svc = serve_rdma(server, dev, listen, cfg)
+        .await
+        .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?;
+    Ok(Arc::new(svc))
+}
+
 /// Runs `rpcrdma serve`.
 pub(crate) fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
-    let listen = resolve(&a.listen)?;
-    let tcp = a.tcp.as_deref().map(resolve).transpose()?;
-    let rt = runtime(Scheduler::MultiThread)?;
-    a.rdma.check()?;
-    a.memory.check(&a.rdma)?;
-    let params = a.rdma.params();
-    let provider = a.rdma.provider.clone();
-    rt.block_on(provider.run(params, Serve { a, listen, tcp }))
+    let (listen, tcp, rt) = prepare(&a.listen, a.tcp.as_deref(), &a.rdma, &a.memory)?;
+    rt.block_on(async {
+        let (dev, setup) = a.rdma.provider.open(a.rdma.params())?;
+        serve(a, listen, tcp, dev, setup).await
+    })
 }
 
-struct Serve {
+async fn serve(
     a: ServeArgs,
     listen: SocketAddr,
     tcp: Option<SocketAddr>,
-}
-
-impl WithDevice for Serve {
-    type Output = ExitCode;
-
-    async fn run<D: Device + Clone + std::fmt::Debug>(
-        self,
-        dev: D,
-        setup: Setup<D>,
-    ) -> anyhow::Result<ExitCode> {
-        serve(self.a, self.listen, self.tcp, dev, setup).await
-    }
-}
-
-async fn serve<D: Device + Clone>(
-    a: ServeArgs,
-    listen: SocketAddr,
-    tcp: Option<SocketAddr>,
-    dev: D,
-    setup: Setup<D>,
+    dev: AnyDevice,
+    setup: Setup,
 ) -> anyhow::Result<ExitCode> {
     let mut services = Services::new();
     serve_demo(&mut services);
@@ -269,14 +284,7 @@ async fn serve<D: Device + Clone>(
     }
     let budget = a.memory.budget();
     let server = Server::new(services, a.memory.server_config(&budget));
-    let cfg = a
-        .memory
-        .listen_config(&a.rdma, setup.options.clone(), &budget)?;
-    let svc = Arc::new(
-        serve_rdma(&server, dev, listen, cfg)
-            .await
-            .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?,
-    );
+    let svc = listen_rdma(&server, (dev, &setup), &a.rdma, &a.memory, &budget, listen).await?;
     let rdma_addr = svc.local_addr();
     println!(
         "serving the demo program {PROGRAM:#x} v{VERSION} over RPC-over-RDMA ({}) on {rdma_addr}",

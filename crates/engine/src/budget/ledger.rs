@@ -1,7 +1,7 @@
 //! The budget's accounts as a plain value: the limit, the octets charged
-//! and the idle sink buffers kept for reuse. No lock, no waker: sharing
-//! it between connections and waiting for releases are the
-//! [`super::MemoryBudget`] handle's.
+//! and the idle sink buffers kept for reuse. No lock, no waker: the
+//! [`super::MemoryBudget`] handle shares it between connections, and lets
+//! drivers wait for releases, in an `rpcrdma_sync::Shared`.
 
 use bytes::{Bytes, BytesMut};
 

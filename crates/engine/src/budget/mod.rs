@@ -32,10 +32,11 @@
 //! call never takes this budget's lock.
 //!
 //! The accounts are a plain value (`ledger.rs`: the limit, the octets
-//! charged, the idle buffers); sharing them between connections, and the
-//! drivers waiting for a release, are `shared.rs`'s, whose waiting is
-//! `rpcrdma-sync`'s: no clock, no thread, no I/O. A driver whose engine
-//! waits for memory released by another connection parks on
+//! charged, the idle buffers), with no lock and no waker: the engine holds
+//! none. Sharing them between connections, and the drivers waiting for a
+//! release, are `rpcrdma-sync`'s [`Shared`] (a lock, a release epoch and
+//! the waiting tasks' wakers); no clock, no thread, no I/O. A driver whose
+//! engine waits for memory released by another connection parks on
 //! [`MemoryBudget::poll_released`].
 
 use std::sync::Arc;
@@ -44,10 +45,9 @@ use std::task::{Context, Poll};
 use bytes::{Bytes, BytesMut};
 
 mod ledger;
-mod shared;
 
 use ledger::Ledger;
-use shared::Shared;
+use rpcrdma_sync::Shared;
 
 /// Octets charged to a [`MemoryBudget`] for as long as this lives: a
 /// connection's fixed cost, charged by a listener at accept
@@ -115,12 +115,12 @@ impl MemoryBudget {
     /// Octets charged now (calls' sinks, reply reservations and reply data
     /// in flight, and idle buffers kept for reuse).
     pub fn in_use(&self) -> u64 {
-        self.inner.ledger.lock().in_use()
+        self.inner.ledger.with(|l| l.in_use())
     }
 
     /// Octets of idle buffers kept for reuse (part of [`Self::in_use`]).
     pub fn pooled(&self) -> u64 {
-        self.inner.ledger.lock().pooled()
+        self.inner.ledger.with(|l| l.pooled())
     }
 
     /// Whether two handles share one budget.
@@ -186,7 +186,7 @@ impl MemoryBudget {
     /// dropping idle pooled buffers first if that makes room. Returns
     /// whether it did.
     pub(crate) fn try_reserve(&self, n: u64, leave: u64) -> bool {
-        self.inner.ledger.lock().try_reserve(n, leave)
+        self.inner.ledger.with(|l| l.try_reserve(n, leave))
     }
 
     /// Gives `n` charged octets back and wakes the drivers waiting.
@@ -201,20 +201,20 @@ impl MemoryBudget {
     /// `BufPool::take`). Its octets stay charged: the caller now owns the
     /// charge.
     pub(crate) fn take_pooled(&self, len: usize) -> Option<BytesMut> {
-        self.inner.ledger.lock().take_pooled(len)
+        self.inner.ledger.with(|l| l.take_pooled(len))
     }
 
     /// Returns a buffer taken with [`Self::take_pooled`] unused (its charge
     /// goes back to the pool).
     pub(crate) fn put_back(&self, buf: BytesMut) {
-        self.inner.ledger.lock().put_back(buf);
+        self.inner.ledger.with(|l| l.put_back(buf));
     }
 
     /// Keeps `buf` (a sink buffer whose charge the caller has already
     /// released, or an uncharged one) for reuse if the budget and the pool
     /// have room; otherwise it is simply dropped.
     pub(crate) fn keep(&self, buf: Bytes) {
-        self.inner.ledger.lock().keep(buf);
+        self.inner.ledger.with(|l| l.keep(buf));
     }
 }
 
@@ -236,7 +236,7 @@ impl rpcrdma_sync::MemoryAccount for MemoryBudget {
     }
 
     fn charge_over(&self, n: u64) {
-        self.inner.ledger.lock().charge_over(n);
+        self.inner.ledger.with(|l| l.charge_over(n));
     }
 
     fn give_back(&self, n: u64) {

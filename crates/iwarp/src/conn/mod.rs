@@ -43,6 +43,14 @@
 //! * `tx.rs`: the transmit queue of encoded FPDUs;
 //! * `error.rs`: errors and their Terminate codes.
 //!
+//! The state the [`Connection`] holds lives in low files that import
+//! nothing from this one (`rx_state.rs`: the receive framing's buffers and
+//! the FPDU in progress; `place_state.rs`: the placement target and the
+//! Send being received; `sq_state.rs`: send-queue and outbound Read
+//! entries), so that the files above (which add `impl Connection`
+//! methods) point at this file and at them, and this file only at them
+//! and at the other low files (`tx.rs`, `error.rs`).
+//!
 //! # Errors are sticky
 //!
 //! The first error ([`ConnError`]) is kept: a protocol violation first
@@ -54,9 +62,12 @@
 mod error;
 mod inbound_read;
 mod place;
+mod place_state;
 mod rx;
+mod rx_state;
 mod setup;
 mod sq;
+mod sq_state;
 mod tx;
 
 use std::collections::VecDeque;
@@ -72,10 +83,10 @@ use crate::ddp::{DdpHeader, UNTAGGED_HEADER_LEN};
 use crate::fpdu::MPA_MAX_ULPDU;
 use crate::mpa::{IrdOrd, MpaFrame, MPA_MAX_PRIVATE_DATA};
 use crate::rdmap::{queue, Opcode, Terminate};
-use place::RecvProgress;
-use rx::Rx;
-pub use rx::{RecvBuffers, MAX_RECV_SLICES};
-use sq::{OrqEntry, SqEntry};
+use place_state::RecvProgress;
+use rx_state::Rx;
+pub use rx_state::{RecvBuffers, MAX_RECV_SLICES};
+use sq_state::{OrqEntry, SqEntry};
 use tx::{push_message, Mark, Tx};
 
 /// Default largest ULPDU per FPDU we send: near the 64 KiB MPA maximum, a

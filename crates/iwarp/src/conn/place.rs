@@ -9,9 +9,10 @@
 
 use std::collections::VecDeque;
 
-use rpcrdma_verbs::{Access, RecvWr, WcStatus};
+use rpcrdma_verbs::{Access, WcStatus};
 
-use super::sq::OrqEntry;
+use super::place_state::{RecvProgress, Target};
+use super::sq_state::OrqEntry;
 use super::{ConnError, Connection, ProtocolError};
 use crate::ddp::{
     field, Buffer, Control, DdpHeader, DDP_VERSION, RDMAP_VERSION, UNTAGGED_HEADER_LEN,
@@ -22,34 +23,6 @@ use crate::rdmap::{queue, Opcode, ReadRequest, Terminate, READ_REQUEST_LEN};
 
 /// Largest Terminate message body we accept.
 const CTRL_MAX: usize = 256;
-
-/// The Send being received into a posted buffer.
-
-#[derive(Debug)]
-pub(super) struct RecvProgress {
-    pub(super) wr: RecvWr,
-    pub(super) msn: u32,
-    pub(super) received: usize,
-    pub(super) opcode: Opcode,
-    pub(super) invalidate: u32,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Target {
-    /// Zero-length segments.
-    Discard,
-    /// Tagged placement into a region.
-    Mr {
-        stag: u32,
-        addr: u64,
-        needed: Access,
-        read_response: bool,
-    },
-    /// The receive buffer of the Send in progress.
-    Recv,
-    /// A Read Request or Terminate body, into `ctrl`.
-    Ctrl,
-}
 
 impl Connection {
     /// `d` octets were read straight into the current target.

@@ -6,6 +6,7 @@
 use bytes::Bytes;
 use rpcrdma_verbs::{Access, PostError, SendOp, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion};
 
+use super::sq_state::{OrqEntry, SqEntry};
 use super::tx::{
     fpdu_prefix, push_message, push_small, push_small_prefixed, Mark, INLINE_COPY_MAX,
 };
@@ -13,25 +14,6 @@ use super::{ConnError, Connection, Phase};
 use crate::ddp::{DdpHeader, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
 use crate::mr::MrTable;
 use crate::rdmap::{queue, Opcode, ReadRequest, READ_REQUEST_LEN};
-
-#[derive(Debug)]
-pub(super) struct SqEntry {
-    pub(super) seq: u64,
-    pub(super) wr_id: u64,
-    pub(super) opcode: WcOpcode,
-    pub(super) signaled: bool,
-    pub(super) result: Option<(WcStatus, u32)>,
-}
-
-#[derive(Debug)]
-pub(super) struct OrqEntry {
-    /// The send-queue entry, or `None` for our RTR zero-length Read.
-    pub(super) seq: Option<u64>,
-    pub(super) sink_stag: u32,
-    pub(super) sink_to: u64,
-    pub(super) len: u64,
-    pub(super) received: u64,
-}
 
 impl Connection {
     /// Posts a send-queue work request. Local keys are checked now (an

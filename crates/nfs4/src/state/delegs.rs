@@ -14,19 +14,9 @@ use std::time::Instant;
 
 use rpcrdma_nfs3::fs::FileHandle;
 
+use super::callbacks::Recall;
 use super::ids::{ClientId, Other, StateId};
 use super::{CachedReply, Kind, State, StateError, StateResult};
-
-/// A delegation to recall: CB_RECALL of `stateid` on `file` to `client`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Recall {
-    /// The holder.
-    pub client: ClientId,
-    /// The delegation.
-    pub stateid: StateId,
-    /// Its file.
-    pub file: FileHandle,
-}
 
 impl<R: CachedReply> State<R> {
     /// Recalls the delegations of `file` held by clients other than

@@ -13,7 +13,6 @@
 //! was not recorded, or has completed, gets `NFS4ERR_NO_GRACE` for a
 //! reclaim.
 
-use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
@@ -26,63 +25,6 @@ const HEADER: &str = "rpcrdma-nfs4-clients 1";
 
 /// The most records read back (a larger file is cut there).
 const MAX_RECORDS: usize = 65_536;
-
-/// The grace period's state.
-#[derive(Debug)]
-pub(crate) struct Grace {
-    until: Instant,
-    over: bool,
-    /// Owners of the previous instance's clients that have not completed
-    /// their reclaim.
-    pending: HashSet<Vec<u8>>,
-    /// Clients (of this instance) that sent RECLAIM_COMPLETE.
-    completed: HashSet<ClientId>,
-    /// Opens and locks reclaimed.
-    pub(crate) reclaims: u64,
-    /// How many previous clients there were, and whether the end was
-    /// reported ([`State::grace_ended`]).
-    previous: usize,
-    reported: bool,
-}
-
-impl Grace {
-    pub(crate) fn new(until: Instant, reclaimable: Vec<Vec<u8>>) -> Self {
-        let pending: HashSet<Vec<u8>> = reclaimable.into_iter().collect();
-        Self {
-            until,
-            // Nobody to wait for: no grace period at all.
-            over: pending.is_empty(),
-            reported: pending.is_empty(),
-            previous: pending.len(),
-            pending,
-            completed: HashSet::new(),
-            reclaims: 0,
-        }
-    }
-
-    pub(crate) fn active(&self, now: Instant) -> bool {
-        !self.over && now < self.until
-    }
-
-    /// Owners still allowed to reclaim (none once the period is over).
-    fn may(&self, owner: &[u8]) -> bool {
-        !self.over && self.pending.contains(owner)
-    }
-
-    pub(crate) fn tick(&mut self, now: Instant) {
-        if !self.over && now >= self.until {
-            self.over = true;
-        }
-    }
-
-    pub(crate) fn pending_owners(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
-        self.pending.iter().filter(|_| !self.over).cloned()
-    }
-
-    pub(crate) fn forget(&mut self, client: ClientId) {
-        self.completed.remove(&client);
-    }
-}
 
 impl<R: CachedReply> State<R> {
     /// Whether the grace period is on.

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use rpcrdma_nfs3::fs::FileHandle;
 
+use super::callbacks::NotifyLock;
 use super::ids::{ClientId, Other, StateId};
 use super::locks::{span, LockKind, LockOwner, Range};
 use super::{CachedReply, Kind, State, StateError, StateResult};
@@ -48,16 +49,6 @@ pub struct LockArgs {
     /// A blocking lock (`READW_LT`, `WRITEW_LT`): if denied, the owner is
     /// told with CB_NOTIFY_LOCK when the file's locks are released.
     pub blocking: bool,
-}
-
-/// A lock owner to tell (CB_NOTIFY_LOCK) that a lock it was denied may be
-/// free now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotifyLock {
-    /// The owner that waited.
-    pub owner: LockOwner,
-    /// The file.
-    pub file: FileHandle,
 }
 
 /// Most owners remembered as waiting on one file.

@@ -12,27 +12,41 @@
 //! |---|---|
 //! | `ids.rs` | client IDs, session IDs, stateids (with the instance's boot stamp) |
 //! | `error.rs` | the `nfsstat4` values of the state layer |
+//! | `client_table.rs` | the client records, by ID and by owner |
+//! | `session_table.rs` | sessions, their slots and backchannel; channel attributes |
+//! | `grace_period.rs` | the grace period's record: its end, who may reclaim |
+//! | `callbacks.rs` | the recalls and lock notifications queued for the service |
 //! | `clients.rs` | EXCHANGE_ID, CREATE_SESSION's client side, DESTROY_CLIENTID, leases |
-//! | `sessions.rs` | sessions, slots and their reply cache, SEQUENCE, BIND_CONN_TO_SESSION |
+//! | `sessions.rs` | slots and their reply cache, CREATE_SESSION, SEQUENCE, BIND_CONN_TO_SESSION |
 //! | `opens.rs` | OPEN, OPEN_DOWNGRADE, CLOSE, share reservations, stateids for I/O |
 //! | `lockops.rs` | LOCK, LOCKT, LOCKU, FREE_STATEID, TEST_STATEID |
 //! | `locks.rs` | one file's byte-range locks |
 //! | `delegs.rs` | read delegations: grant, recall, return, revoke |
 //! | `grace.rs` | the grace period and the records kept on stable storage |
 //!
+//! `mod.rs` holds [`State`] and the records of opens, locks and
+//! delegations. The tables it holds (`ids.rs` to `callbacks.rs`, and
+//! `locks.rs`) never name [`State`]; each operation file (`clients.rs`,
+//! `sessions.rs`, `opens.rs`, `lockops.rs`, `delegs.rs`, `grace.rs`) adds
+//! an `impl State` block on top of them, and `mod.rs` names none of those.
+//!
 //! Bounds (`Config`): clients, sessions per client, slots per session, the
 //! size of each cached reply, and states (opens, locks, delegations) per
 //! client are all limited, so what clients send cannot grow the state
 //! without bound.
 
+mod callbacks;
+mod client_table;
 mod clients;
 mod delegs;
 mod error;
 mod grace;
+mod grace_period;
 mod ids;
 mod lockops;
 pub mod locks;
 mod opens;
+mod session_table;
 mod sessions;
 
 use std::collections::HashMap;
@@ -40,21 +54,24 @@ use std::time::{Duration, Instant};
 
 use rpcrdma_nfs3::fs::FileHandle;
 
+pub use callbacks::{NotifyLock, Recall};
 pub use clients::{Exchange, Exchanged};
-pub use delegs::Recall;
 pub use error::{StateError, StateResult};
 pub use grace::{load_records, save_records};
 pub use ids::{ClientId, Other, SessionId, Special, StateId};
-pub use lockops::{Denied, LockArgs, Locked, Locker, NotifyLock};
+pub use lockops::{Denied, LockArgs, Locked, Locker};
 pub use locks::LockKind;
 pub use opens::{Claim, OpenArgs, Opened, ACCESS_BOTH, ACCESS_READ, ACCESS_WRITE};
+pub use session_table::{ChannelAttrs, ConnId, SessionGrant};
 pub use sessions::{
-    Backchannel, ChannelAttrs, ConnId, CreateSession, Sequenced, SessionGrant,
-    SEQ4_STATUS_CB_PATH_DOWN, SEQ4_STATUS_CB_PATH_DOWN_SESSION,
-    SEQ4_STATUS_RECALLABLE_STATE_REVOKED,
+    Backchannel, CreateSession, Sequenced, SEQ4_STATUS_CB_PATH_DOWN,
+    SEQ4_STATUS_CB_PATH_DOWN_SESSION, SEQ4_STATUS_RECALLABLE_STATE_REVOKED,
 };
 
+use client_table::Clients;
+use grace_period::Grace;
 use locks::{FileLocks, LockOwner};
+use session_table::Session;
 
 /// A reply a slot may keep: its size counts against
 /// [`Config::max_cached_total`].
@@ -183,15 +200,15 @@ pub struct State<R> {
     /// This instance's boot stamp (in every ID it hands out).
     boot: u32,
     counter: u32,
-    clients: clients::Clients,
-    sessions: HashMap<SessionId, sessions::Session<R>>,
+    clients: Clients,
+    sessions: HashMap<SessionId, Session<R>>,
     states: HashMap<Other, Stateful>,
     files: HashMap<FileHandle, FileState>,
-    grace: grace::Grace,
+    grace: Grace,
     /// Delegations to recall, for the service to send.
     recalls: Vec<Recall>,
     /// Lock owners to tell that a lock they waited for may be free.
-    notifies: Vec<lockops::NotifyLock>,
+    notifies: Vec<NotifyLock>,
     /// Octets of replies kept in slots.
     cached_total: usize,
 }
@@ -202,12 +219,12 @@ impl<R: CachedReply> State<R> {
     /// previous instance had these clients (their owners, from stable
     /// storage): they may reclaim during the grace period.
     pub fn new(cfg: Config, boot: u32, now: Instant, reclaimable: Vec<Vec<u8>>) -> Self {
-        let grace = grace::Grace::new(now + cfg.grace, reclaimable);
+        let grace = Grace::new(now + cfg.grace, reclaimable);
         Self {
             cfg,
             boot,
             counter: 0,
-            clients: clients::Clients::default(),
+            clients: Clients::default(),
             sessions: HashMap::new(),
             states: HashMap::new(),
             files: HashMap::new(),
@@ -295,7 +312,7 @@ impl<R: CachedReply> State<R> {
                 if !f.waiters.is_empty() {
                     let file = s.file.clone();
                     self.notifies
-                        .extend(f.waiters.drain(..).map(|owner| lockops::NotifyLock {
+                        .extend(f.waiters.drain(..).map(|owner| NotifyLock {
                             owner,
                             file: file.clone(),
                         }));

@@ -1,26 +1,25 @@
-//! `rpcrdma bench`: measurements. Without a target it measures RPC-over-RDMA
-//! against ONC RPC over TCP and raw TCP (`rpc.rs`), over message sizes with
-//! `--sweep` (`sweep.rs`, drawn by `plot.rs`), or with N connections
-//! against a multi-threaded server with `--clients` (`scale.rs`), small
-//! calls' rates at several depths with `--small` (`small.rs`); `bench
-//! verbs` measures a verbs provider (software iWARP, or an RDMA device with
-//! `--provider rdma-core`) against raw TCP (`verbs.rs`). Every bench reports the wake-up state its raw TCP round
-//! trips saw, and `--pin` runs it on one CPU (`wake.rs`).
+//! `rpcrdma bench`: measurements, made by the `rpcrdma-bench` library;
+//! these files parse the arguments, open the provider and print the
+//! reports. Without a target it measures RPC-over-RDMA against ONC RPC
+//! over TCP and raw TCP (`rpc.rs`), over message sizes with `--sweep`
+//! (`sweep.rs`, drawn with `--plot`), or with N connections against a
+//! multi-threaded server with `--clients` (`scale.rs`), small calls' rates
+//! at several depths with `--small` (`small.rs`); `bench verbs` measures a
+//! verbs provider (software iWARP, or an RDMA device with `--provider
+//! rdma-core`) against raw TCP (`verbs.rs`); `bench loop` repeats one call
+//! (`call_loop.rs`). Every bench reports the wake-up state its raw TCP
+//! round trips saw, and `--pin` runs it on one CPU.
 
-pub(crate) mod aligned;
 pub(crate) mod call_loop;
-pub(crate) mod cpu;
-pub(crate) mod plot;
+mod output;
 pub(crate) mod rpc;
 pub(crate) mod scale;
 pub(crate) mod small;
 pub(crate) mod sweep;
 pub(crate) mod verbs;
-pub(crate) mod wake;
 
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 
 /// Arguments of `rpcrdma bench`.
@@ -84,7 +83,7 @@ enum BenchTarget {
 /// Runs `rpcrdma bench ...`.
 pub(crate) fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if args.pin {
-        let cpu = wake::pin_to_one_cpu()?;
+        let cpu = rpcrdma_bench::wake::pin_to_one_cpu()?;
         eprintln!("bench: pinned to CPU {cpu} (--pin): every thread shares it");
     }
     match args.target {
@@ -97,54 +96,6 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Runs `f` on a fresh current-thread runtime in a new OS thread (both
-/// benches put each side of a measure on its own thread).
-pub(crate) fn on_thread<T, F>(name: &str, f: F) -> std::thread::JoinHandle<anyhow::Result<T>>
-where
-    T: Send + 'static,
-    F: std::future::Future<Output = anyhow::Result<T>> + Send + 'static,
-{
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("tokio runtime")?
-                .block_on(f)
-        })
-        .expect("spawn thread")
-}
-
-/// A finite number as JSON, or null for a measure that was not run.
-pub(crate) fn num(x: f64) -> serde_json::Value {
-    serde_json::Number::from_f64(x).map_or(serde_json::Value::Null, serde_json::Value::Number)
-}
-
-/// The median of `v` (of an even count, the mean of the two middle
-/// values), or NaN (reported as null) when nothing was measured.
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let mid = v.len() / 2;
-    if v.len() % 2 == 0 {
-        (v[mid - 1] + v[mid]) / 2.0
-    } else {
-        v[mid]
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::median;
-
-    #[test]
-    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![0.46, 1.05]), 0.755);
-        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
-        assert!(median(vec![]).is_nan());
-    }
-}
+pub(crate) use output::num;
+/// The median of a series (`rpcrdma nfs bench` takes it from here).
+pub(crate) use rpcrdma_bench::median;

@@ -19,7 +19,8 @@ use clap::Args;
 use rpcrdma_nfs3::client::NfsClient;
 use rpcrdma_nfs4::client::{Nfs4Client, OpenOptions};
 
-use super::client::{open_any, parse_target, v4_report, Opened, Remote, Vers};
+use super::client::{open_any, parse_target, Opened, Remote, Vers};
+use super::show::v4_report;
 use super::workload::{self, concurrently, WorkloadArgs};
 use crate::cmd::bench::{median, num};
 use crate::cmd::connect::TransportKind;

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rpcrdma_nfs3::client::{local_credential, NfsClient, NfsClientError};
-use rpcrdma_nfs3::fs::{Attr, FileType};
+use rpcrdma_nfs3::fs::FileType;
 use rpcrdma_nfs4::client::{
     self as v4, Callbacks, ClientEvent, FileKind, Nfs4Client, Nfs4ClientConfig, Nfs4Error,
     OpenOptions,
@@ -23,7 +23,9 @@ use rpcrdma_nfs4::client::{
 use rpcrdma_oncrpc::tcp::TcpConnector;
 use rpcrdma_oncrpc::{Client, ClientConfig};
 
+use super::show::{mode_string, mode_string4, v4_report};
 use crate::cmd::connect::{connect, resolve, TransportKind};
+use crate::cmd::error_text::Fix;
 use crate::cmd::rdma_opts::RdmaOpts;
 use crate::cmd::{runtime, Scheduler};
 
@@ -108,7 +110,8 @@ pub(crate) async fn open(
         })?;
     NfsClient::mount(nfs, mount, path)
         .await
-        .with_context(|| format!("cannot mount {host}:{}", String::from_utf8_lossy(path)))
+        // (MOUNT's error names the path.)
+        .with_context(|| format!("cannot mount from {host}"))
 }
 
 /// An NFS client of either version, on the path given.
@@ -169,52 +172,25 @@ pub(crate) async fn open_any(
     Ok(Opened::V3(c, rest))
 }
 
+/// An NFSv4 error on the way to `target`; one saying it does not exist
+/// names how to see what the server has.
+fn not_there(target: &str, e: Nfs4Error) -> anyhow::Error {
+    let missing = e.status() == Some(v4::Status::Nfs4errNoent);
+    let e = anyhow::Error::new(e);
+    if missing {
+        e.context(Fix::new(
+            format!("{target}: no such file or directory on the server"),
+            "`rpcrdma nfs ls HOST:/` lists what it exports",
+        ))
+    } else {
+        e
+    }
+}
+
 async fn open_target(r: &Remote, target: &str) -> anyhow::Result<(Opened, Vec<u8>)> {
     let (host, path) = parse_target(target)?;
     let o = open_any(r, r.transport, r.port, &host, &path).await?;
     Ok((o, path))
-}
-
-/// One line on how the NFSv4.1 session and its backchannel went: the
-/// back channel negotiated, the callbacks answered, and the SEQUENCE
-/// status flags the server set after its CB_NULL probe was answered (or,
-/// when no probe came, as Linux nfsd sends none to NFSv4.1 clients, every
-/// flag it set).
-pub(crate) fn v4_report(c: &Nfs4Client) -> String {
-    let r = c.report();
-    let after = v4::session::flag_names(r.flags_after_probe);
-    let seen = v4::session::flag_names(r.flags_seen);
-    if r.callbacks.nulls == 0 {
-        return format!(
-            "NFSv4.1 session: {} slots, I/O {} KiB; back channel {} slot(s), calls up to {} bytes, {} ops ({}); \
-             backchannel: no CB_NULL probe came, {} CB_COMPOUND ({} CB_RECALL) answered; SEQUENCE status flags set: {}",
-            r.fore.ca_maxrequests,
-            r.io.0 / 1024,
-            r.back.ca_maxrequests,
-            r.back.ca_maxrequestsize,
-            r.back.ca_maxoperations,
-            if r.back_on_connection { "on this connection" } else { "bound later" },
-            r.callbacks.compounds,
-            r.callbacks.recalls,
-            if seen.is_empty() { "none, no SEQ4_STATUS_CB_PATH_DOWN".to_owned() } else { seen.join("|") },
-        );
-    }
-    format!(
-        "NFSv4.1 session: {} slots, I/O {} KiB; back channel {} slot(s), calls up to {} bytes, {} ops ({}); \
-         backchannel: {} CB_NULL, {} CB_COMPOUND ({} CB_RECALL) answered; SEQUENCE status flags after the probe: {} ({} SEQUENCEs){}",
-        r.fore.ca_maxrequests,
-        r.io.0 / 1024,
-        r.back.ca_maxrequests,
-        r.back.ca_maxrequestsize,
-        r.back.ca_maxoperations,
-        if r.back_on_connection { "on this connection" } else { "bound later" },
-        r.callbacks.nulls,
-        r.callbacks.compounds,
-        r.callbacks.recalls,
-        if after.is_empty() { "none, no SEQ4_STATUS_CB_PATH_DOWN".to_owned() } else { after.join("|") },
-        r.sequences_after_probe,
-        if seen.is_empty() { String::new() } else { format!("; before it: {}", seen.join("|")) },
-    )
 }
 
 /// Ends an NFSv4.1 client: its report on standard error, DESTROY_SESSION
@@ -233,42 +209,6 @@ fn split_last(path: &[u8]) -> (Vec<u8>, Vec<u8>) {
         path[..split.max(1)].to_vec(),
         path[(split + 1).min(path.len())..].to_vec(),
     )
-}
-
-fn mode_string4(kind: FileKind, mode: u32) -> String {
-    let mut s = String::new();
-    s.push(kind.type_char());
-    for shift in [6, 3, 0] {
-        let b = (mode >> shift) & 7;
-        s.push(if b & 4 != 0 { 'r' } else { '-' });
-        s.push(if b & 2 != 0 { 'w' } else { '-' });
-        s.push(if b & 1 != 0 { 'x' } else { '-' });
-    }
-    s
-}
-
-fn type_char(t: FileType) -> char {
-    match t {
-        FileType::Regular => '-',
-        FileType::Directory => 'd',
-        FileType::BlockDevice => 'b',
-        FileType::CharDevice => 'c',
-        FileType::Symlink => 'l',
-        FileType::Socket => 's',
-        FileType::Fifo => 'p',
-    }
-}
-
-fn mode_string(a: &Attr) -> String {
-    let mut s = String::new();
-    s.push(type_char(a.ftype));
-    for shift in [6, 3, 0] {
-        let b = (a.mode >> shift) & 7;
-        s.push(if b & 4 != 0 { 'r' } else { '-' });
-        s.push(if b & 2 != 0 { 'w' } else { '-' });
-        s.push(if b & 1 != 0 { 'x' } else { '-' });
-    }
-    s
 }
 
 /// Arguments of `rpcrdma nfs ls`.
@@ -293,7 +233,10 @@ pub(crate) fn ls(a: LsArgs) -> anyhow::Result<ExitCode> {
             Opened::V3(c, rest) => return ls_v3(&a, &c, &rest).await,
             Opened::V4(c) => c,
         };
-        let (dir, attr, _) = c.resolve(&path, true).await?;
+        let (dir, attr, _) = c
+            .resolve(&path, true)
+            .await
+            .map_err(|e| not_there(&a.target, e))?;
         if attr.kind != FileKind::Directory {
             bail!("{} is not a directory (use `nfs stat`)", a.target);
         }
@@ -387,7 +330,10 @@ pub(crate) fn stat(a: StatArgs) -> anyhow::Result<ExitCode> {
             Opened::V3(c, rest) => return stat_v3(&a, &c, &rest).await,
             Opened::V4(c) => c,
         };
-        let (fh, at, _) = c.resolve(&path, false).await?;
+        let (fh, at, _) = c
+            .resolve(&path, false)
+            .await
+            .map_err(|e| not_there(&a.target, e))?;
         println!("  path: {}", a.target);
         println!("  type: {:?}", at.kind);
         println!(
@@ -550,9 +496,15 @@ pub(crate) fn get(a: GetArgs) -> anyhow::Result<ExitCode> {
         if name.is_empty() {
             bail!("{} names no file", a.target);
         }
-        let (dir, _, _) = c.resolve(&parent, true).await?;
+        let (dir, _, _) = c
+            .resolve(&parent, true)
+            .await
+            .map_err(|e| not_there(&a.target, e))?;
         let mut events = c.events();
-        let f = c.open(&dir, &name, OpenOptions::read()).await?;
+        let f = c
+            .open(&dir, &name, OpenOptions::read())
+            .await
+            .map_err(|e| not_there(&a.target, e))?;
         let attr = f.attrs();
         if attr.kind != FileKind::Regular {
             bail!("{} is a {:?}, not a regular file", a.target, attr.kind);

@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 mod bench;
 mod client;
 mod serve;
+mod show;
 mod workload;
 
 /// Arguments of `rpcrdma nfs`.

@@ -17,15 +17,13 @@ use rpcrdma_nfs3::fs::{Export, ExportConfig, IdentityMode, Squash};
 use rpcrdma_nfs3::proto::{mount3, nfs3};
 use rpcrdma_oncrpc::rpcbind::Rpcbind;
 use rpcrdma_oncrpc::{Server, Services};
-use rpcrdma_transport::serve_rdma;
-use rpcrdma_verbs::Device;
 
-use crate::cmd::connect::resolve;
 use crate::cmd::metrics::{self, MetricsOpts};
-use crate::cmd::provider::{Setup, WithDevice};
+use crate::cmd::provider::{AnyDevice, Setup};
 use crate::cmd::rdma_opts::RdmaOpts;
-use crate::cmd::serve::{run_until_stopped, start_metrics, MemoryOpts, Registered};
-use crate::cmd::{runtime, Scheduler};
+use crate::cmd::serve::{
+    listen_rdma, prepare, run_until_stopped, start_metrics, MemoryOpts, Registered,
+};
 
 /// Arguments of `rpcrdma nfs serve`.
 #[derive(Debug, Args)]
@@ -159,37 +157,16 @@ fn default_state_dir() -> PathBuf {
 
 /// Runs `rpcrdma nfs serve`.
 pub(crate) fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
-    let listen = resolve(&a.listen)?;
-    let tcp = a.tcp.as_deref().map(resolve).transpose()?;
-    let rt = runtime(Scheduler::MultiThread)?;
-    a.rdma.check()?;
-    a.memory.check(&a.rdma)?;
-    let params = a.rdma.params();
-    let provider = a.rdma.provider.clone();
+    let (listen, tcp, rt) = prepare(&a.listen, a.tcp.as_deref(), &a.rdma, &a.memory)?;
     // rdma-core writes to uverbs and rdma_cm files on the runtime's
     // threads, which must then never switch identity (set_inline_work).
-    if provider.provider == crate::cmd::provider::ProviderKind::RdmaCore {
+    if !a.rdma.provider.is_softiwarp() {
         rpcrdma_nfs3::fs::set_inline_work(false);
     }
-    rt.block_on(provider.run(params, NfsServe { a, listen, tcp }))
-}
-
-struct NfsServe {
-    a: ServeArgs,
-    listen: SocketAddr,
-    tcp: Option<SocketAddr>,
-}
-
-impl WithDevice for NfsServe {
-    type Output = ExitCode;
-
-    async fn run<D: Device + Clone + std::fmt::Debug>(
-        self,
-        dev: D,
-        setup: Setup<D>,
-    ) -> anyhow::Result<ExitCode> {
-        serve(self.a, self.listen, self.tcp, dev, setup).await
-    }
+    rt.block_on(async {
+        let (dev, setup) = a.rdma.provider.open(a.rdma.params())?;
+        serve(a, listen, tcp, dev, setup).await
+    })
 }
 
 /// Reads, parses and opens an exports file (`previous`: the table in
@@ -256,12 +233,12 @@ fn reload_on_hangup(
     Ok(())
 }
 
-async fn serve<D: Device + Clone>(
+async fn serve(
     a: ServeArgs,
     listen: SocketAddr,
     tcp: Option<SocketAddr>,
-    dev: D,
-    setup: Setup<D>,
+    dev: AnyDevice,
+    setup: Setup,
 ) -> anyhow::Result<ExitCode> {
     let state = a.state_dir.clone().unwrap_or_else(default_state_dir);
     let (exports, reload) = match (&a.dir, &a.exports) {
@@ -333,14 +310,7 @@ async fn serve<D: Device + Clone>(
     let budget = a.memory.budget();
     let server = Server::new(services, a.memory.server_config(&budget));
 
-    let lcfg = a
-        .memory
-        .listen_config(&a.rdma, setup.options.clone(), &budget)?;
-    let svc = Arc::new(
-        serve_rdma(&server, dev, listen, lcfg)
-            .await
-            .with_context(|| format!("cannot listen for RPC-over-RDMA on {listen}"))?,
-    );
+    let svc = listen_rdma(&server, (dev, &setup), &a.rdma, &a.memory, &budget, listen).await?;
     let rdma_addr = svc.local_addr();
     let mount_addr = server
         .serve_tcp(SocketAddr::new(listen.ip(), a.mount_port))

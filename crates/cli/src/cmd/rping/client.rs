@@ -10,16 +10,16 @@ use bytes::{Bytes, BytesMut};
 use rpcrdma_verbs::{Access, Device, MemoryRegion, ProtectionDomain, QpParams};
 
 use super::conn::{caps, Conn, WaitError, CQ_DEPTH};
+use super::ping::{ping_loop, Pinged, Role, Settings, Summary};
 use super::wire::{c_string, mismatch, pattern, Info};
-use super::{ping_loop, Pinged, Role, Settings, Summary};
-use crate::cmd::provider::Setup;
+use crate::cmd::provider::{describe_qp, AnyDevice, Setup};
 
 /// Connects to an rping server at `addr` and makes `s.count` pings
 /// (forever if 0). Errors are set-up failures; failures during the pings
 /// are in the summary.
-pub(crate) async fn run_client<D: Device>(
-    dev: &D,
-    setup: &Setup<D>,
+pub(crate) async fn run_client(
+    dev: &AnyDevice,
+    setup: &Setup,
     addr: SocketAddr,
     connect_wait: Duration,
     s: &Settings,
@@ -29,20 +29,20 @@ pub(crate) async fn run_client<D: Device>(
     let _ = writeln!(
         out,
         "rping client: connected to {addr} ({})",
-        (setup.describe_qp)(&conn.qp)
+        describe_qp(&conn.qp)
     );
     let summary = ping_loop(&mut ClientRole, &mut conn, s, out).await;
     conn.close().await;
     Ok(summary)
 }
 
-pub(crate) async fn connect<D: Device>(
-    dev: &D,
-    setup: &Setup<D>,
+pub(crate) async fn connect(
+    dev: &AnyDevice,
+    setup: &Setup,
     addr: SocketAddr,
     wait: Duration,
     s: &Settings,
-) -> anyhow::Result<Conn<D>> {
+) -> anyhow::Result<Conn<AnyDevice>> {
     let deadline = Instant::now() + wait;
     let mut attempts = 0u32;
     loop {
@@ -53,7 +53,7 @@ pub(crate) async fn connect<D: Device>(
         let res = tokio::time::timeout(s.timeout, dev.connect(addr, params, Bytes::new())).await;
         match res {
             Ok(Ok((qp, _private))) => {
-                let mut conn: Conn<D> = Conn::new(qp, pd, cq, s.timeout);
+                let mut conn: Conn<AnyDevice> = Conn::new(qp, pd, cq, s.timeout);
                 // The server sends nothing before our first message.
                 conn.post_recv()?;
                 return Ok(conn);

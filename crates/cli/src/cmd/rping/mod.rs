@@ -21,18 +21,20 @@
 //! over an RDMA device (siw, rxe, an adapter).
 //!
 //! Modules: `wire` (the message and the pattern), `conn` (a connection and
-//! its completion helper), `client` and `server` (the two roles, sharing
-//! [`ping_loop`]).
+//! its completion helper), `ping` (the ping loop the two roles share,
+//! with a run's settings and summary), `client` and `server` (the two
+//! roles).
 
 mod client;
 mod conn;
+mod ping;
 mod server;
 mod wire;
 
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use clap::{Args, ValueEnum};
@@ -40,10 +42,10 @@ use rpcrdma_softiwarp::{Options, P2pMode, DEFAULT_FIRST_FPDU_DELAY};
 use rpcrdma_verbs::Device;
 
 use self::client::run_client;
-use self::conn::{Conn, WaitError};
+use self::ping::{Settings, Summary};
 use self::server::run_server;
 use self::wire::{MAX_SIZE, MIN_SIZE};
-use super::provider::{ProviderOpts, ProviderParams, Setup, WithDevice};
+use super::provider::{AnyDevice, ProviderOpts, ProviderParams, Setup};
 use crate::cmd::{runtime, Scheduler};
 
 /// rping's default port.
@@ -137,36 +139,6 @@ pub(crate) struct RpingArgs {
     provider: ProviderOpts,
 }
 
-/// What one run needs, independent of the command line.
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    pub(crate) count: u32,
-    pub(crate) size: u32,
-    pub(crate) verify: bool,
-    pub(crate) verbose: bool,
-    pub(crate) timeout: Duration,
-}
-
-/// How a run ended.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Summary {
-    /// Pings completed (all steps done).
-    pub(crate) pings: u32,
-    /// Of those, how many had their data verified.
-    pub(crate) verified: u32,
-    /// What went wrong (empty on success).
-    pub(crate) failure: Option<String>,
-}
-
-impl Summary {
-    fn ok(&self, s: &Settings) -> bool {
-        self.failure.is_none()
-            && self.pings > 0
-            && (s.count == 0 || self.pings == s.count)
-            && (!s.verify || self.verified == self.pings)
-    }
-}
-
 /// Runs `rpcrdma rping`.
 pub(crate) fn run(args: RpingArgs) -> anyhow::Result<ExitCode> {
     let settings = Settings {
@@ -194,13 +166,11 @@ pub(crate) fn run(args: RpingArgs) -> anyhow::Result<ExitCode> {
     let rt = runtime(Scheduler::CurrentThread)?;
     let role = if args.server { "server" } else { "client" };
     let provider = args.provider.clone();
-    let summary = rt.block_on(provider.run(
-        params,
-        Rping {
-            args,
-            settings: settings.clone(),
-        },
-    ))?;
+    let run_settings = settings.clone();
+    let summary = rt.block_on(async move {
+        let (dev, setup) = provider.open(params)?;
+        rping(args, run_settings, dev, setup).await
+    })?;
     let mut out = std::io::stdout();
     let ok = summary.ok(&settings);
     let _ = writeln!(
@@ -227,42 +197,33 @@ pub(crate) fn run(args: RpingArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The rping job, for any provider.
-struct Rping {
+/// Runs the client or the server on `dev`.
+async fn rping(
     args: RpingArgs,
     settings: Settings,
-}
-
-impl WithDevice for Rping {
-    type Output = Summary;
-
-    async fn run<D: Device + Clone + std::fmt::Debug>(
-        self,
-        dev: D,
-        setup: Setup<D>,
-    ) -> anyhow::Result<Summary> {
-        let Rping { args, settings } = self;
-        let mut out = std::io::stdout();
-        if args.server {
-            let ip = match &args.addr {
-                Some(a) => resolve(a, args.port).await?.ip(),
-                None => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            };
-            let accept_timeout =
-                (args.accept_timeout > 0).then(|| Duration::from_secs(args.accept_timeout));
-            let listener = dev
-                .listen(SocketAddr::new(ip, args.port), setup.options.clone())
-                .await
-                .with_context(|| format!("cannot listen on {ip} port {}", args.port))?;
-            run_server(&dev, &setup, &listener, accept_timeout, &settings, &mut out).await
-        } else {
-            let Some(a) = &args.addr else {
-                bail!("the client needs the server's address: -a ADDR");
-            };
-            let addr = resolve(a, args.port).await?;
-            let wait = Duration::from_secs(args.connect_wait);
-            run_client(&dev, &setup, addr, wait, &settings, &mut out).await
-        }
+    dev: AnyDevice,
+    setup: Setup,
+) -> anyhow::Result<Summary> {
+    let mut out = std::io::stdout();
+    if args.server {
+        let ip = match &args.addr {
+            Some(a) => resolve(a, args.port).await?.ip(),
+            None => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        };
+        let accept_timeout =
+            (args.accept_timeout > 0).then(|| Duration::from_secs(args.accept_timeout));
+        let listener = dev
+            .listen(SocketAddr::new(ip, args.port), setup.options.clone())
+            .await
+            .with_context(|| format!("cannot listen on {ip} port {}", args.port))?;
+        run_server(&dev, &setup, &listener, accept_timeout, &settings, &mut out).await
+    } else {
+        let Some(a) = &args.addr else {
+            bail!("the client needs the server's address: -a ADDR");
+        };
+        let addr = resolve(a, args.port).await?;
+        let wait = Duration::from_secs(args.connect_wait);
+        run_client(&dev, &setup, addr, wait, &settings, &mut out).await
     }
 }
 
@@ -275,70 +236,6 @@ async fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
         .ok_or_else(|| anyhow!("{host:?} has no address"))
 }
 
-// ------------------------------------------------------------------ ping loop
-
-/// What one ping produced, for output.
-pub(crate) struct Pinged {
-    /// The ping data line printed with -v.
-    pub(crate) verbose: Option<String>,
-    /// What was done.
-    pub(crate) line: String,
-    /// Whether the data was verified.
-    pub(crate) verified: bool,
-}
-
-/// One side of rping (client or server), one ping at a time.
-pub(crate) trait Role<D: Device> {
-    /// Whether another ping follows `done` of them.
-    fn more(&self, done: u32, s: &Settings) -> bool;
-
-    /// Ping number `n`; `Ok(None)` when the peer is done.
-    async fn ping(
-        &mut self,
-        conn: &mut Conn<D>,
-        n: u32,
-        s: &Settings,
-        out: &mut dyn Write,
-    ) -> Result<Option<Pinged>, WaitError>;
-}
-
-/// The ping loop both sides share: counts, prints and times each ping, and
-/// stops at the first failure.
-pub(crate) async fn ping_loop<D: Device, R: Role<D>>(
-    role: &mut R,
-    conn: &mut Conn<D>,
-    s: &Settings,
-    out: &mut dyn Write,
-) -> Summary {
-    let mut summary = Summary::default();
-    let mut n = 0u32;
-    while role.more(n, s) {
-        let t = Instant::now();
-        match role.ping(conn, n, s, out).await {
-            Ok(Some(p)) => {
-                summary.pings += 1;
-                summary.verified += u32::from(p.verified);
-                if let Some(v) = p.verbose.filter(|_| s.verbose) {
-                    let _ = writeln!(out, "{v}");
-                }
-                let _ = writeln!(
-                    out,
-                    "ping {n}: {} ({:.3} ms)",
-                    p.line,
-                    t.elapsed().as_secs_f64() * 1e3
-                );
-            }
-            Ok(None) => break,
-            Err(e) => {
-                summary.failure = Some(format!("ping {n}: {e}"));
-                break;
-            }
-        }
-        n = n.wrapping_add(1);
-    }
-    summary
-}
-
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
@@ -346,10 +243,20 @@ mod tests {
     use rpcrdma_verbs::{ConnectRequest, Listener, QpParams, QueuePair, SendWr, Sge, WcOpcode};
 
     use super::client::{client_ping, connect};
-    use super::conn::{caps, CQ_DEPTH};
+    use super::conn::{caps, Conn, CQ_DEPTH};
     use super::wire::{pattern, INFO_LEN};
     use super::*;
-    use crate::cmd::provider::softiwarp_setup;
+    use crate::cmd::provider::{AnyListener, AnyOptions};
+
+    /// The setup of a software iWARP device with `options`.
+    fn softiwarp_setup(options: Options) -> Setup {
+        let mut any = AnyOptions::default();
+        any.softiwarp = options;
+        Setup {
+            options: any,
+            label: "software iWARP".into(),
+        }
+    }
 
     fn settings(count: u32, size: u32) -> Settings {
         Settings {
@@ -361,10 +268,13 @@ mod tests {
         }
     }
 
-    async fn listener(options: &Options) -> (SoftIwarp, <SoftIwarp as Device>::Listener) {
-        let dev = SoftIwarp::new();
+    async fn listener(options: &Options) -> (AnyDevice, AnyListener) {
+        let dev = AnyDevice::from(SoftIwarp::new());
         let l = dev
-            .listen("127.0.0.1:0".parse().unwrap(), options.clone())
+            .listen(
+                "127.0.0.1:0".parse().unwrap(),
+                softiwarp_setup(options.clone()).options,
+            )
             .await
             .unwrap();
         (dev, l)
@@ -498,9 +408,9 @@ mod tests {
                 dev.alloc_pd().expect("protection domain"),
                 dev.create_cq(CQ_DEPTH).expect("completion queue"),
             );
-            let params = QpParams::new(&pd, &cq, Options::default()).with_caps(caps());
+            let params = QpParams::new(&pd, &cq, AnyOptions::default()).with_caps(caps());
             let qp = req.accept(params, Bytes::new()).await.unwrap();
-            let mut conn: Conn<SoftIwarp> = Conn::new(qp, pd, cq, s.timeout);
+            let mut conn: Conn<AnyDevice> = Conn::new(qp, pd, cq, s.timeout);
             conn.post_recv().unwrap();
             let _src = conn.recv_info("source").await.unwrap();
             conn.send(&[0; INFO_LEN]).unwrap();
@@ -538,7 +448,7 @@ mod tests {
         let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = tcp.local_addr().unwrap();
         drop(tcp);
-        let dev = SoftIwarp::new();
+        let dev = AnyDevice::from(SoftIwarp::new());
         let setup = softiwarp_setup(Options::default());
         let s = settings(1, 64);
         let mut co = Vec::new();

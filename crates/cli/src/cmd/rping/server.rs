@@ -12,16 +12,16 @@ use rpcrdma_verbs::{
 };
 
 use super::conn::{caps, Conn, WaitError, CQ_DEPTH};
+use super::ping::{ping_loop, Pinged, Role, Settings, Summary};
 use super::wire::{c_string, c_string_len, mismatch, pattern, Info, INFO_LEN};
-use super::{ping_loop, Pinged, Role, Settings, Summary};
-use crate::cmd::provider::Setup;
+use crate::cmd::provider::{describe_qp, describe_request, AnyDevice, AnyListener, Setup};
 
 /// Accepts one client on `listener` and serves its pings until it
 /// disconnects.
-pub(crate) async fn run_server<D: Device>(
-    dev: &D,
-    setup: &Setup<D>,
-    listener: &D::Listener,
+pub(crate) async fn run_server(
+    dev: &AnyDevice,
+    setup: &Setup,
+    listener: &AnyListener,
     accept_timeout: Option<Duration>,
     s: &Settings,
     out: &mut dyn Write,
@@ -41,21 +41,21 @@ pub(crate) async fn run_server<D: Device>(
     }
     .context("waiting for a connection request failed")?;
     let peer = req.peer_addr();
-    let request = (setup.describe_request)(&req);
+    let request = describe_request(&req);
     let (pd, cq) = (dev.alloc_pd()?, dev.create_cq(CQ_DEPTH)?);
     let params = QpParams::new(&pd, &cq, setup.options.clone()).with_caps(caps());
     let qp = tokio::time::timeout(s.timeout, req.accept(params, Bytes::new()))
         .await
         .map_err(|_| anyhow!("accepting the connection from {peer} timed out"))?
         .with_context(|| format!("cannot accept the connection from {peer}"))?;
-    let mut conn: Conn<D> = Conn::new(qp, pd, cq, s.timeout);
+    let mut conn: Conn<AnyDevice> = Conn::new(qp, pd, cq, s.timeout);
     // Posted before anything else runs on this (single-threaded) runtime,
     // so before the client's first Send can be processed.
     conn.post_recv()?;
     let _ = writeln!(
         out,
         "rping server: connection from {peer}: {request}; accepted ({})",
-        (setup.describe_qp)(&conn.qp)
+        describe_qp(&conn.qp)
     );
     let summary = ping_loop(&mut ServerRole, &mut conn, s, out).await;
     conn.close().await;

@@ -17,26 +17,28 @@
 use std::fmt;
 use std::sync::OnceLock;
 
+use serde::ser::{Serialize, SerializeStruct, Serializer};
+
 /// The CPU `--pin` pinned this process to, once pinned.
 static PINNED: OnceLock<usize> = OnceLock::new();
 
 /// The CPU `--pin` pinned the process to (None: not pinned by us).
-pub(crate) fn pinned_cpu() -> Option<usize> {
+pub fn pinned_cpu() -> Option<usize> {
     PINNED.get().copied()
 }
 
 /// What a bench reports about the machine state it ran in, from the raw TCP
 /// round trips (in microseconds) of its rounds.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Seen {
+pub struct Seen {
     /// The state, or None when no raw TCP round trip was measured.
-    pub(crate) state: Option<WakeState>,
+    pub state: Option<WakeState>,
     /// The median raw TCP round trip, microseconds (NaN if none).
-    pub(crate) raw_tcp_rtt_us: f64,
+    pub raw_tcp_rtt_us: f64,
     /// `--pin`'s CPU.
-    pub(crate) pinned_cpu: Option<usize>,
+    pub pinned_cpu: Option<usize>,
     /// The system's TCP congestion control (None: not known).
-    pub(crate) tcp_congestion_control: Option<String>,
+    pub tcp_congestion_control: Option<String>,
 }
 
 /// Where Linux says which congestion control new TCP sockets get.
@@ -49,35 +51,40 @@ fn congestion_control_in(text: &str) -> Option<String> {
 }
 
 /// The system's TCP congestion control, if it can be read.
-pub(crate) fn tcp_congestion_control() -> Option<String> {
+pub fn tcp_congestion_control() -> Option<String> {
     congestion_control_in(&std::fs::read_to_string(CONGESTION_CONTROL).ok()?)
+}
+
+/// The `wake_state` object of a bench's JSON report: `state`
+/// (`"fast"`, `"slow"`, `"mixed"` or null), `raw_tcp_rtt_us`, the two
+/// thresholds (`fast_below_us`, `slow_above_us`), `pinned_cpu` and
+/// `tcp_congestion_control`.
+impl Serialize for Seen {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_struct("Seen", 6)?;
+        m.serialize_field("state", &self.state.map(WakeState::name))?;
+        m.serialize_field("raw_tcp_rtt_us", &self.raw_tcp_rtt_us)?;
+        m.serialize_field("fast_below_us", &FAST_BELOW_US)?;
+        m.serialize_field("slow_above_us", &SLOW_ABOVE_US)?;
+        m.serialize_field("pinned_cpu", &self.pinned_cpu)?;
+        m.serialize_field("tcp_congestion_control", &self.tcp_congestion_control)?;
+        m.end()
+    }
 }
 
 impl Seen {
     /// The state the raw TCP round trips `rtts_us` (one per round) say.
-    pub(crate) fn from_rtts(rtts_us: &[f64]) -> Self {
+    pub fn from_rtts(rtts_us: &[f64]) -> Self {
         Seen {
             state: WakeState::overall(rtts_us.iter().copied()),
-            raw_tcp_rtt_us: super::median(rtts_us.to_vec()),
+            raw_tcp_rtt_us: crate::stats::median(rtts_us.to_vec()),
             pinned_cpu: pinned_cpu(),
             tcp_congestion_control: tcp_congestion_control(),
         }
     }
 
-    /// The `wake_state` object of a bench's `--json` output.
-    pub(crate) fn json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "state": self.state.map(WakeState::name),
-            "raw_tcp_rtt_us": super::num(self.raw_tcp_rtt_us),
-            "fast_below_us": FAST_BELOW_US,
-            "slow_above_us": SLOW_ABOVE_US,
-            "pinned_cpu": self.pinned_cpu,
-            "tcp_congestion_control": self.tcp_congestion_control,
-        })
-    }
-
     /// The line a bench's text output ends with.
-    pub(crate) fn line(&self) -> String {
+    pub fn line(&self) -> String {
         let state = match self.state {
             Some(s) => s.to_string(),
             None => "unknown (no raw TCP round trip measured; run the NULL measure)".into(),
@@ -95,13 +102,13 @@ impl Seen {
 }
 
 /// Raw TCP round trips below this are the fast state.
-pub(crate) const FAST_BELOW_US: f64 = 15.0;
+pub const FAST_BELOW_US: f64 = 15.0;
 /// Raw TCP round trips above this are the slow state.
-pub(crate) const SLOW_ABOVE_US: f64 = 40.0;
+pub const SLOW_ABOVE_US: f64 = 40.0;
 
 /// The wake-up state a raw TCP round trip says the machine was in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum WakeState {
+pub enum WakeState {
     /// Threads wake fast (shared CPU or busy machine): CPU cost dominates.
     Fast,
     /// Threads wake slowly (an idle CPU is woken per round trip).
@@ -112,7 +119,7 @@ pub(crate) enum WakeState {
 
 impl WakeState {
     /// The state of a median raw TCP round trip of `rtt_us` microseconds.
-    pub(crate) fn of(rtt_us: f64) -> Self {
+    pub fn of(rtt_us: f64) -> Self {
         if rtt_us < FAST_BELOW_US {
             WakeState::Fast
         } else if rtt_us > SLOW_ABOVE_US {
@@ -123,7 +130,7 @@ impl WakeState {
     }
 
     /// The state over several rounds: theirs if all agree, else mixed.
-    pub(crate) fn overall(rtts_us: impl IntoIterator<Item = f64>) -> Option<Self> {
+    pub fn overall(rtts_us: impl IntoIterator<Item = f64>) -> Option<Self> {
         let mut all = rtts_us.into_iter().filter(|x| x.is_finite()).map(Self::of);
         let first = all.next()?;
         Some(if all.all(|s| s == first) {
@@ -133,7 +140,8 @@ impl WakeState {
         })
     }
 
-    pub(crate) fn name(self) -> &'static str {
+    /// The state's name in the JSON reports: `fast`, `slow` or `mixed`.
+    pub fn name(self) -> &'static str {
         match self {
             WakeState::Fast => "fast",
             WakeState::Slow => "slow",
@@ -155,7 +163,7 @@ impl fmt::Display for WakeState {
 /// `--pin`: the process (and every thread it starts) runs on one CPU, the
 /// first it may use: both sides of every measure share it, as with
 /// `taskset -c 0`. Returns the CPU.
-pub(crate) fn pin_to_one_cpu() -> anyhow::Result<usize> {
+pub fn pin_to_one_cpu() -> anyhow::Result<usize> {
     // Called before the bench starts any thread, so every thread inherits
     // the mask.
     let set = rustix::thread::sched_getaffinity(None)
@@ -174,6 +182,10 @@ pub(crate) fn pin_to_one_cpu() -> anyhow::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn json(s: &Seen) -> serde_json::Value {
+        serde_json::to_value(s).unwrap()
+    }
 
     #[test]
     fn states_by_raw_tcp_round_trip() {
@@ -194,14 +206,14 @@ mod tests {
         let s = Seen::from_rtts(&[6.0, 5.0, 7.0]);
         assert_eq!(s.state, Some(WakeState::Fast));
         assert_eq!(s.raw_tcp_rtt_us, 6.0);
-        let j = s.json();
+        let j = json(&s);
         assert_eq!(j["state"], "fast");
         assert_eq!(j["raw_tcp_rtt_us"], 6.0);
         assert!(s.line().starts_with("wake-up state: fast wake-ups"));
         let none = Seen::from_rtts(&[]);
         assert_eq!(none.state, None);
-        assert!(none.json()["state"].is_null());
-        assert!(none.json()["raw_tcp_rtt_us"].is_null());
+        assert!(json(&none)["state"].is_null());
+        assert!(json(&none)["raw_tcp_rtt_us"].is_null());
         assert!(none.line().contains("unknown"));
     }
 
@@ -213,12 +225,12 @@ mod tests {
         assert_eq!(congestion_control_in("reno cubic"), None);
         let mut s = Seen::from_rtts(&[6.0]);
         s.tcp_congestion_control = Some("bbr".into());
-        assert_eq!(s.json()["tcp_congestion_control"], "bbr");
+        assert_eq!(json(&s)["tcp_congestion_control"], "bbr");
         assert!(s
             .line()
             .ends_with("; TCP congestion control bbr (the system's, on every TCP socket)"));
         s.tcp_congestion_control = None;
-        assert!(s.json()["tcp_congestion_control"].is_null());
+        assert!(json(&s)["tcp_congestion_control"].is_null());
         assert!(s.line().ends_with("; TCP congestion control unknown"));
         // On Linux the system's own is read.
         if std::path::Path::new(CONGESTION_CONTROL).exists() {

@@ -38,7 +38,7 @@ const MIB: f64 = (1u64 << 20) as f64;
 /// (`scripts/callgrind-null.sh` runs `bench loop` under it), while the C
 /// library's call works there.
 #[allow(unsafe_code)]
-pub(crate) fn process_cpu() -> Duration {
+pub fn process_cpu() -> Duration {
     let mut t = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -58,7 +58,7 @@ pub(crate) fn process_cpu() -> Duration {
 
 /// [`process_cpu`] in seconds (`--clients` reports the CPUs busy of each
 /// measure with it).
-pub(crate) fn cpu_seconds() -> f64 {
+pub fn cpu_seconds() -> f64 {
     process_cpu().as_secs_f64()
 }
 
@@ -100,7 +100,7 @@ fn softirq_threads() -> &'static [(u32, usize)] {
 /// visible, as in a container's own PID namespace, or a kernel without
 /// schedstat). Their work is not only this process's: on a busy machine
 /// it includes other programs' network and timer work.
-pub(crate) fn softirq_threads_cpu() -> Option<Duration> {
+pub fn softirq_threads_cpu() -> Option<Duration> {
     let allowed = rustix::thread::sched_getaffinity(None).ok();
     let mut total = None;
     for &(pid, cpu) in softirq_threads() {
@@ -119,14 +119,16 @@ pub(crate) fn softirq_threads_cpu() -> Option<Duration> {
 
 /// Wall-clock and CPU time from the start of a measure.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Stopwatch {
+pub struct Stopwatch {
     wall: Instant,
     cpu: Duration,
     softirqd: Option<Duration>,
 }
 
 impl Stopwatch {
-    pub(crate) fn start() -> Self {
+    /// Starts the clocks: wall-clock, this process's CPU time and the
+    /// softirq threads' run time.
+    pub fn start() -> Self {
         Self {
             softirqd: softirq_threads_cpu(),
             wall: Instant::now(),
@@ -135,7 +137,7 @@ impl Stopwatch {
     }
 
     /// Wall-clock and CPU time since [`Stopwatch::start`].
-    pub(crate) fn elapsed(&self) -> Elapsed {
+    pub fn elapsed(&self) -> Elapsed {
         let wall = self.wall.elapsed();
         let cpu = process_cpu().saturating_sub(self.cpu);
         let softirqd = match (self.softirqd, softirq_threads_cpu()) {
@@ -151,19 +153,21 @@ impl Stopwatch {
 
     /// The measure's figures, `bytes` having been moved since
     /// [`Stopwatch::start`].
-    pub(crate) fn stop(self, bytes: usize) -> Moved {
+    pub fn stop(self, bytes: usize) -> Moved {
         Moved::new(bytes, self.elapsed())
     }
 }
 
 /// Wall-clock and CPU time (all threads) of a measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Elapsed {
-    pub(crate) wall: Duration,
-    pub(crate) cpu: Duration,
+pub struct Elapsed {
+    /// Wall-clock time.
+    pub wall: Duration,
+    /// CPU time of every thread of the process (user and system).
+    pub cpu: Duration,
     /// Run time of the softirq threads of this process's CPUs meanwhile
     /// ([`softirq_threads_cpu`]; `None`: not readable).
-    pub(crate) softirqd: Option<Duration>,
+    pub softirqd: Option<Duration>,
 }
 
 impl Elapsed {
@@ -175,27 +179,28 @@ impl Elapsed {
     }
 
     /// CPUs kept busy on average: CPU time over wall-clock time.
-    pub(crate) fn cpus_busy(&self) -> f64 {
+    pub fn cpus_busy(&self) -> f64 {
         self.cpu.as_secs_f64() / self.wall_secs()
     }
 }
 
 /// What one throughput measure moved, in how long, at what CPU cost.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Moved {
+pub struct Moved {
     /// Octets per second of wall-clock time.
-    pub(crate) bytes_per_s: f64,
+    pub bytes_per_s: f64,
     /// Milliseconds of CPU time (all threads) per MiB moved.
-    pub(crate) cpu_ms_per_mib: f64,
+    pub cpu_ms_per_mib: f64,
     /// CPUs kept busy on average: CPU time over wall-clock time.
-    pub(crate) cpus_busy: f64,
+    pub cpus_busy: f64,
     /// Milliseconds the softirq threads of this process's CPUs ran per
     /// MiB moved (not in `cpu_ms_per_mib`; `None`: not readable).
-    pub(crate) softirqd_ms_per_mib: Option<f64>,
+    pub softirqd_ms_per_mib: Option<f64>,
 }
 
 impl Moved {
-    pub(crate) fn new(bytes: usize, elapsed: Elapsed) -> Self {
+    /// The figures of `bytes` moved in `elapsed`.
+    pub fn new(bytes: usize, elapsed: Elapsed) -> Self {
         let mib = (bytes as f64 / MIB).max(1e-9);
         Self {
             bytes_per_s: bytes as f64 / elapsed.wall_secs(),

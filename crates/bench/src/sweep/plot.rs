@@ -1,4 +1,4 @@
-//! `rpcrdma bench --sweep --plot FILE.svg`: the sweep as a picture (SVG,
+//! The sweep as a picture (`rpcrdma bench --sweep --plot FILE.svg`; SVG,
 //! drawn with `plotters`): on the left throughput against message size
 //! (both axes logarithmic), on the right the NULL round-trip percentiles of
 //! each path (logarithmic microseconds).
@@ -6,10 +6,10 @@
 use anyhow::anyhow;
 use plotters::prelude::*;
 
-use super::sweep::{percentile_name, size_name, Sweep, PERCENTILES};
+use super::figures::{percentile_name, size_name, Sweep, PERCENTILES};
 
 /// Width and height of the picture, pixels.
-pub(crate) const SIZE: (u32, u32) = (1280, 520);
+pub const SIZE: (u32, u32) = (1280, 520);
 
 /// One color per series, in order (the round-trip paths reuse the first
 /// three plus the raw TCP color for raw TCP).
@@ -44,7 +44,6 @@ fn at_index<T: Copy>(x: f64, v: &[T]) -> Option<T> {
         .flatten()
 }
 
-/// The sweep as an SVG document.
 /// One series on `chart`: a 2-pixel line through `points` with a dot on
 /// each, named `name` in the legend.
 fn line_with_dots<'a, DB, CT>(
@@ -73,7 +72,8 @@ where
     Ok(())
 }
 
-pub(crate) fn svg(s: &Sweep) -> anyhow::Result<String> {
+/// The sweep as an SVG document.
+pub fn svg(s: &Sweep) -> anyhow::Result<String> {
     let err = |e: &dyn std::fmt::Display| anyhow!("cannot draw the sweep: {e}");
     let mut out = String::new();
     {
@@ -190,7 +190,8 @@ pub(crate) fn svg(s: &Sweep) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::bench::sweep::{tests::sample, PATHS, SERIES};
+    use crate::sweep::figures::tests::sample;
+    use crate::sweep::{PATHS, SERIES};
 
     #[test]
     fn svg_draws_every_series_and_path() {

@@ -3,7 +3,7 @@
 //! private data limits of each transport, and the access flags a region
 //! needs on each transport.
 
-use rpcrdma_verbs::{Access, QpCaps};
+use rpcrdma_verbs::{Access, InvalidConnect, QpCaps, SetupMessage};
 
 /// The RDMA transport a device speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -234,23 +234,35 @@ pub fn negotiate_active(our_ird: u16, our_ord: u16, peer_ird: u16, _peer_ord: u1
     (our_ird, ord.max(1))
 }
 
-/// Checks private data against the transport's limit for `what`.
+/// Checks private data against the transport's limit for `message`.
+///
+/// ```
+/// use rpcrdma_rdmacore::{check_private_data, Transport};
+/// use rpcrdma_verbs::{InvalidConnect, SetupMessage};
+/// assert!(check_private_data(Transport::Ib, SetupMessage::Connect, 56).is_ok());
+/// assert!(matches!(
+///     check_private_data(Transport::Ib, SetupMessage::Connect, 57),
+///     Err(InvalidConnect::PrivateDataTooLong { len: 57, max: 56, .. })
+/// ));
+/// ```
 pub fn check_private_data(
     transport: Transport,
-    what: &'static str,
+    message: SetupMessage,
     len: usize,
-) -> Result<(), String> {
+) -> Result<(), InvalidConnect> {
     let l = transport.private_data_limits();
-    let max = match what {
-        "connect" => l.connect,
-        "accept" => l.accept,
-        _ => l.reject,
+    let max = match message {
+        SetupMessage::Connect => l.connect,
+        SetupMessage::Accept => l.accept,
+        SetupMessage::Reject => l.reject,
     };
     if len > max {
-        return Err(format!(
-            "{len} octets of private data in the {what}; {} carries at most {max}",
-            transport.name()
-        ));
+        return Err(InvalidConnect::PrivateDataTooLong {
+            message,
+            len,
+            max,
+            transport: transport.name(),
+        });
     }
     Ok(())
 }
@@ -325,14 +337,18 @@ mod tests {
         assert_eq!(Transport::Ib.private_data_limits().accept, 196);
         assert_eq!(Transport::Ib.private_data_limits().reject, 148);
         assert_eq!(Transport::Iwarp.private_data_limits().connect, 255);
-        assert!(check_private_data(Transport::Ib, "connect", 56).is_ok());
-        let e = check_private_data(Transport::Ib, "connect", 57).unwrap_err();
-        assert!(e.contains("at most 56"), "{e}");
-        assert!(check_private_data(Transport::Iwarp, "accept", 255).is_ok());
-        assert!(check_private_data(Transport::Iwarp, "reject", 256).is_err());
+        assert!(check_private_data(Transport::Ib, SetupMessage::Connect, 56).is_ok());
+        let e = check_private_data(Transport::Ib, SetupMessage::Connect, 57).unwrap_err();
+        assert!(e.to_string().contains("at most 56"), "{e}");
+        assert!(check_private_data(Transport::Iwarp, SetupMessage::Accept, 255).is_ok());
+        assert!(check_private_data(Transport::Iwarp, SetupMessage::Reject, 256).is_err());
         // RFC 8797's message is 8 octets: it fits everywhere.
         for t in [Transport::Ib, Transport::Iwarp] {
-            for w in ["connect", "accept", "reject"] {
+            for w in [
+                SetupMessage::Connect,
+                SetupMessage::Accept,
+                SetupMessage::Reject,
+            ] {
                 assert!(check_private_data(t, w, 8).is_ok());
             }
         }

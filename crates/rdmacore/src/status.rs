@@ -3,7 +3,9 @@
 //! the locked-memory limit behind a failed registration.
 
 use bytes::Bytes;
-use rpcrdma_verbs::{ConnectError, DisconnectReason, WcStatus};
+use rpcrdma_verbs::{
+    CmStatus, ConnectError, DeviceFault, DisconnectReason, PeerClosed, Unreachable, WcStatus,
+};
 
 use crate::limits::Transport;
 
@@ -173,18 +175,6 @@ pub const IB_CM_REJ_CONSUMER_DEFINED: i32 = 28;
 /// The IB CM's reject reason when nobody listens on the service (port).
 pub const IB_CM_REJ_INVALID_SERVICE_ID: i32 = 8;
 
-fn errno_text(status: i32) -> String {
-    if status < 0 {
-        format!(
-            "{} (errno {})",
-            std::io::Error::from_raw_os_error(-status),
-            -status
-        )
-    } else {
-        format!("status {status}")
-    }
-}
-
 /// The error of an active connection attempt that ended with `event`
 /// (anything but ESTABLISHED) with `status` and the peer's private data.
 ///
@@ -217,43 +207,38 @@ pub fn connect_failure(
                     private_data: Bytes::copy_from_slice(private_data),
                 }
             } else {
-                let why = match (transport, status) {
-                    (Transport::Ib, IB_CM_REJ_INVALID_SERVICE_ID) => {
-                        "nobody listens on that port (IB CM reject: invalid service ID)".to_string()
-                    }
-                    (Transport::Ib, s) => format!("IB CM reject, reason {s}"),
-                    (Transport::Iwarp, s) => {
-                        format!("connection refused ({})", errno_text(s))
-                    }
-                };
-                ConnectError::Unreachable { reason: why }
+                ConnectError::Unreachable(match (transport, status) {
+                    (Transport::Ib, IB_CM_REJ_INVALID_SERVICE_ID) => Unreachable::NoListener,
+                    (Transport::Ib, reason) => Unreachable::CmReject { reason },
+                    (Transport::Iwarp, s) => Unreachable::Refused {
+                        status: CmStatus(s),
+                    },
+                })
             }
         }
         cm::UNREACHABLE if status == -libc::ETIMEDOUT => ConnectError::Timeout,
-        cm::UNREACHABLE => ConnectError::Unreachable {
-            reason: format!("{name}: {}", errno_text(status)),
-        },
+        cm::UNREACHABLE => ConnectError::Unreachable(Unreachable::NoRoute {
+            event: name,
+            status: CmStatus(status),
+        }),
         cm::ADDR_ERROR | cm::ROUTE_ERROR
             if status == -libc::ENODEV || status == -libc::EADDRNOTAVAIL =>
         {
-            ConnectError::Device {
-                reason: format!(
-                    "no RDMA device serves a route to that address ({name}: {}); \
-                     is the address on an RDMA-capable interface (`rdma link`)?",
-                    errno_text(status)
-                ),
-            }
+            ConnectError::Device(DeviceFault::NoDevice {
+                event: name,
+                status: CmStatus(status),
+            })
         }
         cm::ADDR_ERROR | cm::ROUTE_ERROR if status == -libc::ETIMEDOUT => ConnectError::Timeout,
-        cm::ADDR_ERROR | cm::ROUTE_ERROR => ConnectError::Unreachable {
-            reason: format!("{name}: {}", errno_text(status)),
-        },
-        cm::DEVICE_REMOVAL => ConnectError::Device {
-            reason: DEVICE_REMOVED.into(),
-        },
-        _ => ConnectError::PeerClosed {
-            reason: format!("{name}: {}", errno_text(status)),
-        },
+        cm::ADDR_ERROR | cm::ROUTE_ERROR => ConnectError::Unreachable(Unreachable::NoRoute {
+            event: name,
+            status: CmStatus(status),
+        }),
+        cm::DEVICE_REMOVAL => ConnectError::Device(DeviceFault::Removed),
+        _ => ConnectError::PeerClosed(PeerClosed::Event {
+            event: name,
+            status: CmStatus(status),
+        }),
     }
 }
 
@@ -325,7 +310,7 @@ mod tests {
         }
         let e = connect_failure(Transport::Ib, cm::REJECTED, 8, &[0; 148]);
         assert!(
-            matches!(e, ConnectError::Unreachable { .. }) && e.is_transient(),
+            matches!(e, ConnectError::Unreachable(Unreachable::NoListener)) && e.is_transient(),
             "{e:?}"
         );
         assert!(e.to_string().contains("nobody listens"), "{e}");
@@ -335,6 +320,14 @@ mod tests {
         }
         let e = connect_failure(Transport::Iwarp, cm::REJECTED, -libc::ECONNREFUSED, &[]);
         assert!(e.is_transient(), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                ConnectError::Unreachable(Unreachable::Refused { status })
+                    if status.errno().and_then(|e| e.raw_os_error()) == Some(libc::ECONNREFUSED)
+            ),
+            "{e:?}"
+        );
         assert!(matches!(
             connect_failure(Transport::Ib, cm::UNREACHABLE, -libc::ETIMEDOUT, &[]),
             ConnectError::Timeout
@@ -344,7 +337,10 @@ mod tests {
                 .is_transient()
         );
         let e = connect_failure(Transport::Ib, cm::ADDR_ERROR, -libc::ENODEV, &[]);
-        assert!(matches!(e, ConnectError::Device { .. }), "{e:?}");
+        assert!(
+            matches!(e, ConnectError::Device(DeviceFault::NoDevice { .. })),
+            "{e:?}"
+        );
         assert!(e.to_string().contains("rdma link"), "{e}");
         assert!(matches!(
             connect_failure(Transport::Iwarp, cm::ROUTE_ERROR, -libc::ETIMEDOUT, &[]),
@@ -356,7 +352,7 @@ mod tests {
         );
         assert!(matches!(
             connect_failure(Transport::Ib, cm::DEVICE_REMOVAL, 0, &[]),
-            ConnectError::Device { .. }
+            ConnectError::Device(DeviceFault::Removed)
         ));
     }
 

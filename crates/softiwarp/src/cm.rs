@@ -9,12 +9,14 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rpcrdma_iwarp::conn::{
-    Config, ConnError, Connection, Event, P2pMode, PeerRequest, ProtocolError, DEFAULT_MAX_ULPDU,
+    ApiError, Config, ConnError, Connection, Event, P2pMode, PeerRequest, ProtocolError,
+    TransportError, DEFAULT_MAX_ULPDU,
 };
 use rpcrdma_iwarp::mpa::{MpaError, MPA_MAX_PRIVATE_DATA};
 use rpcrdma_iwarp::mr::MrTable;
 use rpcrdma_verbs::{
-    ConnectError, ConnectRequest, Listener, QpCaps, QpParams, SetupFault, SetupViolation,
+    ConnectError, ConnectRequest, InvalidConnect, Listener, PeerClosed, QpCaps, QpParams,
+    SetupFault, SetupMessage, SetupViolation,
 };
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
@@ -166,10 +168,39 @@ fn setup_error(e: ConnError) -> ConnectError {
     match e {
         ConnError::Rejected { private_data } => ConnectError::Rejected { private_data },
         ConnError::MpaTimeout => ConnectError::Timeout,
-        e @ (ConnError::PeerClosed | ConnError::Transport(_)) => ConnectError::PeerClosed {
-            reason: e.to_string(),
-        },
+        ConnError::PeerClosed => ConnectError::PeerClosed(PeerClosed::Closed),
+        ConnError::Transport(t) => {
+            let kind = match &t {
+                TransportError::Io { kind, .. } => *kind,
+                TransportError::AcceptedNothing => io::ErrorKind::WriteZero,
+                _ => io::ErrorKind::Other,
+            };
+            ConnectError::PeerClosed(PeerClosed::Transport(io::Error::new(kind, t.to_string())))
+        }
         other => ConnectError::Protocol(SetupViolation::new(fault(&other), other.to_string())),
+    }
+}
+
+/// A `message` the connection refused as invalid, by cause.
+fn invalid_request(message: SetupMessage) -> impl Fn(ApiError) -> ConnectError {
+    move |e| ConnectError::Invalid(invalid_cause(message, e))
+}
+
+fn invalid_cause(message: SetupMessage, e: ApiError) -> InvalidConnect {
+    match e {
+        ApiError::WrongState { command, state } => InvalidConnect::WrongState { command, state },
+        ApiError::PrivateDataTooLong { len, max } => InvalidConnect::PrivateDataTooLong {
+            message,
+            len,
+            max,
+            transport: "iWARP (siw)",
+        },
+        ApiError::Config(c) => InvalidConnect::Options {
+            detail: c.to_string(),
+        },
+        other => InvalidConnect::Options {
+            detail: other.to_string(),
+        },
     }
 }
 
@@ -199,11 +230,8 @@ pub(crate) async fn connect(
     private_data: Bytes,
 ) -> Result<(Qp, Bytes), ConnectError> {
     let cfg = params.options.config(params.caps);
-    let mut conn = Connection::initiator(cfg, private_data, Instant::now()).map_err(|e| {
-        ConnectError::Invalid {
-            reason: e.to_string(),
-        }
-    })?;
+    let mut conn = Connection::initiator(cfg, private_data, Instant::now())
+        .map_err(invalid_request(SetupMessage::Connect))?;
     let stream = match params.options.local_addr {
         None => TcpStream::connect(addr).await?,
         Some(local) => {
@@ -376,11 +404,12 @@ impl ConnectRequest for Request {
         params: QpParams<'_, SoftIwarp>,
         private_data: Bytes,
     ) -> Result<Qp, ConnectError> {
-        let invalid = |e: rpcrdma_iwarp::conn::ApiError| ConnectError::Invalid {
-            reason: e.to_string(),
-        };
-        self.conn.set_caps(params.caps).map_err(invalid)?;
-        self.conn.accept(private_data).map_err(invalid)?;
+        self.conn
+            .set_caps(params.caps)
+            .map_err(invalid_request(SetupMessage::Accept))?;
+        self.conn
+            .accept(private_data)
+            .map_err(invalid_request(SetupMessage::Accept))?;
         // The Reply goes out now; the connection's FPDUs wait for the
         // initiator's first one.
         flush(&self.stream, &mut self.conn).await?;
@@ -396,9 +425,7 @@ impl ConnectRequest for Request {
     async fn reject(mut self, private_data: Bytes) -> Result<(), ConnectError> {
         self.conn
             .reject(private_data)
-            .map_err(|e| ConnectError::Invalid {
-                reason: e.to_string(),
-            })?;
+            .map_err(invalid_request(SetupMessage::Reject))?;
         flush(&self.stream, &mut self.conn).await?;
         Ok(())
     }

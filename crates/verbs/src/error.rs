@@ -2,6 +2,8 @@
 
 use bytes::Bytes;
 
+use crate::connect_cause::{DeviceFault, InvalidConnect, PeerClosed, Unreachable};
+
 /// Why a memory registration failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -128,10 +130,10 @@ pub enum PostError {
 /// peer is not listening yet, or went away during set-up) from the others.
 ///
 /// ```
-/// use rpcrdma_verbs::ConnectError;
+/// use rpcrdma_verbs::{ConnectError, Unreachable};
 /// let refused = ConnectError::Io(std::io::ErrorKind::ConnectionRefused.into());
 /// assert!(refused.is_transient());
-/// assert!(ConnectError::Unreachable { reason: "no route".into() }.is_transient());
+/// assert!(ConnectError::Unreachable(Unreachable::NoListener).is_transient());
 /// assert!(!ConnectError::Timeout.is_transient());
 /// assert!(!ConnectError::Rejected { private_data: Default::default() }.is_transient());
 /// ```
@@ -156,33 +158,21 @@ pub enum ConnectError {
     #[error("connection set-up failed: {0}")]
     Protocol(SetupViolation),
     /// The request itself is invalid (e.g. private data too long).
-    #[error("invalid connection parameters: {reason}")]
-    Invalid {
-        /// What is wrong.
-        reason: String,
-    },
+    #[error("invalid connection parameters: {0}")]
+    Invalid(InvalidConnect),
     /// Nobody accepts connections there: no listener (connection refused,
     /// an InfiniBand CM reject for an unknown service), or the address or
     /// route could not be resolved.
-    #[error("the peer is unreachable: {reason}")]
-    Unreachable {
-        /// What the provider saw.
-        reason: String,
-    },
+    #[error("the peer is unreachable: {0}")]
+    Unreachable(Unreachable),
     /// The peer (or the network) closed the connection during set-up,
     /// before it was established.
-    #[error("the peer closed the connection during set-up: {reason}")]
-    PeerClosed {
-        /// What the provider saw.
-        reason: String,
-    },
+    #[error("the peer closed the connection during set-up: {0}")]
+    PeerClosed(PeerClosed),
     /// The device cannot make the connection (no device for that address,
     /// queue pair creation failed, the device went away).
-    #[error("the RDMA device cannot make the connection: {reason}")]
-    Device {
-        /// What is wrong.
-        reason: String,
-    },
+    #[error("the RDMA device cannot make the connection: {0}")]
+    Device(DeviceFault),
 }
 
 /// What kind of breach of the connection set-up protocol a
@@ -267,7 +257,7 @@ impl ConnectError {
                     | std::io::ErrorKind::ConnectionAborted
                     | std::io::ErrorKind::UnexpectedEof
             ),
-            ConnectError::Unreachable { .. } | ConnectError::PeerClosed { .. } => true,
+            ConnectError::Unreachable(_) | ConnectError::PeerClosed(_) => true,
             _ => false,
         }
     }

@@ -52,10 +52,14 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod connect_cause;
 mod error;
 mod traits;
 mod types;
 
+pub use connect_cause::{
+    CmStatus, DeviceFault, InvalidConnect, PeerClosed, SetupMessage, Unreachable,
+};
 pub use error::{
     ConnectError, DeregisterError, PostError, RegisterError, ResourceError, SetupFault,
     SetupViolation,

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use rpcrdma_verbs::{ConnectError, ConnectRequest, QpParams};
+use rpcrdma_verbs::{
+    ConnectError, ConnectRequest, DeviceFault, InvalidConnect, QpParams, SetupMessage,
+};
 
 use super::cm_id::{to_storage, CmId, Event};
 use super::device::DevInner;
@@ -32,13 +34,11 @@ fn check_device(dev: &DevInner, cm: &CmId, addr: SocketAddr) -> Result<(), Conne
             std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
         }
     };
-    Err(ConnectError::Device {
-        reason: format!(
-            "{addr} is reached through RDMA device {other}, but this process opened {}; \
-             choose it with --device {other}",
-            dev.info.name
-        ),
-    })
+    Err(ConnectError::Device(DeviceFault::OtherDevice {
+        addr,
+        reached: other,
+        opened: dev.info.name.clone(),
+    }))
 }
 
 /// `rdma_connect` (active) or `rdma_accept`: 0 or a negative errno.
@@ -101,8 +101,8 @@ pub(crate) async fn connect(
     private_data: Bytes,
 ) -> Result<(Qp, Bytes), ConnectError> {
     let inner = &dev.inner;
-    check_private_data(inner.transport(), "connect", private_data.len())
-        .map_err(|reason| ConnectError::Invalid { reason })?;
+    check_private_data(inner.transport(), SetupMessage::Connect, private_data.len())
+        .map_err(ConnectError::Invalid)?;
     let opts = params.options.clone();
     let work = async {
         let cm = CmId::new().map_err(|e| io_err("rdma_create_id", e))?;
@@ -190,10 +190,10 @@ pub(crate) async fn listen(
             format!("rdma_bind_addr({addr}): {e}; is {} an address of an RDMA-capable interface (`rdma link`)?", addr.ip()),
         ));
     }
-    if let Err(ConnectError::Device { reason }) = check_device(&dev.inner, &cm, addr) {
+    if let Err(ConnectError::Device(fault)) = check_device(&dev.inner, &cm, addr) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::AddrNotAvailable,
-            reason,
+            fault.to_string(),
         ));
     }
     // SAFETY: id is live and bound.
@@ -332,11 +332,12 @@ impl ConnectRequest for Request {
         private_data: Bytes,
     ) -> Result<Qp, ConnectError> {
         let inner = self.dev.inner.clone();
-        check_private_data(inner.transport(), "accept", private_data.len())
-            .map_err(|reason| ConnectError::Invalid { reason })?;
-        let cm = self.cm.take().ok_or(ConnectError::Invalid {
-            reason: "request already answered".into(),
-        })?;
+        check_private_data(inner.transport(), SetupMessage::Accept, private_data.len())
+            .map_err(ConnectError::Invalid)?;
+        let cm = self
+            .cm
+            .take()
+            .ok_or(ConnectError::Invalid(InvalidConnect::AlreadyAnswered))?;
         let opts = params.options.clone();
         let (shared, req) = match qp::create(&inner, &cm, &params, &opts) {
             Ok(x) => x,
@@ -363,11 +364,16 @@ impl ConnectRequest for Request {
     }
 
     async fn reject(mut self, private_data: Bytes) -> Result<(), ConnectError> {
-        check_private_data(self.dev.inner.transport(), "reject", private_data.len())
-            .map_err(|reason| ConnectError::Invalid { reason })?;
-        let cm = self.cm.take().ok_or(ConnectError::Invalid {
-            reason: "request already answered".into(),
-        })?;
+        check_private_data(
+            self.dev.inner.transport(),
+            SetupMessage::Reject,
+            private_data.len(),
+        )
+        .map_err(ConnectError::Invalid)?;
+        let cm = self
+            .cm
+            .take()
+            .ok_or(ConnectError::Invalid(InvalidConnect::AlreadyAnswered))?;
         let ptr = if private_data.is_empty() {
             std::ptr::null()
         } else {

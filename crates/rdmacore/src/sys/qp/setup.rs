@@ -6,7 +6,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use rpcrdma_sync::lock;
-use rpcrdma_verbs::{Access, ConnectError, QpCaps, QpParams};
+use rpcrdma_verbs::{
+    Access, CmStatus, ConnectError, DeviceFault, InvalidConnect, QpCaps, QpParams,
+};
 use tokio::sync::{watch, Notify};
 
 use super::completion::post_slot;
@@ -30,9 +32,9 @@ pub(crate) fn create(
 ) -> Result<(Arc<QpShared>, QpRequest), ConnectError> {
     let pd = params.pd.inner.clone();
     if !Arc::ptr_eq(&pd.dev, dev) && pd.dev.ctx != dev.ctx {
-        return Err(ConnectError::Invalid {
-            reason: "the protection domain belongs to another device".into(),
-        });
+        return Err(ConnectError::Invalid(
+            InvalidConnect::ForeignProtectionDomain,
+        ));
     }
     let req = dev.limits().qp_request(params.caps);
     let mut caps = ffi::rs_qp_caps::default();
@@ -62,15 +64,12 @@ pub(crate) fn create(
         }
     }
     if rc != 0 {
-        return Err(ConnectError::Device {
-            reason: format!(
-                "cannot create the queue pair ({} send, {} receive work requests, {} gather elements): {}",
-                req.send_depth,
-                req.recv_depth,
-                req.send_sge,
-                ffi::err_text(rc)
-            ),
-        });
+        return Err(ConnectError::Device(DeviceFault::QueuePair {
+            send_depth: req.send_depth,
+            recv_depth: req.recv_depth,
+            send_sge: req.send_sge,
+            status: CmStatus(-rc.abs()),
+        }));
     }
     // SAFETY: the id now has a queue pair.
     let qp = unsafe { ffi::rs_id_qp(cm.id) };
@@ -79,10 +78,8 @@ pub(crate) fn create(
     let slot_size = opts.recv_size.max(64);
     let mut slots = Vec::with_capacity(recv_depth as usize);
     for _ in 0..recv_depth {
-        let buf =
-            OwnBuf::new(&pd, slot_size, Access::LOCAL_WRITE).map_err(|e| ConnectError::Device {
-                reason: format!("cannot register the receive buffers: {e}"),
-            })?;
+        let buf = OwnBuf::new(&pd, slot_size, Access::LOCAL_WRITE)
+            .map_err(|e| ConnectError::Device(DeviceFault::RegisterReceive(e)))?;
         slots.push(Slot { buf });
     }
     let (reason, _) = watch::channel(None);
@@ -125,8 +122,10 @@ pub(crate) fn create(
         let mut st = shared.lock();
         let st = &mut *st;
         for (i, s) in st.slots.iter_mut().enumerate() {
-            post_slot(qp, i, s).map_err(|rc| ConnectError::Device {
-                reason: format!("cannot post the receive buffers: {}", ffi::err_text(rc)),
+            post_slot(qp, i, s).map_err(|rc| {
+                ConnectError::Device(DeviceFault::PostReceive {
+                    status: CmStatus(-rc.abs()),
+                })
             })?;
         }
     }

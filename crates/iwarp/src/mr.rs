@@ -7,7 +7,7 @@
 //! source range is checked against key, validity, bounds and access first.
 
 use bytes::Bytes;
-use rpcrdma_verbs::{Access, MrBuffer, RegisterError};
+use rpcrdma_verbs::{Access, MrBuffer, ProtectionFault, RegisterError};
 
 /// A source of fresh keys. Keys must be unpredictable to the peer (RFC 8166
 /// §10.1.2): the provider backs this with a cryptographic generator seeded
@@ -79,6 +79,18 @@ pub enum AccessError {
         /// The right that was needed.
         needed: Access,
     },
+}
+
+impl From<AccessError> for ProtectionFault {
+    fn from(e: AccessError) -> Self {
+        match e {
+            AccessError::InvalidKey(k) => ProtectionFault::InvalidKey(k),
+            AccessError::Invalidated(k) => ProtectionFault::Invalidated(k),
+            AccessError::Bounds { key, addr, len } => ProtectionFault::Bounds { key, addr, len },
+            AccessError::Wrap { addr, len } => ProtectionFault::Wrap { addr, len },
+            AccessError::Rights { key, needed } => ProtectionFault::Rights { key, needed },
+        }
+    }
 }
 
 #[derive(Debug)]

@@ -17,7 +17,7 @@ use rpcrdma_iwarp::mpa::MpaFlags;
 use rpcrdma_iwarp::rdmap::Opcode;
 use rpcrdma_verbs::{
     Access, DisconnectReason, LocalSge, PostError, QpCaps, RecvWr, RemoteAddr, SendOp, SendWr, Sge,
-    WcOpcode, WcStatus,
+    TransportFailure, TransportFault, WcOpcode, WcStatus,
 };
 
 fn cfg(revision: u8, crc: bool, p2p: P2pMode) -> Config {
@@ -696,7 +696,10 @@ fn transport_failures_are_typed_and_flush_the_queues() {
     assert_eq!(
         want.disconnect_reason(),
         DisconnectReason::Transport {
-            reason: "transport failure: reset by peer".into()
+            reason: TransportFailure::new(
+                TransportFault::Io(std::io::ErrorKind::ConnectionReset),
+                "transport failure: reset by peer"
+            )
         }
     );
     let wcs = p.a.take_wcs();

@@ -4,7 +4,8 @@
 
 use bytes::Bytes;
 use rpcrdma_verbs::{
-    CmStatus, ConnectError, DeviceFault, DisconnectReason, PeerClosed, Unreachable, WcStatus,
+    CmStatus, ConnectError, DeviceFault, DisconnectReason, PeerClosed, TransportFailure,
+    TransportFault, Unreachable, WcStatus,
 };
 
 use crate::limits::Transport;
@@ -164,7 +165,7 @@ pub fn disconnect_reason(event: u32) -> Option<DisconnectReason> {
     match event {
         cm::DISCONNECTED => Some(DisconnectReason::Peer),
         cm::DEVICE_REMOVAL => Some(DisconnectReason::Transport {
-            reason: DEVICE_REMOVED.into(),
+            reason: TransportFailure::new(TransportFault::DeviceRemoved, DEVICE_REMOVED),
         }),
         _ => None,
     }
@@ -365,7 +366,7 @@ mod tests {
         assert_eq!(
             disconnect_reason(cm::DEVICE_REMOVAL),
             Some(DisconnectReason::Transport {
-                reason: DEVICE_REMOVED.into()
+                reason: TransportFailure::new(TransportFault::DeviceRemoved, DEVICE_REMOVED)
             })
         );
         for e in (0..=15).filter(|e| ![cm::DISCONNECTED, cm::DEVICE_REMOVAL].contains(e)) {

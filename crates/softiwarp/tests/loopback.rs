@@ -7,8 +7,8 @@ use bytes::{Bytes, BytesMut};
 use rpcrdma_softiwarp::{Cq, Options, P2pMode, Pd, Qp, SoftIwarp};
 use rpcrdma_verbs::{
     Access, CompletionQueue, ConnectError, ConnectRequest, Device, DisconnectReason, Listener,
-    MemoryRegion, PostError, ProtectionDomain, QpParams, QueuePair, RecvWr, SendOp, SendWr, Sge,
-    WcOpcode, WcStatus, WorkCompletion,
+    MemoryRegion, PostError, ProtectionDomain, ProtocolLayer, QpParams, QueuePair, RecvWr, SendOp,
+    SendWr, Sge, TerminateCode, WcOpcode, WcStatus, WorkCompletion,
 };
 
 struct End {
@@ -518,8 +518,11 @@ async fn remote_access_error_terminates_and_reports() {
             code: 0
         }
     );
+    // The target saw the bad key at the RDMA layer and said so.
     assert!(matches!(
         s.qp.closed().await,
-        DisconnectReason::ProtocolError { .. }
+        DisconnectReason::ProtocolError { reason }
+            if reason.layer() == ProtocolLayer::Rdmap
+                && reason.terminate() == Some(TerminateCode { layer: 0, etype: 1, code: 0 })
     ));
 }

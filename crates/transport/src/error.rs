@@ -129,7 +129,7 @@ impl fmt::Display for Chain<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rpcrdma_verbs::{PostError, RegisterError};
+    use rpcrdma_verbs::{Errno, PostError, RegisterError};
     use std::io;
 
     /// The messages of `e` and its causes, outermost first.
@@ -160,7 +160,8 @@ mod tests {
     fn cases() -> Vec<(RdmaError, &'static str)> {
         let register = RegisterError::Device {
             len: 4096,
-            reason: "no memory key left".into(),
+            call: "ibv_reg_mr",
+            errno: Errno(12),
         };
         let post = PostError::QueueFull {
             queue: "send",
@@ -190,7 +191,7 @@ mod tests {
             ),
             (
                 RdmaError::Call(CallError::Register(register)),
-                "no memory key left",
+                "ibv_reg_mr: Cannot allocate memory",
             ),
             (
                 RdmaError::Call(CallError::ConnectionLost),
@@ -203,9 +204,9 @@ mod tests {
             (
                 RdmaError::Resource(ResourceError::Device {
                     what: "a completion queue",
-                    reason: "the device went away".into(),
+                    errno: Errno(19),
                 }),
-                "the device went away",
+                "No such device",
             ),
             (
                 RdmaError::Config(ConfigError::ZeroGrant),

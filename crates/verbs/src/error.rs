@@ -3,6 +3,8 @@
 use bytes::Bytes;
 
 use crate::connect_cause::{DeviceFault, InvalidConnect, PeerClosed, Unreachable};
+use crate::errno::Errno;
+use crate::types::Access;
 
 /// Why a memory registration failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,12 +45,14 @@ pub enum RegisterError {
         limit: String,
     },
     /// The device refused the registration for another reason.
-    #[error("the RDMA device refused to register {len} octets: {reason}")]
+    #[error("the RDMA device refused to register {len} octets: {call}: {errno}")]
     Device {
         /// Buffer length.
         len: usize,
-        /// What the device said.
-        reason: String,
+        /// The device call that failed (e.g. "ibv_reg_mr").
+        call: &'static str,
+        /// The error number it failed with.
+        errno: Errno,
     },
 }
 
@@ -68,12 +72,12 @@ pub enum ResourceError {
         max: usize,
     },
     /// The device failed to create it.
-    #[error("cannot create {what}: {reason}")]
+    #[error("cannot create {what}: {errno}")]
     Device {
         /// What (e.g. "a protection domain").
         what: &'static str,
-        /// What the device said.
-        reason: String,
+        /// The error number the device call failed with.
+        errno: Errno,
     },
 }
 
@@ -114,7 +118,7 @@ pub enum PostError {
         /// The key.
         key: u32,
         /// What is wrong.
-        reason: String,
+        reason: ProtectionFault,
     },
     /// A work request is malformed.
     #[error("invalid work request: {reason}")]
@@ -122,6 +126,53 @@ pub enum PostError {
         /// What is wrong.
         reason: &'static str,
     },
+}
+
+/// What is wrong with a local key or the memory behind it
+/// ([`PostError::LocalProtection`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtectionFault {
+    /// No region has this key (never registered, deregistered, or in
+    /// another protection domain).
+    #[error("no memory region with key {0:#010x}")]
+    InvalidKey(u32),
+    /// The region was invalidated (locally or by the peer).
+    #[error("memory region key {0:#010x} was invalidated")]
+    Invalidated(u32),
+    /// The range is outside the region.
+    #[error("range {addr:#x}+{len} is outside the region with key {key:#010x}")]
+    Bounds {
+        /// Key.
+        key: u32,
+        /// Start address.
+        addr: u64,
+        /// Length.
+        len: u64,
+    },
+    /// `addr + len` overflows 64 bits.
+    #[error("range {addr:#x}+{len} wraps around the 64-bit address space")]
+    Wrap {
+        /// Start address.
+        addr: u64,
+        /// Length.
+        len: u64,
+    },
+    /// The region lacks a needed right.
+    #[error("memory region key {key:#010x} lacks the {needed:?} right")]
+    Rights {
+        /// Key.
+        key: u32,
+        /// The right that was needed.
+        needed: Access,
+    },
+    /// The key is not a live region of this protection domain, or the
+    /// range is out of its bounds (the device does not say which).
+    #[error("not a live region of this protection domain, or out of its bounds")]
+    NotInDomain,
+    /// The provider could not register a buffer to send from.
+    #[error("cannot register a send buffer: {0}")]
+    SendBuffer(RegisterError),
 }
 
 /// Why a connection attempt failed.

@@ -53,6 +53,8 @@
 #![forbid(unsafe_code)]
 
 mod connect_cause;
+mod disconnect_cause;
+mod errno;
 mod error;
 mod traits;
 mod types;
@@ -60,9 +62,13 @@ mod types;
 pub use connect_cause::{
     CmStatus, DeviceFault, InvalidConnect, PeerClosed, SetupMessage, Unreachable,
 };
+pub use disconnect_cause::{
+    ProtocolLayer, ProtocolViolation, TerminateCode, TransportFailure, TransportFault,
+};
+pub use errno::Errno;
 pub use error::{
-    ConnectError, DeregisterError, PostError, RegisterError, ResourceError, SetupFault,
-    SetupViolation,
+    ConnectError, DeregisterError, PostError, ProtectionFault, RegisterError, ResourceError,
+    SetupFault, SetupViolation,
 };
 pub use traits::{
     CompletionQueue, ConnectRequest, Device, Listener, MemoryRegion, ProtectionDomain, QpParams,

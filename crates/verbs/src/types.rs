@@ -3,6 +3,8 @@
 
 use bytes::{Bytes, BytesMut};
 
+use crate::disconnect_cause::{ProtocolViolation, TransportFailure};
+
 /// Access rights of a memory region. Local read is always granted.
 ///
 /// ```
@@ -520,13 +522,13 @@ pub enum DisconnectReason {
     },
     /// We detected a protocol violation and terminated the connection.
     ProtocolError {
-        /// What went wrong.
-        reason: String,
+        /// What went wrong: the layer, for matching, and its account.
+        reason: ProtocolViolation,
     },
     /// The transport failed (reset, truncated stream, I/O error).
     Transport {
-        /// What went wrong.
-        reason: String,
+        /// What went wrong: the kind, for matching, and its account.
+        reason: TransportFailure,
     },
 }
 

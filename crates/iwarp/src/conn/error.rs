@@ -2,7 +2,10 @@
 //! function that maps a protocol violation to the Terminate we send.
 
 use bytes::Bytes;
-use rpcrdma_verbs::{DisconnectReason, WcStatus};
+use rpcrdma_verbs::{
+    DisconnectReason, ProtocolLayer, ProtocolViolation, TerminateCode, TransportFailure,
+    TransportFault, WcStatus,
+};
 
 use crate::mpa::MpaError;
 use crate::mr::AccessError;
@@ -162,6 +165,24 @@ pub enum ProtocolError {
 }
 
 impl ProtocolError {
+    /// The provider-neutral account of the violation: the layer the
+    /// Terminate answering it names (a malformed Terminate is RDMAP's), the
+    /// Terminate's numbers, and the text.
+    pub fn violation(&self) -> ProtocolViolation {
+        let term = self.term_error();
+        let layer = match term.map(|t| t.layer.0) {
+            Some(1) => ProtocolLayer::Ddp,
+            Some(2) => ProtocolLayer::Mpa,
+            _ => ProtocolLayer::Rdmap,
+        };
+        let terminate = term.map(|t| TerminateCode {
+            layer: t.layer.0,
+            etype: t.etype,
+            code: t.code,
+        });
+        ProtocolViolation::new(layer, terminate, self.to_string())
+    }
+
     /// The Terminate layer/type/code this violation is answered with
     /// (`None`: close without a Terminate, e.g. during MPA set-up where only
     /// a Reject or a close is possible).
@@ -355,6 +376,23 @@ impl ConnError {
         }
     }
 
+    /// The kind of transport failure this is, for a
+    /// [`DisconnectReason::Transport`].
+    fn transport_fault(&self) -> TransportFault {
+        match self {
+            ConnError::Transport(TransportError::Io { kind, .. }) => TransportFault::Io(*kind),
+            ConnError::Transport(TransportError::AcceptedNothing) => {
+                TransportFault::Io(std::io::ErrorKind::WriteZero)
+            }
+            ConnError::Transport(TransportError::CompletionQueueOverrun) => {
+                TransportFault::CompletionQueueOverrun
+            }
+            ConnError::Truncated(_) => TransportFault::Truncated,
+            ConnError::MpaTimeout => TransportFault::Timeout,
+            _ => TransportFault::Other,
+        }
+    }
+
     /// The provider-neutral reason.
     pub fn disconnect_reason(&self) -> DisconnectReason {
         match self {
@@ -368,13 +406,13 @@ impl ConnError {
             }
             ConnError::PeerClosed | ConnError::Rejected { .. } => DisconnectReason::Peer,
             ConnError::Protocol(p) => DisconnectReason::ProtocolError {
-                reason: p.to_string(),
+                reason: p.violation(),
             },
             ConnError::LocalProtection(e) => DisconnectReason::ProtocolError {
-                reason: e.to_string(),
+                reason: ProtocolViolation::new(ProtocolLayer::LocalAccess, None, e.to_string()),
             },
             other => DisconnectReason::Transport {
-                reason: other.to_string(),
+                reason: TransportFailure::new(other.transport_fault(), other.to_string()),
             },
         }
     }

@@ -431,7 +431,7 @@ const _: () = assert!(UNTAGGED_HEADER_LEN + READ_REQUEST_LEN <= crate::fpdu::MIN
 pub(super) fn check_wr(wr: &SendWr, mrs: &MrTable) -> Result<(), PostError> {
     let prot = |key: u32, e: crate::mr::AccessError| PostError::LocalProtection {
         key,
-        reason: e.to_string(),
+        reason: e.into(),
     };
     let check_sges = |sges: &[Sge]| -> Result<u64, PostError> {
         let mut total = 0u64;

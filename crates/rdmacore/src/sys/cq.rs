@@ -8,7 +8,7 @@ use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::task::{Context, Poll};
 
-use rpcrdma_verbs::{CompletionQueue, ResourceError, WorkCompletion};
+use rpcrdma_verbs::{CompletionQueue, Errno, ResourceError, WorkCompletion};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::Notify;
 
@@ -90,7 +90,7 @@ pub(crate) fn create_cq(dev: &Arc<DevInner>, capacity: usize) -> Result<Cq, Reso
     dev.limits().check_cq(capacity)?;
     let fail = |what: &'static str| ResourceError::Device {
         what,
-        reason: ffi::err_text(ffi::errno()),
+        errno: Errno(ffi::errno()),
     };
     // SAFETY: ctx is the device's live context.
     let ch = unsafe { ffi::ibv_create_comp_channel(dev.ctx) };

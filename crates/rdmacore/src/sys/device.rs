@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 use rpcrdma_verbs::{
-    Access, DeregisterError, MemoryRegion, MrBuffer, ProtectionDomain, RegisterError, ResourceError,
+    Access, DeregisterError, Errno, MemoryRegion, MrBuffer, ProtectionDomain, RegisterError,
+    ResourceError,
 };
 
 use super::ffi;
@@ -337,7 +338,8 @@ impl PdInner {
             }
             return Err(RegisterError::Device {
                 len,
-                reason: format!("ibv_reg_mr: {}", ffi::err_text(errno)),
+                call: "ibv_reg_mr",
+                errno: Errno(errno),
             });
         }
         Ok((mr, lkey, rkey))
@@ -364,7 +366,7 @@ pub(crate) fn alloc_pd(dev: &Arc<DevInner>) -> Result<Pd, ResourceError> {
     if pd.is_null() {
         return Err(ResourceError::Device {
             what: "a protection domain",
-            reason: ffi::err_text(ffi::errno()),
+            errno: Errno(ffi::errno()),
         });
     }
     Ok(Pd {

@@ -5,7 +5,9 @@
 
 use std::collections::VecDeque;
 
-use rpcrdma_verbs::{Access, DisconnectReason, WcOpcode, WcStatus, WorkCompletion};
+use rpcrdma_verbs::{
+    Access, DisconnectReason, TransportFailure, TransportFault, WcOpcode, WcStatus, WorkCompletion,
+};
 
 use super::gather::{class_of, POOL_KEEP};
 use super::{Hold, QpShared, QpState, Slot};
@@ -39,10 +41,16 @@ impl QpShared {
         let status = wc_status(wc.status);
         let mut fatal = None;
         if status != WcStatus::Success && status != WcStatus::WrFlush {
-            fatal = Some(format!(
-                "{} (vendor error {:#x})",
-                wc_status_name(wc.status),
-                wc.vendor_err
+            fatal = Some(TransportFailure::new(
+                TransportFault::Completion {
+                    status: wc.status,
+                    vendor_err: wc.vendor_err,
+                },
+                format!(
+                    "{} (vendor error {:#x})",
+                    wc_status_name(wc.status),
+                    wc.vendor_err
+                ),
             ));
         }
         if wc.wr_id & RECV_TAG != 0 {
@@ -61,7 +69,10 @@ impl QpShared {
             });
             let overflow = self.finish_receives(st, out, ready);
             if overflow {
-                fatal = Some("a message was longer than the posted receive buffer".into());
+                fatal = Some(TransportFailure::new(
+                    TransportFault::ReceiveOverflow,
+                    "a message was longer than the posted receive buffer",
+                ));
             }
         } else {
             let mut st = self.lock();
@@ -101,7 +112,7 @@ impl QpShared {
                 });
             }
             if let Some(why) = &fatal {
-                tracing::debug!(qp_num = self.qp_num, ?front.opcode, why, "send work request failed");
+                tracing::debug!(qp_num = self.qp_num, ?front.opcode, %why, "send work request failed");
             }
         }
         if let Some(reason) = fatal {

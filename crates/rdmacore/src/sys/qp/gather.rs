@@ -2,7 +2,7 @@
 //! inline, registered, copied into a bounce buffer or registered for the
 //! one request; and the pool of bounce buffers by size class.
 
-use rpcrdma_verbs::{Access, PostError, Sge};
+use rpcrdma_verbs::{Access, PostError, ProtectionFault, Sge};
 
 use super::{Hold, QpShared, QpState};
 use crate::gather::{plan, GatherPlan, Piece, COPY_MAX};
@@ -33,7 +33,7 @@ impl QpShared {
         let size = if len <= COPY_MAX { 512usize << c } else { len };
         OwnBuf::new(&self.pd, size, Access::LOCAL_READ).map_err(|e| PostError::LocalProtection {
             key: 0,
-            reason: format!("cannot register a send buffer: {e}"),
+            reason: ProtectionFault::SendBuffer(e),
         })
     }
 
@@ -85,7 +85,7 @@ impl QpShared {
                             let (t, lkey) = TempReg::new(&self.pd, b.clone()).map_err(|e| {
                                 PostError::LocalProtection {
                                     key: 0,
-                                    reason: format!("cannot register a send buffer: {e}"),
+                                    reason: ProtectionFault::SendBuffer(e),
                                 }
                             })?;
                             out.push(ffi::rs_sge {
@@ -110,7 +110,7 @@ impl QpShared {
                             if r.len > 0 && !self.pd.check(r.lkey, r.addr, r.len) {
                                 return Err(PostError::LocalProtection {
                                     key: r.lkey,
-                                    reason: "not a live region of this protection domain, or out of its bounds".into(),
+                                    reason: ProtectionFault::NotInDomain,
                                 });
                             }
                             if r.len > 0 {

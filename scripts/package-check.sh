@@ -33,6 +33,14 @@ for p in json.load(sys.stdin)["packages"]:
 excludes=()
 for p in "${unpublished[@]}"; do excludes+=(--exclude "$p"); done
 echo "package-check: packaging every crate but ${unpublished[*]} (publish = false)"
+# Verification builds each package against the others through a local
+# registry whose sources cargo unpacks once per name and version under
+# $CARGO_HOME/registry/src/-<hash>/ and never refreshes: on a machine that
+# packaged this version before, a crate would build against its old
+# neighbours. Those unpacked copies of our own crates go first (the
+# directories of local registries start with '-'; crates.io's are left).
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/rpcrdma-* \
+    "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/-*/rpcrdma-*
 
 # --allow-dirty: what is checked is that each crate packages and builds,
 # not that the tree is committed (CI's earlier steps leave files behind).

@@ -44,9 +44,15 @@ rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/rpcrdma-* \
 
 # --allow-dirty: what is checked is that each crate packages and builds,
 # not that the tree is committed (CI's earlier steps leave files behind).
-cargo package --workspace "${excludes[@]}" --allow-dirty "${verify[@]}"
+# A target directory of its own, emptied first: cargo takes a registry
+# crate's compiled artifacts as final for its name and version, so a
+# verification would otherwise reuse what an earlier packaging of 0.1.0
+# built from older sources.
+target_dir="${CARGO_TARGET_DIR:-target}/package-check"
+rm -rf "$target_dir"
+CARGO_TARGET_DIR="$target_dir" cargo package --workspace "${excludes[@]}" --allow-dirty "${verify[@]}"
 
-packages="${CARGO_TARGET_DIR:-target}/package"
+packages="$target_dir/package"
 ls "$packages"/*.crate | sed 's/^/package-check: /'
 
 if [ "$doc" = 1 ]; then
